@@ -1,0 +1,23 @@
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,sklearn]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m jaximp demo --out jaximp-report
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/pd.py
+
+clean:
+	rm -rf $(VENV) jaximp-report build *.egg-info

@@ -1,0 +1,37 @@
+"""jaximp: variable importance and interaction measures for any JAX-callable model.
+
+Every model-based method runs through one evaluation engine (:func:`evaluate`) that batches,
+chunks and shards the model evaluations; the methods differ only in what they replace and how
+they reduce.
+"""
+
+from ._data import Dataset, Feature, as_dataset
+from ._datasets import make_friedman1, make_linear
+from ._engine import default_memory_budget, evaluate, predict_rows
+from ._grid import mquantiles
+from ._mlp import MLP, fit_mlp
+from ._model import Predictor, as_predictor
+from ._pd import PartialDependence, partial_dependence, partial_dependence_all
+from ._results import FeatureImportance
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dataset",
+    "Feature",
+    "FeatureImportance",
+    "MLP",
+    "PartialDependence",
+    "Predictor",
+    "as_dataset",
+    "as_predictor",
+    "default_memory_budget",
+    "evaluate",
+    "fit_mlp",
+    "make_friedman1",
+    "make_linear",
+    "mquantiles",
+    "partial_dependence",
+    "partial_dependence_all",
+    "predict_rows",
+]

@@ -1,0 +1,235 @@
+"""Input data: NumPy or pandas in, a float matrix plus feature metadata out."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Feature", "Dataset", "as_dataset"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """One feature as the methods see it: a set of columns replaced together.
+
+    Attributes
+    ----------
+    name : str
+        Feature (or group) name.
+    columns : tuple of int
+        Column indices in the float matrix.
+    kind : {"continuous", "categorical", "onehot"}
+        ``categorical`` is an integer-coded column (pandas categories become their codes);
+        ``onehot`` is a block of indicator columns of which exactly one is set per level.
+    levels : tuple or None
+        Category labels of a categorical or one-hot feature (one-hot: the column names).
+    """
+
+    name: str
+    columns: tuple[int, ...]
+    kind: str = "continuous"
+    levels: tuple | None = None
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind in ("categorical", "onehot")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Dataset:
+    """Validated data: ``X`` float matrix (n, c), feature metadata, optional weights."""
+
+    X: np.ndarray
+    column_names: tuple[str, ...]
+    features: tuple[Feature, ...]
+    weights: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.features)
+
+    def feature(self, key: str | int) -> Feature:
+        """Look a feature up by name or position, with a clear error if it does not exist."""
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self.features):
+                raise ValueError(
+                    f"feature index {key} is out of range; the data has {len(self.features)} "
+                    "features (0-based)."
+                )
+            return self.features[int(key)]
+        for feat in self.features:
+            if feat.name == key:
+                return feat
+        raise ValueError(
+            f"unknown feature {key!r}; known features are {list(self.feature_names)}."
+        )
+
+    def resolve(self, features) -> list[Feature]:
+        """Turn ``None`` (all), one name/index, or a list of them into Feature objects."""
+        if features is None:
+            return list(self.features)
+        if isinstance(features, (str, int, np.integer)):
+            features = [features]
+        resolved = [self.feature(f) for f in features]
+        if not resolved:
+            raise ValueError("features must name at least one feature; got an empty list.")
+        return resolved
+
+
+def as_dataset(
+    X,
+    *,
+    feature_names: Sequence[str] | None = None,
+    categorical: Sequence[str | int] | None = None,
+    groups: Mapping[str, Sequence[str | int]] | None = None,
+    sample_weight=None,
+) -> Dataset:
+    """Validate ``X`` and describe its features.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, c) or pandas.DataFrame
+        Numeric data. DataFrame columns of dtype ``category`` become integer codes and are
+        treated as categorical features; ``bool`` columns become 0/1.
+    feature_names : sequence of str, optional
+        Column names for an array input (default ``x0, x1, ...``).
+    categorical : sequence of str or int, optional
+        Integer-coded columns to treat as categorical (grid = their distinct values).
+    groups : mapping of str to sequence of str or int, optional
+        Columns replaced together as one feature, e.g. one-hot blocks
+        ``{"color": ["color_red", "color_blue"]}``. A group whose columns are all 0/1 with one
+        1 per row is a one-hot feature whose levels are its columns.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative case weights; every average becomes a weighted average.
+
+    Returns
+    -------
+    Dataset
+    """
+    levels_of: dict[int, tuple] = {}
+    if isinstance(X, pd.DataFrame):
+        names = [str(c) for c in X.columns]
+        if feature_names is not None and list(feature_names) != names:
+            raise ValueError(
+                "feature_names must be omitted for a DataFrame (its column names are used); "
+                f"got {list(feature_names)} for columns {names}."
+            )
+        columns = []
+        for i, name in enumerate(names):
+            col = X.iloc[:, i]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                if col.isna().any():
+                    raise ValueError(f"column {name!r} has missing categories; fill them first.")
+                levels_of[i] = tuple(col.cat.categories)
+                columns.append(col.cat.codes.to_numpy(dtype=np.float64))
+            elif col.dtype == bool:
+                columns.append(col.to_numpy(dtype=np.float64))
+            elif pd.api.types.is_numeric_dtype(col.dtype):
+                columns.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+            else:
+                raise TypeError(
+                    f"column {name!r} has dtype {col.dtype}; jaximp needs numeric columns. "
+                    "Convert text to a pandas 'category' dtype or one-hot columns."
+                )
+        values = np.stack(columns, axis=1) if columns else np.empty((len(X), 0))
+    else:
+        values = np.asarray(X)
+        if values.dtype == object or values.dtype.kind in "USV":
+            raise TypeError(
+                f"X must hold numbers; got an array of dtype {values.dtype}. Convert text "
+                "columns to integer codes or pass a DataFrame with 'category' columns."
+            )
+        if values.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows, columns); got shape {values.shape}.")
+        values = values.astype(np.float64)
+        if feature_names is None:
+            names = [f"x{i}" for i in range(values.shape[1])]
+        else:
+            names = [str(n) for n in feature_names]
+            if len(names) != values.shape[1]:
+                raise ValueError(
+                    f"feature_names has {len(names)} names but X has {values.shape[1]} columns."
+                )
+    if len(set(names)) != len(names):
+        raise ValueError(f"column names must be unique; got {names}.")
+    n, c = values.shape
+    if n == 0 or c == 0:
+        raise ValueError(f"X is empty: got shape {values.shape}; need at least 1 row and column.")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        raise ValueError(
+            f"X contains {bad.sum()} NaN or infinite values (first at row {rows[0]}, column "
+            f"{names[cols[0]]!r}); impute or drop them first."
+        )
+
+    def column_index(key) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < c:
+                raise ValueError(f"column index {key} is out of range for {c} columns.")
+            return int(key)
+        if key not in names:
+            raise ValueError(f"unknown column {key!r}; columns are {names}.")
+        return names.index(key)
+
+    for key in categorical or ():
+        i = column_index(key)
+        if i not in levels_of:
+            col = values[:, i]
+            if not np.all(col == np.round(col)):
+                raise ValueError(
+                    f"categorical column {names[i]!r} must hold integer codes; got non-integers."
+                )
+            levels_of[i] = tuple(np.unique(col).astype(int).tolist())
+
+    grouped: dict[int, str] = {}
+    features: list[Feature] = []
+    group_features: dict[int, Feature] = {}
+    for gname, members in (groups or {}).items():
+        idx = tuple(column_index(m) for m in members)
+        if not idx:
+            raise ValueError(f"group {gname!r} is empty; list at least one column.")
+        for i in idx:
+            if i in grouped:
+                raise ValueError(
+                    f"column {names[i]!r} is in both groups {grouped[i]!r} and {gname!r}."
+                )
+            grouped[i] = gname
+        block = values[:, idx]
+        is_onehot = len(idx) > 1 and np.all((block == 0) | (block == 1)) and np.all(
+            block.sum(axis=1) == 1
+        )
+        group_features[min(idx)] = Feature(
+            str(gname),
+            idx,
+            "onehot" if is_onehot else "continuous",
+            tuple(names[i] for i in idx) if is_onehot else None,
+        )
+    for i in range(c):
+        if i in group_features:
+            features.append(group_features[i])
+        if i in grouped:
+            continue
+        kind = "categorical" if i in levels_of else "continuous"
+        features.append(Feature(names[i], (i,), kind, levels_of.get(i)))
+    feature_names_all = [f.name for f in features]
+    if len(set(feature_names_all)) != len(feature_names_all):
+        raise ValueError(f"feature and group names must be unique; got {feature_names_all}.")
+
+    weights = None
+    if sample_weight is not None:
+        weights = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+        if weights.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},); got {weights.shape}.")
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+            raise ValueError(
+                "sample_weight must be finite and non-negative with a positive sum."
+            )
+    return Dataset(values, tuple(names), tuple(features), weights)

@@ -1,0 +1,126 @@
+"""Grids of replacement values for partial dependence."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ._data import Dataset, Feature
+
+__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "validate_grid_options"]
+
+GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn")
+
+
+def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4) -> np.ndarray:
+    """Sample quantiles with plotting positions ``(k - alphap) / (n + 1 - alphap - betap)``.
+
+    The defaults equal ``scipy.stats.mstats.mquantiles``, which scikit-learn uses for the
+    percentiles of its partial-dependence grid.
+
+    Examples
+    --------
+    >>> mquantiles(np.arange(10.0), [0.05, 0.5, 0.95]).round(3)
+    array([0.   , 4.5  , 9.   ])
+    """
+    data = np.sort(np.asarray(x, dtype=np.float64))
+    n = data.size
+    p = np.asarray(prob, dtype=np.float64)
+    m = alphap + p * (1.0 - alphap - betap)
+    aleph = n * p + m
+    k = np.floor(np.clip(aleph, 1, n - 1)).astype(int)
+    gamma = np.clip(aleph - k, 0.0, 1.0)
+    return (1.0 - gamma) * data[k - 1] + gamma * data[k]
+
+
+def feature_grid(
+    dataset: Dataset,
+    feature: Feature,
+    *,
+    strategy: str = "uniform",
+    grid_resolution: int = 100,
+    percentiles: tuple[float, float] = (0.05, 0.95),
+    values=None,
+) -> tuple[np.ndarray, tuple]:
+    """Replacement rows for one feature and their display labels.
+
+    Returns
+    -------
+    rows : ndarray of shape (g, len(feature.columns))
+        Values written into the feature's columns, one grid point per row.
+    labels : tuple, length g
+        The grid point as shown to the user (the value, or the level of a categorical).
+    """
+    columns = dataset.X[:, list(feature.columns)]
+    if feature.kind == "onehot":
+        k = len(feature.columns)
+        if values is not None:
+            raise ValueError(
+                f"feature {feature.name!r} is a one-hot group; its grid is its levels "
+                f"{list(feature.levels)} and cannot be set by values."
+            )
+        return np.eye(k), tuple(feature.levels)
+    if len(feature.columns) > 1:
+        raise ValueError(
+            f"feature {feature.name!r} is a group of {len(feature.columns)} columns that is "
+            "not one-hot; partial dependence needs a one-hot block or single columns."
+        )
+    col = columns[:, 0]
+    if values is not None:
+        grid = np.asarray(values, dtype=np.float64).reshape(-1)
+        if grid.size < 1 or not np.all(np.isfinite(grid)):
+            raise ValueError(
+                f"grid values for feature {feature.name!r} must be a non-empty list of finite "
+                f"numbers; got {values!r}."
+            )
+        return grid[:, None], tuple(grid.tolist())
+    uniques = np.unique(col)
+    if uniques.size < 2:
+        raise ValueError(
+            f"feature {feature.name!r} has a single distinct value ({uniques[0]:g}); its "
+            "partial dependence is undefined. Drop the feature or pass grid values explicitly."
+        )
+    if feature.kind == "categorical":
+        labels = feature.levels if feature.levels is not None else tuple(uniques.tolist())
+        if len(labels) == uniques.size:
+            return uniques[:, None], tuple(labels)
+        # pandas categories: codes index into the declared levels, some may be unobserved
+        present = uniques.astype(int)
+        return uniques[:, None], tuple(labels[i] for i in present)
+    if strategy not in GRID_STRATEGIES:
+        raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
+    use_unique = (
+        strategy == "unique"
+        or (strategy == "sklearn" and uniques.size < grid_resolution)
+        or (strategy in ("uniform", "quantile") and uniques.size <= grid_resolution)
+    )
+    if use_unique:
+        grid = uniques
+    elif strategy == "quantile":
+        grid = np.unique(mquantiles(col, np.linspace(*percentiles, grid_resolution)))
+    else:
+        low, high = mquantiles(col, percentiles)
+        if np.isclose(low, high):
+            raise ValueError(
+                f"the percentiles {percentiles} of feature {feature.name!r} are equal "
+                f"({low:g}); widen percentiles, e.g. percentiles=(0, 1)."
+            )
+        grid = np.linspace(low, high, grid_resolution)
+    return grid[:, None], tuple(grid.tolist())
+
+
+def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
+    """Edge checks shared by every grid-based method."""
+    if isinstance(grid_resolution, bool) or not isinstance(grid_resolution, (int, np.integer)) or grid_resolution < 2:
+        raise ValueError(f"grid_resolution must be an int >= 2; got {grid_resolution!r}.")
+    if not isinstance(strategy, (str, dict)):
+        raise TypeError(
+            f"grid must be a strategy name {GRID_STRATEGIES} or a dict of feature -> values; got "
+            f"{type(strategy).__name__}."
+        )
+    if isinstance(strategy, str) and strategy not in GRID_STRATEGIES:
+        raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
+    lo, hi = percentiles
+    if not 0 <= lo < hi <= 1:
+        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 1; got {percentiles}.")

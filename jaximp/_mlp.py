@@ -1,0 +1,172 @@
+"""A small multilayer perceptron trained with Optax, used by the demo, LOCO and the notebooks.
+
+Parameters are a plain pytree (a list of ``{"kernel", "bias"}`` dicts), so that many fits
+(e.g. the p refits of LOCO) can be run as one ``vmap``-ped training job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+__all__ = ["MLP", "fit_mlp", "init_mlp_params", "mlp_forward", "train_mlp_params"]
+
+
+def init_mlp_params(key: jax.Array, sizes: Sequence[int]) -> list[dict]:
+    """LeCun-normal kernels and zero biases for layer sizes ``[c, h1, ..., o]``."""
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        key, sub = jax.random.split(key)
+        kernel = jax.random.normal(sub, (fan_in, fan_out)) / jnp.sqrt(fan_in)
+        params.append({"kernel": kernel, "bias": jnp.zeros(fan_out)})
+    return params
+
+
+def mlp_forward(params: list[dict], x: jax.Array) -> jax.Array:
+    """ReLU MLP on standardized inputs, linear output: (n, c) -> (n, o)."""
+    for layer in params[:-1]:
+        x = jax.nn.relu(x @ layer["kernel"] + layer["bias"])
+    return x @ params[-1]["kernel"] + params[-1]["bias"]
+
+
+def train_mlp_params(params, x, y, input_mask, key, *, steps, learning_rate, weight_decay,
+                     batch_size):
+    """Pure training loop (``lax.scan`` of AdamW steps); vmap-able over masks, keys, data.
+
+    ``x`` and ``y`` are standardized; ``input_mask`` (c,) multiplies the inputs, so a 0 drops a
+    column exactly as if it were absent.
+    """
+    optimizer = optax.adamw(learning_rate, weight_decay=weight_decay)
+    n = x.shape[0]
+    x = x * input_mask
+
+    def loss_fn(p, xb, yb):
+        return jnp.mean((mlp_forward(p, xb) - yb) ** 2)
+
+    def step(carry, step_key):
+        p, state = carry
+        if batch_size is None or batch_size >= n:
+            xb, yb = x, y
+        else:
+            idx = jax.random.choice(step_key, n, (batch_size,), replace=False)
+            xb, yb = x[idx], y[idx]
+        loss, grads = jax.value_and_grad(loss_fn)(p, xb, yb)
+        updates, state = optimizer.update(grads, state, p)
+        return (optax.apply_updates(p, updates), state), loss
+
+    (params, _), losses = jax.lax.scan(
+        step, (params, optimizer.init(params)), jax.random.split(key, steps)
+    )
+    return params, losses
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MLP:
+    """A fitted MLP: ``model(X)`` predicts on raw (unstandardized) inputs.
+
+    Attributes
+    ----------
+    params : list of dict
+        ``{"kernel": (fan_in, fan_out), "bias": (fan_out,)}`` per layer, on standardized data.
+    x_mean, x_scale, y_mean, y_scale : arrays
+        Standardization of inputs and targets, folded into :meth:`__call__`.
+    input_mask : array of shape (c,)
+        1 for used inputs, 0 for dropped ones (LOCO refits).
+    losses : array of shape (steps,)
+        Training loss per step (standardized scale).
+    """
+
+    params: list
+    x_mean: jax.Array
+    x_scale: jax.Array
+    y_mean: jax.Array
+    y_scale: jax.Array
+    input_mask: jax.Array
+    losses: jax.Array
+
+    def __call__(self, X) -> jax.Array:
+        z = (jnp.asarray(X, jnp.float32) - self.x_mean) / self.x_scale * self.input_mask
+        out = mlp_forward(self.params, z) * self.y_scale + self.y_mean
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def weights(self) -> list[tuple[jax.Array, jax.Array]]:
+        """``[(W, b), ...]`` per layer, W of shape (fan_in, fan_out)."""
+        return [(layer["kernel"], layer["bias"]) for layer in self.params]
+
+
+def fit_mlp(
+    X,
+    y,
+    *,
+    hidden: Sequence[int] = (64, 64),
+    steps: int = 2000,
+    learning_rate: float = 1e-2,
+    weight_decay: float = 0.0,
+    batch_size: int | None = None,
+    input_mask=None,
+    random_state: int | jax.Array = 0,
+) -> MLP:
+    """Fit an MLP regressor with AdamW on standardized data.
+
+    Parameters
+    ----------
+    X : array of shape (n, c) or DataFrame
+    y : array of shape (n,) or (n, o)
+    hidden : sequence of int, default (64, 64)
+        Hidden layer widths.
+    steps : int, default 2000
+        Optimizer steps (full batch unless ``batch_size`` is set).
+    learning_rate : float, default 1e-2
+    weight_decay : float, default 0.0
+        Decoupled (AdamW) weight decay.
+    batch_size : int, optional
+        Minibatch size; default full batch.
+    input_mask : array of shape (c,), optional
+        0 drops an input (it is multiplied by 0 before the first layer).
+    random_state : int or PRNG key, default 0
+
+    Returns
+    -------
+    MLP
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(64, 2))
+    >>> model = fit_mlp(X, X[:, 0] - X[:, 1], hidden=(8,), steps=300)
+    >>> float(np.mean((np.asarray(model(X)) - (X[:, 0] - X[:, 1])) ** 2)) < 0.05
+    True
+    """
+    x = np.asarray(X, dtype=np.float32)
+    target = np.asarray(y, dtype=np.float32)
+    if x.ndim != 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"X must be a finite 2-D array; got shape {x.shape}.")
+    target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
+    if target.shape[0] != x.shape[0]:
+        raise ValueError(f"y must have {x.shape[0]} rows like X; got {target.shape[0]}.")
+    if any(int(h) < 1 for h in hidden):
+        raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")
+    key = random_state if isinstance(random_state, jax.Array) else jax.random.key(random_state)
+    init_key, train_key = jax.random.split(key)
+    x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
+    y_mean, y_scale = target.mean(0), target.std(0) + 1e-8
+    mask = np.ones(x.shape[1], np.float32) if input_mask is None else np.asarray(
+        input_mask, np.float32)
+    sizes = [x.shape[1], *[int(h) for h in hidden], target.shape[1]]
+    params = init_mlp_params(init_key, sizes)
+    train = jax.jit(
+        train_mlp_params,
+        static_argnames=("steps", "learning_rate", "weight_decay", "batch_size"),
+    )
+    params, losses = train(
+        params, (x - x_mean) / x_scale, (target - y_mean) / y_scale, mask, train_key,
+        steps=int(steps), learning_rate=float(learning_rate),
+        weight_decay=float(weight_decay), batch_size=batch_size,
+    )
+    return MLP(params, jnp.asarray(x_mean), jnp.asarray(x_scale), jnp.asarray(y_mean),
+               jnp.asarray(y_scale), jnp.asarray(mask), losses)
