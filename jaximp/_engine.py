@@ -30,8 +30,9 @@ from ._model import Predictor
 
 __all__ = ["evaluate", "predict_rows", "default_memory_budget"]
 
-_BYTES_PER_ROW: "weakref.WeakKeyDictionary[Predictor, dict]" = weakref.WeakKeyDictionary()
-_CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary[Predictor, dict]" = weakref.WeakKeyDictionary()
+# Keyed by the predictor's apply function, which as_predictor keeps stable per model.
+_BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PROBE_ROWS = 1024
 
 
@@ -56,12 +57,13 @@ def default_memory_budget() -> int:
 
 def _bytes_per_row(predictor: Predictor, n_columns: int) -> float:
     """Device bytes one evaluated row costs: the replaced input plus the model's temporaries."""
-    cache = _BYTES_PER_ROW.setdefault(predictor, {})
+    cache = _BYTES_PER_ROW.setdefault(predictor.apply, {})
     if n_columns not in cache:
         spec = jax.ShapeDtypeStruct((_PROBE_ROWS, n_columns), jnp.float32)
         temp = 0.0
         try:
-            analysis = jax.jit(predictor.fn).lower(spec).compile().memory_analysis()
+            compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
+            analysis = compiled.memory_analysis()
             temp = float(getattr(analysis, "temp_size_in_bytes", 0) or 0)
         except Exception:  # noqa: BLE001 - memory analysis is optional on some backends
             temp = 0.0
@@ -134,13 +136,14 @@ def _mesh(predictor: Predictor, devices) -> Mesh | None:
 
 def _chunk_function(predictor: Predictor, per_row: bool, keep_rows: bool, mesh: Mesh | None):
     """The jitted evaluation of one chunk of (items x rows), cached per predictor."""
-    cache = _CHUNK_FUNCTIONS.setdefault(predictor, {})
-    key = (per_row, keep_rows, None if mesh is None else tuple(mesh.devices.flat))
+    cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
+    key = (per_row, keep_rows, predictor.n_outputs,
+           None if mesh is None else tuple(mesh.devices.flat))
     if key in cache:
         return cache[key]
-    n_out = predictor.n_outputs
+    n_out, apply = predictor.n_outputs, predictor.apply
 
-    def chunk(X, w, masks, values, item_mask, item_value, source_rows, rows):
+    def chunk(params, X, w, masks, values, item_mask, item_value, source_rows, rows):
         base = X[rows]  # (nc, c)
         mask = masks[item_mask][:, None, :]  # (bc, 1, c)
         if per_row:
@@ -153,7 +156,7 @@ def _chunk_function(predictor: Predictor, per_row: bool, keep_rows: bool, mesh: 
                 X_rep, NamedSharding(mesh, PartitionSpec(None, "rows", None))
             )
         n_items, n_rows, n_cols = X_rep.shape
-        pred = predictor.fn(X_rep.reshape(n_items * n_rows, n_cols))
+        pred = apply(params, X_rep.reshape(n_items * n_rows, n_cols))
         pred = pred.reshape(n_items, n_rows, n_out)
         if keep_rows:
             return pred
@@ -274,6 +277,7 @@ def evaluate(
     replicated = None if mesh is None else NamedSharding(mesh, PartitionSpec())
     put = (lambda a: jax.device_put(a, replicated)) if mesh else jnp.asarray
     X_d, w_d, masks_d, values_d = put(X), put(w_p), put(masks), put(values)
+    params_d = jax.tree_util.tree_map(put, predictor.params)
     row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
     chunk = _chunk_function(predictor, per_row, reduce == "none", mesh)
 
@@ -306,7 +310,7 @@ def evaluate(
             src = source_rows[items, r0 : r0 + rows_per_chunk] if per_row else source_rows[items]
             rows_d = jax.device_put(rows, row_sharding) if mesh else rows
             result = chunk(
-                X_d, w_d, masks_d, values_d, item_mask_p[items], item_value_p[items], src, rows_d
+                params_d, X_d, w_d, masks_d, values_d, item_mask_p[items], item_value_p[items], src, rows_d
             )
             pending.append(((i0, r0), result))
             if len(pending) > 2:  # keep the device busy while the host collects

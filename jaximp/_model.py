@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+import collections
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,9 +19,12 @@ class Predictor:
 
     Attributes
     ----------
-    fn : callable
-        ``fn(X: (m, c) float32) -> (m, o) float32``; traceable by ``jax.jit`` (host models go
-        through ``jax.pure_callback``).
+    apply : callable
+        ``apply(params, X: (m, c) float32) -> (m, o) float32``; traceable by ``jax.jit`` (host
+        models go through ``jax.pure_callback``). The same function object is reused for the
+        same model (or the same Flax graph), so compiled evaluations are cached across calls.
+    params : pytree
+        The model's arrays, passed to ``apply`` as traced arguments, not baked-in constants.
     n_outputs : int
         Number of outputs ``o``.
     output_names : tuple of str
@@ -32,14 +36,49 @@ class Predictor:
         evaluates on one device.
     """
 
-    fn: Callable[[jax.Array], jax.Array]
+    apply: Callable[[Any, jax.Array], jax.Array]
+    params: Any
     n_outputs: int
     output_names: tuple[str, ...]
     name: str
     host: bool = False
 
     def __call__(self, X) -> jax.Array:
-        return self.fn(X)
+        return self.apply(self.params, X)
+
+
+_APPLY_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+_APPLY_CACHE_SIZE = 64
+
+
+def _stable_apply(key, make: Callable[[], Callable]) -> Callable:
+    """One ``apply`` function per model key (LRU of 64), so jit caches keyed on it are reused.
+
+    Unhashable keys are cached by identity; the entry holds the key, so the identity stays
+    valid while cached.
+    """
+    try:
+        hash(key)
+        cache_key = ("value", key)
+    except TypeError:
+        cache_key = ("id", id(key))
+    if cache_key in _APPLY_CACHE:
+        _APPLY_CACHE.move_to_end(cache_key)
+        return _APPLY_CACHE[cache_key][1]
+    apply = make()
+    _APPLY_CACHE[cache_key] = (key, apply)
+    if len(_APPLY_CACHE) > _APPLY_CACHE_SIZE:
+        _APPLY_CACHE.popitem(last=False)
+    return apply
+
+
+def _as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
+    """Model output as (n, o) float32; a wrong shape is an error naming the model."""
+    out = jnp.asarray(out)
+    _check_output_shape(out.shape, n_rows, name)
+    if out.ndim == 1:
+        out = out[:, None]
+    return out.astype(jnp.float32)
 
 
 def _is_flax_nnx(model) -> bool:
@@ -68,15 +107,14 @@ def _is_equinox(model) -> bool:
 
 def _host_predict(model) -> tuple[Callable, str]:
     """The NumPy-side prediction of a scikit-learn-like object: probabilities for classifiers."""
-    if hasattr(model, "predict_proba") and getattr(model, "_estimator_type", None) == "classifier":
+    is_classifier = getattr(model, "_estimator_type", None) == "classifier"
+    if not is_classifier and hasattr(model, "__sklearn_tags__"):
+        try:  # scikit-learn >= 1.6 describes estimators by tags
+            is_classifier = model.__sklearn_tags__().estimator_type == "classifier"
+        except Exception:  # noqa: BLE001 - a foreign object with a look-alike attribute
+            is_classifier = False
+    if is_classifier and hasattr(model, "predict_proba"):
         return model.predict_proba, f"{type(model).__name__}.predict_proba"
-    try:  # scikit-learn >= 1.6 exposes estimator tags instead of _estimator_type
-        from sklearn.base import is_classifier
-
-        if is_classifier(model) and hasattr(model, "predict_proba"):
-            return model.predict_proba, f"{type(model).__name__}.predict_proba"
-    except ImportError:
-        pass
     return model.predict, f"{type(model).__name__}.predict"
 
 
@@ -125,20 +163,15 @@ def as_predictor(
     """
     if isinstance(model, Predictor):
         return model
-    classes = None
     if variables is not None:
         if not _is_flax_linen(model):
             raise TypeError(
                 "variables is only used with a Flax linen Module; got a model of type "
                 f"{type(model).__name__}."
             )
-        module = model
-
-        def raw(X):
-            return module.apply(variables, X)
-
-        name = f"linen {type(model).__name__}"
-        host = False
+        module, params, name = model, variables, f"linen {type(model).__name__}"
+        apply = _stable_apply(module, lambda: lambda params, X: _as_2d_float32(
+            module.apply(params, X), X.shape[0], name))
     elif _is_flax_linen(model):
         raise TypeError(
             f"the Flax linen module {type(model).__name__} needs its parameters: pass "
@@ -147,52 +180,55 @@ def as_predictor(
     elif _is_flax_nnx(model):
         from flax import nnx
 
-        graphdef, state = nnx.split(model)
-
-        def raw(X):
-            return nnx.merge(graphdef, state)(X)
-
+        graphdef, params = nnx.split(model)
         name = f"nnx {type(model).__name__}"
-        host = False
+        apply = _stable_apply(graphdef, lambda: lambda state, X: _as_2d_float32(
+            nnx.merge(graphdef, state)(X), X.shape[0], name))
     elif _is_equinox(model):
-        raw = model if batched else jax.vmap(model)
+        import equinox as eqx
+
+        params, static = eqx.partition(model, eqx.is_array)
         name = f"equinox {type(model).__name__}"
-        host = False
+
+        def make_equinox_apply():
+            def apply_equinox(arrays, X):
+                module = eqx.combine(arrays, static)
+                out = module(X) if batched else jax.vmap(module)(X)
+                return _as_2d_float32(out, X.shape[0], name)
+
+            return apply_equinox
+
+        apply = _stable_apply((static, bool(batched)), make_equinox_apply)
     elif hasattr(model, "predict") and not isinstance(model, type):
-        host_fn, name = _host_predict(model)
-        classes = getattr(model, "classes_", None) if name.endswith("predict_proba") else None
-        raw = host_fn
-        host = True
+        return _host_predictor(model, n_features, output_names)
     elif callable(model):
-        raw = model
+        function, params = model, None
         name = getattr(model, "__name__", type(model).__name__)
-        host = False
+        apply = _stable_apply(function, lambda: lambda _, X: _as_2d_float32(
+            function(X), X.shape[0], name))
     else:
         raise TypeError(
             "model must be a JAX function, a Flax or Equinox module, or an object with a "
             f"predict method; got {type(model).__name__}."
         )
 
-    if host:
-        return _host_predictor(raw, name, n_features, output_names, classes)
-
-    def fn(X):
-        out = jnp.asarray(raw(X))
-        if out.ndim == 1:
-            out = out[:, None]
-        return out.astype(jnp.float32)
-
     n_outputs = None
     if n_features is not None:
         probe = jax.ShapeDtypeStruct((2, n_features), jnp.float32)
         try:
-            shape = jax.eval_shape(lambda X: raw(X), probe).shape
+            shape = jax.eval_shape(lambda X: apply(params, X), probe).shape
+        except ValueError as err:
+            if str(err).startswith("the model "):
+                raise
+            raise ValueError(
+                f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
+            ) from err
         except Exception as err:  # noqa: BLE001 - re-raised with the model named
             raise ValueError(
                 f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
             ) from err
-        n_outputs = _check_output_shape(shape, 2, name)
-    return _finish(fn, n_outputs, output_names, name)
+        n_outputs = shape[1]
+    return _finish(apply, params, n_outputs, output_names, name)
 
 
 def _check_output_shape(shape: tuple, m: int, name: str) -> int:
@@ -206,7 +242,8 @@ def _check_output_shape(shape: tuple, m: int, name: str) -> int:
     )
 
 
-def _finish(fn, n_outputs, output_names, name, classes=None, host=False) -> Predictor:
+def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
+            ) -> Predictor:
     if output_names is not None:
         output_names = tuple(str(o) for o in output_names)
         if n_outputs is not None and len(output_names) != n_outputs:
@@ -224,10 +261,12 @@ def _finish(fn, n_outputs, output_names, name, classes=None, host=False) -> Pred
             output_names = ("y",)
         else:
             output_names = tuple(f"y{i}" for i in range(n_outputs))
-    return Predictor(fn, n_outputs, output_names, name, host)
+    return Predictor(apply, params, n_outputs, output_names, name, host)
 
 
-def _host_predictor(host_fn, name, n_features, output_names, classes) -> Predictor:
+def _host_predictor(model, n_features, output_names) -> Predictor:
+    host_fn, name = _host_predict(model)
+    classes = getattr(model, "classes_", None) if name.endswith("predict_proba") else None
     if n_features is None:
         raise ValueError(f"n_features is needed to wrap the host model {name}.")
     probe = np.zeros((2, n_features), dtype=np.float32)
@@ -239,12 +278,16 @@ def _host_predictor(host_fn, name, n_features, output_names, classes) -> Predict
         ) from err
     n_outputs = _check_output_shape(out.shape, 2, name)
 
-    def callback(X):
-        result = np.asarray(host_fn(np.asarray(X)), dtype=np.float32)
-        return result.reshape(result.shape[0], n_outputs)
+    def make_host_apply():
+        def callback(X):
+            result = np.asarray(_host_predict(model)[0](np.asarray(X)), dtype=np.float32)
+            return result.reshape(result.shape[0], -1)
 
-    def fn(X):
-        spec = jax.ShapeDtypeStruct((X.shape[0], n_outputs), jnp.float32)
-        return jax.pure_callback(callback, spec, X, vmap_method="broadcast_all")
+        def apply_host(_, X):
+            spec = jax.ShapeDtypeStruct((X.shape[0], n_outputs), jnp.float32)
+            return jax.pure_callback(callback, spec, X, vmap_method="broadcast_all")
 
-    return _finish(fn, n_outputs, output_names, name, classes, host=True)
+        return apply_host
+
+    apply = _stable_apply((model, n_outputs), make_host_apply)
+    return _finish(apply, None, n_outputs, output_names, name, classes, host=True)

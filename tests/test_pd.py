@@ -1,0 +1,204 @@
+"""Partial dependence and ICE against scikit-learn and a float64 NumPy loop."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaximp
+from jaximp._grid import mquantiles
+
+from conftest import random_mlp
+
+
+def numpy_pd(f_np, X, column, grid, weights=None):
+    """Float64 reference: loop over grid points, average over rows."""
+    w = np.ones(len(X)) if weights is None else np.asarray(weights, float)
+    ice = []
+    for z in grid:
+        Xz = X.copy()
+        Xz[:, column] = z
+        ice.append(f_np(Xz))
+    ice = np.stack(ice, axis=1)  # (n, g)
+    return (w[:, None] * ice).sum(0) / w.sum(), ice
+
+
+def test_mquantiles_matches_scipy():
+    from scipy.stats.mstats import mquantiles as scipy_mq
+
+    x = np.random.default_rng(0).normal(size=37)
+    probs = [0.0, 0.05, 0.3, 0.95, 1.0]
+    np.testing.assert_allclose(mquantiles(x, probs), scipy_mq(x, prob=probs), rtol=1e-12)
+
+
+def test_pd_and_ice_equal_numpy_loop(mlp3, data3):
+    f_jax, f_np, _ = mlp3
+    result = jaximp.partial_dependence(f_jax, data3, "x1", kind="both", grid_resolution=9)
+    grid = np.asarray(result.grid_values[0])
+    ref_avg, ref_ice = numpy_pd(f_np, data3, 1, grid)
+    np.testing.assert_allclose(result.average[:, 0], ref_avg, atol=2e-5)
+    np.testing.assert_allclose(result.individual[:, :, 0], ref_ice, atol=2e-5)
+    low, high = mquantiles(data3[:, 1], [0.05, 0.95])
+    np.testing.assert_allclose(grid, np.linspace(low, high, 9))
+
+
+def test_pd_matches_sklearn_brute():
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.inspection import partial_dependence as sk_pd
+    from sklearn.neural_network import MLPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(200, 4))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2]
+    est = MLPRegressor(hidden_layer_sizes=(16,), max_iter=300, random_state=0).fit(X, y)
+    W = [np.asarray(w, np.float32) for w in est.coefs_]
+    b = [np.asarray(v, np.float32) for v in est.intercepts_]
+
+    def f(Xj):
+        import jax.numpy as jnp
+
+        h = jnp.maximum(Xj @ W[0] + b[0], 0)
+        return (h @ W[1] + b[1])[:, 0]
+
+    for feature in (0, 2):
+        ours = jaximp.partial_dependence(f, X, feature, kind="both", grid="sklearn",
+                                         grid_resolution=15)
+        ref = sk_pd(est, X, [feature], method="brute", kind="both", grid_resolution=15)
+        np.testing.assert_allclose(ours.grid_values[0], ref["grid_values"][0], rtol=1e-6)
+        np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], atol=1e-5)
+        np.testing.assert_allclose(ours.individual[:, :, 0], ref["individual"][0], atol=1e-5)
+    # a host (scikit-learn) model through the callback gives the same numbers
+    host = jaximp.partial_dependence(est, X, 0, grid="sklearn", grid_resolution=15)
+    ref = sk_pd(est, X, [0], method="brute", grid_resolution=15)
+    np.testing.assert_allclose(host.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
+
+
+def test_sklearn_classifier_keeps_class_axis():
+    pytest.importorskip("sklearn")
+    from sklearn.inspection import partial_dependence as sk_pd
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    clf = LogisticRegression(max_iter=500).fit(X, y)
+    ours = jaximp.partial_dependence(clf, X, "x0", grid="sklearn", grid_resolution=7)
+    assert ours.output_names == ("0", "1", "2")
+    ref = sk_pd(clf, X, [0], method="brute", grid_resolution=7)
+    np.testing.assert_allclose(ours.average.T, ref["average"], atol=1e-6)
+    one = jaximp.partial_dependence(clf, X, "x0", grid_resolution=7, output="2")
+    np.testing.assert_allclose(one.average[:, 0], ours.average[:, 2])
+
+
+def test_two_way_pd_and_weights(mlp3, data3):
+    f_jax, f_np, _ = mlp3
+    w = np.random.default_rng(2).uniform(size=len(data3))
+    result = jaximp.partial_dependence(f_jax, data3, ["x0", "x2"], grid_resolution=4,
+                                       sample_weight=w)
+    g0, g2 = (np.asarray(g) for g in result.grid_values)
+    assert result.average.shape == (4, 4, 1)
+    for a, z0 in enumerate(g0):
+        for b, z2 in enumerate(g2):
+            Xz = data3.copy()
+            Xz[:, 0], Xz[:, 2] = z0, z2
+            ref = np.sum(w * f_np(Xz)) / w.sum()
+            assert abs(result.average[a, b, 0] - ref) < 2e-5
+    frame = result.to_frame()
+    assert list(frame.columns) == ["x0", "x2", "output", "yhat"] and len(frame) == 16
+
+
+def test_centered_ice(mlp3, data3):
+    f_jax, _, _ = mlp3
+    raw = jaximp.partial_dependence(f_jax, data3, "x0", kind="both", grid_resolution=5)
+    cen = jaximp.partial_dependence(f_jax, data3, "x0", kind="both", grid_resolution=5,
+                                    centered=True)
+    np.testing.assert_allclose(cen.individual, raw.individual - raw.individual[:, :1])
+    np.testing.assert_allclose(cen.average, raw.average - raw.average[:1], atol=1e-6)
+    avg_only = jaximp.partial_dependence(f_jax, data3, "x0", grid_resolution=5, centered=True)
+    np.testing.assert_allclose(avg_only.average, cen.average, atol=1e-5)
+
+
+def test_grid_strategies():
+    x = np.r_[np.arange(10.0), np.arange(10.0)][:, None] * np.ones((1, 2))
+    data = jaximp.as_dataset(x)
+    from jaximp._grid import feature_grid
+
+    feat = data.features[0]
+    unique, _ = feature_grid(data, feat, strategy="unique")
+    np.testing.assert_array_equal(unique[:, 0], np.arange(10.0))
+    # no more distinct values than the resolution: the distinct values are used
+    auto, _ = feature_grid(data, feat, strategy="uniform", grid_resolution=10)
+    np.testing.assert_array_equal(auto[:, 0], np.arange(10.0))
+    # scikit-learn switches only when there are fewer distinct values
+    sk, _ = feature_grid(data, feat, strategy="sklearn", grid_resolution=10,
+                         percentiles=(0.2, 0.8))
+    assert len(sk) == 10 and not np.array_equal(sk[:, 0], np.arange(10.0))
+    q, _ = feature_grid(data, feat, strategy="quantile", grid_resolution=5,
+                        percentiles=(0, 1))
+    np.testing.assert_allclose(q[:, 0], mquantiles(x[:, 0], np.linspace(0, 1, 5)))
+    explicit = jaximp.partial_dependence(lambda X: X[:, 0], x, "x0", grid={"x0": [1.0, 4.0]})
+    np.testing.assert_allclose(explicit.average[:, 0], [1.0, 4.0])
+
+
+def test_categorical_and_onehot_features():
+    rng = np.random.default_rng(0)
+    color = rng.integers(0, 3, size=60)
+    frame = pd.DataFrame({
+        "size": rng.normal(size=60),
+        "color": pd.Categorical.from_codes(color, ["red", "green", "blue"]),
+    })
+    effect = np.array([0.0, 1.0, 5.0], np.float32)
+
+    def f(X):
+        import jax.numpy as jnp
+
+        return X[:, 0] + jnp.asarray(effect)[X[:, 1].astype(int)]
+
+    result = jaximp.partial_dependence(f, frame, "color")
+    assert result.grid_values[0] == ("red", "green", "blue")
+    mean_size = frame["size"].mean()
+    np.testing.assert_allclose(result.average[:, 0], mean_size + effect, atol=1e-5)
+
+    onehot = np.eye(3)[color]
+    X = np.column_stack([frame["size"], onehot])
+    names = ["size", "c_red", "c_green", "c_blue"]
+
+    def g(X):
+        return X[:, 0] + X[:, 1:] @ effect
+
+    res = jaximp.partial_dependence(g, X, "color", feature_names=names,
+                                    groups={"color": ["c_red", "c_green", "c_blue"]})
+    assert res.grid_values[0] == ("c_red", "c_green", "c_blue")
+    np.testing.assert_allclose(res.average[:, 0], mean_size + effect, atol=1e-5)
+    all_pds = jaximp.partial_dependence_all(g, X, feature_names=names,
+                                            groups={"color": ["c_red", "c_green", "c_blue"]})
+    assert list(all_pds) == ["size", "color"]
+
+
+def test_dataframe_equals_array(mlp3, data3):
+    f_jax, _, _ = mlp3
+    frame = pd.DataFrame(data3, columns=["a", "b", "c"])
+    from_frame = jaximp.partial_dependence(f_jax, frame, "b", grid_resolution=6)
+    from_array = jaximp.partial_dependence(f_jax, data3, 1, grid_resolution=6,
+                                           feature_names=["a", "b", "c"])
+    np.testing.assert_array_equal(from_frame.average, from_array.average)
+
+
+def test_pd_all_matches_single(mlp3, data3):
+    f_jax, _, _ = mlp3
+    together = jaximp.partial_dependence_all(f_jax, data3, grid_resolution=7, kind="both")
+    for name, result in together.items():
+        alone = jaximp.partial_dependence(f_jax, data3, name, grid_resolution=7, kind="both")
+        np.testing.assert_allclose(result.average, alone.average, atol=1e-6)
+        np.testing.assert_allclose(result.individual, alone.individual, atol=1e-6)
+
+
+def test_multi_output_model():
+    f_jax, f_np, _ = random_mlp(3, sizes=(3, 8, 2))
+    X = np.random.default_rng(4).normal(size=(50, 3))
+    result = jaximp.partial_dependence(f_jax, X, "x2", grid_resolution=5)
+    assert result.average.shape == (5, 2) and result.output_names == ("y0", "y1")
+    for k, z in enumerate(result.grid_values[0]):
+        Xz = X.copy()
+        Xz[:, 2] = z
+        np.testing.assert_allclose(result.average[k], f_np(Xz).mean(0), atol=2e-5)
+    assert set(result.to_frame()["output"]) == {"y0", "y1"}
