@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaximp.kernels import garson, gedeon, olden
+from jaximp.kernels._weights import garson, gedeon, olden
 
 # ------------------------------------------------------------------ float64 NumPy references
 

@@ -10,6 +10,14 @@ from ._datasets import make_friedman1, make_linear
 from ._engine import default_memory_budget, evaluate, predict_rows
 from ._grid import mquantiles
 from ._mlp import MLP, fit_mlp
+from ._nn_weights import (
+    NeuralNetToolsWeights,
+    extract_weights,
+    from_neuralnettools,
+    garson_importance,
+    gedeon_importance,
+    olden_importance,
+)
 from ._model import Predictor, as_predictor
 from ._pd import PartialDependence, partial_dependence, partial_dependence_all
 from ._results import FeatureImportance
@@ -21,12 +29,18 @@ __all__ = [
     "Feature",
     "FeatureImportance",
     "MLP",
+    "NeuralNetToolsWeights",
     "PartialDependence",
     "Predictor",
     "as_dataset",
     "as_predictor",
     "default_memory_budget",
     "evaluate",
+    "extract_weights",
+    "from_neuralnettools",
+    "garson_importance",
+    "gedeon_importance",
+    "olden_importance",
     "fit_mlp",
     "make_friedman1",
     "make_linear",

@@ -51,7 +51,8 @@ _gedeon_shares_jit = jax.jit(_gedeon_shares_kernel)
 
 _MODEL_KINDS = (
     "a Flax nnx Module, a (linen module, variables) tuple, a linen params dict, an Equinox "
-    "module, a list of (W, b) tuples or of W matrices, or NeuralNetToolsWeights"
+    "module, a list of (W, b) tuples, W matrices or {'kernel', 'bias'} dicts, a jaximp.MLP, "
+    "or NeuralNetToolsWeights"
 )
 
 Layer = tuple[Any, Any]  # (W of shape (fan_in, fan_out), b of shape (fan_out,) or None)
@@ -84,7 +85,7 @@ class NeuralNetToolsWeights:
 
 
 def from_neuralnettools(weights: Sequence[float], struct: Sequence[int]) -> list[Layer]:
-    """Read R NeuralNetTools' weight vector into ``(W, b)`` matrices, ``W`` of shape (fan_in, fan_out).
+    """Read R NeuralNetTools' weight vector into ``(W, b)`` pairs, ``W`` as (fan_in, fan_out).
 
     Parameters
     ----------
@@ -154,7 +155,7 @@ def _check_struct(struct: Any) -> tuple[int, ...]:
 
 
 def extract_weights(model: Any) -> list[Layer]:
-    """The dense layers of a network as ``(W, b)`` pairs in forward order, ``W`` as (fan_in, fan_out).
+    """The dense layers of a network as ``(W, b)`` pairs in forward order, ``W`` (fan_in, fan_out).
 
     Parameters
     ----------
@@ -172,6 +173,9 @@ def extract_weights(model: Any) -> list[Layer]:
           ``MLP(..., scan=True)`` is unstacked);
         - a list of ``(W, b)`` tuples (``b`` may be ``None``) or of plain ``W`` matrices, each of
           shape (fan_in, fan_out) so that a layer computes ``x @ W + b``;
+        - a list of linen-style ``{"kernel": W, "bias": b}`` dicts;
+        - a fitted :class:`jaximp.MLP` (its weights act on standardized inputs; an input dropped
+          by its ``input_mask`` gets zero weights);
         - :class:`NeuralNetToolsWeights`.
 
         Only dense layers are read: normalization, dropout and activations are skipped, and a
@@ -198,6 +202,13 @@ def extract_weights(model: Any) -> list[Layer]:
     >>> [(w.shape, None if b is None else b.shape) for w, b in layers]
     [((3, 4), None), ((4, 2), (2,))]
     """
+    mlp = sys.modules.get("jaximp._mlp")
+    if mlp is not None and isinstance(model, mlp.MLP):
+        layers = list(model.weights())
+        w, b = layers[0]  # an input dropped by input_mask (LOCO refits) has no weights
+        layers[0] = (jnp.asarray(w) * jnp.asarray(model.input_mask)[:, None], b)
+        raw = [(w, b, f"layer {i}") for i, (w, b) in enumerate(layers)]
+        return _validated(raw, "weights", _MATRIX_HINT)
     if isinstance(model, NeuralNetToolsWeights):
         raw = [(w, b, f"layer {i}") for i, (w, b) in enumerate(
             from_neuralnettools(model.weights, model.struct))]
@@ -210,7 +221,7 @@ def extract_weights(model: Any) -> list[Layer]:
         and isinstance(model[0], linen.Module)
     ):
         return _from_linen(model[1])
-    if isinstance(model, Mapping):
+    if isinstance(model, Mapping) and not _is_module(model):  # nnx.Dict is a module
         return _from_linen(model)
     if isinstance(model, (list, tuple)) and not _has_modules(model):
         return _from_list(model)
@@ -255,7 +266,9 @@ def _from_list(items: Sequence[Any]) -> list[Layer]:
         )
     raw = []
     for index, item in enumerate(items):
-        if (
+        if isinstance(item, Mapping) and "kernel" in item:
+            w, b = item["kernel"], item.get("bias")
+        elif (
             isinstance(item, (tuple, list))
             and len(item) == 2
             and (item[1] is None or np.ndim(item[0]) == 2)
@@ -541,6 +554,8 @@ def _prepare(model: Any, feature_names: Any, output_names: Any, method: str, min
     weights = tuple(w for w, _ in layers)
     sizes = (weights[0].shape[0], *(w.shape[1] for w in weights))
     features = _names(feature_names, sizes[0], "feature_names", "x")
+    if output_names is None and sizes[-1] == 1:
+        output_names = ("y",)
     outputs = _names(output_names, sizes[-1], "output_names", "y")
     return weights, sizes, features, outputs
 
@@ -552,12 +567,12 @@ def _prepare(model: Any, feature_names: Any, output_names: Any, method: str, min
 _SHARED_PARAMETERS = """\
     model : network
         A Flax nnx Module, a (linen module, variables) tuple or linen params dict, an Equinox
-        module, a list of ``(W, b)`` tuples or ``W`` matrices of shape (fan_in, fan_out), or
-        :class:`NeuralNetToolsWeights`; see :func:`extract_weights`.
+        module, a list of ``(W, b)`` tuples or ``W`` matrices of shape (fan_in, fan_out), a
+        :class:`jaximp.MLP`, or :class:`NeuralNetToolsWeights`; see :func:`extract_weights`.
     feature_names : sequence of str, optional
         One name per network input; default ``x0, x1, ...``.
     output_names : sequence of str, optional
-        One name per network output; default ``y0, y1, ...``.
+        One name per network output; default ``y`` for one output, else ``y0, y1, ...``.
     groups : dict of str to list of (str or int), optional
         Inputs to report as one feature, e.g. the columns of a one-hot block:
         ``{"color": ["c_red", "c_blue"]}``, members given by feature name or column index.
@@ -669,8 +684,8 @@ def olden_importance(
     ...     [13.12, 1.49, 0.16, -0.11, -0.19, -0.16, 0.56, -0.52, 0.81], struct=(2, 2, 1))
     >>> olden_importance(net, feature_names=["X1", "X2"]).to_frame()
       feature output  importance
-    0      X2     y0     -0.2128
-    1      X1     y0     -0.9287
+    0      X2      y     -0.2128
+    1      X1      y     -0.9287
     """
     weights, sizes, features, outputs = _prepare(model, feature_names, output_names, "olden", 1)
     values = _olden_jit(weights)

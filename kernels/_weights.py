@@ -104,24 +104,26 @@ def garson(weights: Sequence[Float[Array, "fan_in fan_out"]]) -> Float[Array, "p
     """Garson's relative importance in Goh's form, generalized to several hidden layers.
 
     One hidden layer (Garson 1991; Goh 1995; R's ``NeuralNetTools::garson()``): for output
-    ``o`` each hidden unit ``h`` splits itself among the inputs in proportion to
-    ``|w_ih v_ho|``, i.e. ``Q_ih = |w_ih| / sum_i' |w_i'h|`` (the output weight ``|v_ho|``
-    cancels); ``S_i = sum_h Q_ih`` and the importance is ``S_i / sum_i' S_i``.
+    ``o`` each hidden unit ``h`` is split among the inputs in proportion to ``|w_ih v_ho|``, i.e.
+    ``Q_ih = |w_ih| / sum_i' |w_i'h|`` (the output weight ``|v_ho|`` cancels);
+    ``S_i = sum_h Q_ih`` and the importance is ``S_i / sum_i' S_i``.
 
-    Several hidden layers (jaximp's generalization): every hidden layer ``l`` splits each of its
-    units among the units of the layer below in proportion to the absolute weights,
-    ``Q_l = column_shares(W_l)``, and the shares are chained, ``R = Q_1 Q_2 ... Q_{L-1}``
-    (shape (p, hL)): ``R[i, k]`` is the share of input ``i`` in last-hidden-layer unit ``k``.
-    As in Goh's form, the output weights only select which last-layer units feed output
-    ``o``: ``S = R M`` with ``M[k, o] = 1`` where ``v_ko != 0``, and the importance is each
-    column of ``S`` divided by its sum. With one hidden layer this is exactly the formula above.
+    Several hidden layers (jaximp's generalization): Goh's product of absolute weights along a
+    path becomes the sum over all paths from input ``i`` to unit ``k`` of the last hidden layer
+    of the product of absolute weights along the path, ``T = |W_1| |W_2| ... |W_{L-1}|``
+    (shape (p, hL)). Each unit ``k`` is split among the inputs in proportion to its column,
+    ``Q_ik = T_ik / sum_i' T_i'k``, and, as in Goh's form, the output weights only decide which
+    units feed output ``o``: ``S_io = sum of Q_ik over the units k with v_ko != 0``, and the
+    importance is ``S_io / sum_i' S_i'o``. With one hidden layer ``T = |W_1|`` and this is exactly
+    the formula above.
 
-    Consequences: every output gets the same importances unless some output weights are exactly
-    zero (NeuralNetTools would return NaN for a hidden unit with ``v_ho = 0``; here that unit
-    is left out for output ``o``); a unit whose incoming weights are all zero contributes
-    nothing; an output that no unit feeds gets all zeros. Results are non-negative, each column
-    sums to 1, and are unchanged by permuting hidden units or rescaling any unit's outgoing
-    weights by a nonzero factor.
+    Properties: non-negative; each column sums to 1; unchanged by permuting hidden units, by
+    rescaling a last-hidden-layer unit's outgoing weights by any nonzero factor, and by the
+    rescaling that leaves a ReLU network's function unchanged (a hidden unit's incoming weights
+    times ``c > 0``, its outgoing weights divided by ``c``). Every output gets the same
+    importances unless some output weights are exactly zero: NeuralNetTools returns NaN for a
+    hidden unit with ``v_ho = 0``; here that unit is left out for output ``o``. A unit that no
+    input reaches contributes nothing, and an output that no unit feeds gets all zeros.
 
     Parameters
     ----------
@@ -143,12 +145,24 @@ def garson(weights: Sequence[Float[Array, "fan_in fan_out"]]) -> Float[Array, "p
      [0.2771]]
     """
     _check_chain(weights, 2, "garson")
-    shares = [column_shares(w) for w in weights[:-1]]
-    feeds = (weights[-1] != 0).astype(shares[0].dtype)
-    s = _chain((*shares, feeds))
-    total = jnp.sum(s, axis=0, keepdims=True)
-    positive = total > 0
-    return jnp.where(positive, s / jnp.where(positive, total, 1), 0)
+    # Each |W| is divided by a positive scalar (its mean column sum) so that the product of many
+    # wide layers stays in floating-point range; scalars cancel in the column normalization.
+    scaled = [_unit_scale(jnp.abs(w)) for w in weights[:-1]]
+    # Column sums of T = |W_1| ... |W_{L-1}| by a cheap vector-matrix chain, so that
+    # S = T diag(1 / colsum) M is evaluated right to left without forming the (p, hL) matrix T.
+    colsum = jnp.sum(scaled[0], axis=0)
+    for a in scaled[1:]:
+        colsum = jnp.matmul(colsum, a, precision=_HIGHEST)
+    positive = colsum > 0
+    inverse = jnp.where(positive, 1 / jnp.where(positive, colsum, 1), 0)
+    feeds = (weights[-1] != 0).astype(inverse.dtype) * inverse[:, None]
+    return column_shares(_chain((*scaled, feeds)))
+
+
+def _unit_scale(a: Float[Array, "a b"]) -> Float[Array, "a b"]:
+    """``a`` divided by its mean column sum (left alone if that is zero)."""
+    mean = jnp.sum(a) / a.shape[1]
+    return a / jnp.where(mean > 0, mean, 1)
 
 
 def gedeon_shares(weights: Sequence[Float[Array, "fan_in fan_out"]]) -> Float[Array, "p h"]:
@@ -207,9 +221,10 @@ def gedeon(
     >>> print(gedeon((w1, w2)))
     [0.1875 0.8125]
     """
-    q = gedeon_shares(weights)
-    if reduce == "mean":
-        return jnp.mean(q, axis=1)
-    if reduce == "sum":
-        return jnp.sum(q, axis=1)
-    raise ValueError(f"reduce must be 'mean' or 'sum'; got {reduce!r}.")
+    _check_chain(weights, 2, "gedeon")
+    if reduce not in ("mean", "sum"):
+        raise ValueError(f"reduce must be 'mean' or 'sum'; got {reduce!r}.")
+    # sum_k Q_ik = sum_j P_ij (sum_k P_jk): reduce the second layer first, a matrix-vector product
+    second = column_shares(weights[1])
+    combined = jnp.mean(second, axis=1) if reduce == "mean" else jnp.sum(second, axis=1)
+    return jnp.matmul(column_shares(weights[0]), combined, precision=_HIGHEST)
