@@ -27,26 +27,35 @@ def init_mlp_params(key: jax.Array, sizes: Sequence[int]) -> list[dict]:
     return params
 
 
-def mlp_forward(params: list[dict], x: jax.Array) -> jax.Array:
-    """ReLU MLP on standardized inputs, linear output: (n, c) -> (n, o)."""
+ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}
+
+
+def mlp_forward(params: list[dict], x: jax.Array, activation: str = "relu") -> jax.Array:
+    """MLP on standardized inputs with hidden ``activation`` and a linear output: (n, c) -> (n, o)."""
+    act = ACTIVATIONS[activation]
     for layer in params[:-1]:
-        x = jax.nn.relu(x @ layer["kernel"] + layer["bias"])
+        x = act(x @ layer["kernel"] + layer["bias"])
     return x @ params[-1]["kernel"] + params[-1]["bias"]
 
 
 def train_mlp_params(params, x, y, input_mask, key, *, steps, learning_rate, weight_decay,
-                     batch_size):
+                     batch_size, activation="relu", l2=0.0):
     """Pure training loop (``lax.scan`` of AdamW steps); vmap-able over masks, keys, data.
 
     ``x`` and ``y`` are standardized; ``input_mask`` (c,) multiplies the inputs, so a 0 drops a
-    column exactly as if it were absent.
+    column exactly as if it were absent. ``l2`` adds ``l2 * sum(w ** 2) / n`` over all weights
+    and biases to the mean squared error: R nnet's ``decay`` on the sum of squares.
     """
     optimizer = optax.adamw(learning_rate, weight_decay=weight_decay)
     n = x.shape[0]
     x = x * input_mask
 
     def loss_fn(p, xb, yb):
-        return jnp.mean((mlp_forward(p, xb) - yb) ** 2)
+        mse = jnp.mean((mlp_forward(p, xb, activation) - yb) ** 2)
+        if l2:
+            squares = sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(p))
+            mse = mse + l2 * squares / n
+        return mse
 
     def step(carry, step_key):
         p, state = carry
@@ -79,6 +88,8 @@ class MLP:
         1 for used inputs, 0 for dropped ones (LOCO refits).
     losses : array of shape (steps,)
         Training loss per step (standardized scale).
+    activation : {"relu", "tanh", "sigmoid"}
+        Hidden-layer activation.
     """
 
     params: list
@@ -88,10 +99,11 @@ class MLP:
     y_scale: jax.Array
     input_mask: jax.Array
     losses: jax.Array
+    activation: str = "relu"
 
     def __call__(self, X) -> jax.Array:
         z = (jnp.asarray(X, jnp.float32) - self.x_mean) / self.x_scale * self.input_mask
-        out = mlp_forward(self.params, z) * self.y_scale + self.y_mean
+        out = mlp_forward(self.params, z, self.activation) * self.y_scale + self.y_mean
         return out[:, 0] if out.shape[1] == 1 else out
 
     def weights(self) -> list[tuple[jax.Array, jax.Array]]:
@@ -107,6 +119,8 @@ def fit_mlp(
     steps: int = 2000,
     learning_rate: float = 1e-2,
     weight_decay: float = 0.0,
+    l2: float = 0.0,
+    activation: str = "relu",
     batch_size: int | None = None,
     input_mask=None,
     random_state: int | jax.Array = 0,
@@ -124,6 +138,10 @@ def fit_mlp(
     learning_rate : float, default 1e-2
     weight_decay : float, default 0.0
         Decoupled (AdamW) weight decay.
+    l2 : float, default 0.0
+        Penalty ``l2 * sum(w ** 2)`` on the sum-of-squares scale, as R nnet's ``decay``.
+    activation : {"relu", "tanh", "sigmoid"}, default "relu"
+        Hidden-layer activation (nnet uses "sigmoid").
     batch_size : int, optional
         Minibatch size; default full batch.
     input_mask : array of shape (c,), optional
@@ -149,6 +167,8 @@ def fit_mlp(
     target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
     if target.shape[0] != x.shape[0]:
         raise ValueError(f"y must have {x.shape[0]} rows like X; got {target.shape[0]}.")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
     if any(int(h) < 1 for h in hidden):
         raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")
     key = random_state if isinstance(random_state, jax.Array) else jax.random.key(random_state)
@@ -161,12 +181,14 @@ def fit_mlp(
     params = init_mlp_params(init_key, sizes)
     train = jax.jit(
         train_mlp_params,
-        static_argnames=("steps", "learning_rate", "weight_decay", "batch_size"),
+        static_argnames=("steps", "learning_rate", "weight_decay", "batch_size", "activation",
+                         "l2"),
     )
     params, losses = train(
         params, (x - x_mean) / x_scale, (target - y_mean) / y_scale, mask, train_key,
         steps=int(steps), learning_rate=float(learning_rate),
-        weight_decay=float(weight_decay), batch_size=batch_size,
+        weight_decay=float(weight_decay), batch_size=batch_size, activation=activation,
+        l2=float(l2),
     )
     return MLP(params, jnp.asarray(x_mean), jnp.asarray(x_scale), jnp.asarray(y_mean),
-               jnp.asarray(y_scale), jnp.asarray(mask), losses)
+               jnp.asarray(y_scale), jnp.asarray(mask), losses, activation)
