@@ -9,6 +9,8 @@ from ._data import Dataset, Feature, as_dataset
 from ._datasets import make_friedman1, make_linear
 from ._engine import default_memory_budget, evaluate, predict_rows
 from ._grid import mquantiles
+from ._hstat import HStatistic, h_statistic
+from ._loco import loco_importance
 from ._mlp import MLP, fit_mlp
 from ._nn_weights import (
     NeuralNetToolsWeights,
@@ -20,7 +22,10 @@ from ._nn_weights import (
 )
 from ._model import Predictor, as_predictor
 from ._pd import PartialDependence, partial_dependence, partial_dependence_all
+from ._pd_importance import FeatureInteraction, pd_importance, pd_interaction
+from ._permutation import LOSSES, permutation_importance
 from ._results import FeatureImportance
+from ._sensitivity import sensitivity_importance
 
 __version__ = "0.1.0"
 
@@ -28,6 +33,9 @@ __all__ = [
     "Dataset",
     "Feature",
     "FeatureImportance",
+    "FeatureInteraction",
+    "HStatistic",
+    "LOSSES",
     "MLP",
     "NeuralNetToolsWeights",
     "PartialDependence",
@@ -37,15 +45,21 @@ __all__ = [
     "default_memory_budget",
     "evaluate",
     "extract_weights",
+    "fit_mlp",
     "from_neuralnettools",
     "garson_importance",
     "gedeon_importance",
-    "olden_importance",
-    "fit_mlp",
+    "h_statistic",
+    "loco_importance",
     "make_friedman1",
     "make_linear",
     "mquantiles",
+    "olden_importance",
     "partial_dependence",
     "partial_dependence_all",
+    "pd_importance",
+    "pd_interaction",
+    "permutation_importance",
     "predict_rows",
+    "sensitivity_importance",
 ]

@@ -14,6 +14,7 @@ sharding rows over all visible devices, float64 accumulation across chunks, and 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import os
 import sys
@@ -108,21 +109,48 @@ class _Progress:
             )
 
 
-def _plan(n_items: int, n_rows: int, row_bytes: float, budget: int, n_devices: int):
-    """Items and rows per chunk such that one chunk fits in ``budget`` bytes."""
+# On CPU, evaluating the model on blocks whose activations fit in cache is several times
+# faster than one huge batch (measured 4x for a [10, 64, 64, 1] MLP at 200k rows).
+_CPU_BLOCK_BYTES = 16 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Chunk (one jitted call) and block (one model call inside it) sizes."""
+
+    items_per_chunk: int
+    rows_per_chunk: int
+    items_per_block: int
+    rows_per_block: int
+
+
+def _plan(n_items: int, n_rows: int, row_bytes: float, budget: int, n_devices: int,
+          block_bytes: float | None = None) -> _Plan:
+    """Chunk sizes that fit ``budget`` bytes, split into blocks of about ``block_bytes``.
+
+    ``block_bytes=None`` makes each chunk one block (accelerators, several devices).
+    """
     rows_fit = max(1, int(budget // row_bytes))
-    if rows_fit >= n_rows:
-        rows_per_chunk = n_rows
-        items_per_chunk = max(1, min(n_items, rows_fit // max(n_rows, 1)))
+    block_rows = rows_fit if block_bytes is None else max(1, int(block_bytes // row_bytes))
+    block_rows = min(block_rows, rows_fit)
+    if n_rows <= block_rows:
+        rows_per_block = rows_per_chunk = n_devices * math.ceil(n_rows / n_devices)
+        items_per_block = max(1, min(n_items, block_rows // max(rows_per_chunk, 1)))
+        blocks_fit = max(1, rows_fit // (items_per_block * rows_per_chunk))
+        n_blocks = math.ceil(n_items / items_per_block)
+        blocks_per_chunk = min(n_blocks, blocks_fit)
         # Balance the chunks so the last one is not mostly padding.
-        n_chunks = math.ceil(n_items / items_per_chunk)
-        items_per_chunk = math.ceil(n_items / n_chunks)
-    else:
-        items_per_chunk = 1
-        n_chunks = math.ceil(n_rows / rows_fit)
-        rows_per_chunk = math.ceil(n_rows / n_chunks)
-    rows_per_chunk = n_devices * math.ceil(rows_per_chunk / n_devices)
-    return items_per_chunk, rows_per_chunk
+        n_chunks = math.ceil(n_blocks / blocks_per_chunk)
+        blocks_per_chunk = math.ceil(n_blocks / n_chunks)
+        items_per_block = math.ceil(n_items / (n_chunks * blocks_per_chunk))
+        return _Plan(items_per_block * blocks_per_chunk, rows_per_chunk, items_per_block,
+                     rows_per_block)
+    n_row_blocks = math.ceil(n_rows / block_rows)
+    rows_per_block = n_devices * math.ceil(math.ceil(n_rows / n_row_blocks) / n_devices)
+    blocks_per_chunk = max(1, min(n_row_blocks, rows_fit // rows_per_block))
+    n_chunks = math.ceil(n_row_blocks / blocks_per_chunk)
+    blocks_per_chunk = math.ceil(n_row_blocks / n_chunks)
+    return _Plan(1, rows_per_block * blocks_per_chunk, 1, rows_per_block)
 
 
 def _mesh(predictor: Predictor, devices) -> Mesh | None:
@@ -134,35 +162,65 @@ def _mesh(predictor: Predictor, devices) -> Mesh | None:
     return Mesh(np.asarray(devices), ("rows",))
 
 
-def _chunk_function(predictor: Predictor, per_row: bool, keep_rows: bool, mesh: Mesh | None):
-    """The jitted evaluation of one chunk of (items x rows), cached per predictor."""
+def _chunk_function(predictor: Predictor, per_row: bool, keep_rows: bool, mesh: Mesh | None,
+                    plan: _Plan):
+    """The jitted evaluation of one chunk of (items x rows), cached per predictor.
+
+    The chunk is a grid of blocks (items_per_block x rows_per_block) run by ``lax.map``; a
+    block's predictions are reduced to weighted row sums at once (``reduce="mean"``) so that
+    only one block's activations are alive. Output: ``(item blocks, row blocks, items per
+    block, o)`` sums, or ``(items, rows, o)`` predictions.
+    """
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
-    key = (per_row, keep_rows, predictor.n_outputs,
+    key = (per_row, keep_rows, predictor.n_outputs, plan,
            None if mesh is None else tuple(mesh.devices.flat))
     if key in cache:
         return cache[key]
     n_out, apply = predictor.n_outputs, predictor.apply
+    ib, rb = plan.items_per_block, plan.rows_per_block
+    n_ib, n_rb = plan.items_per_chunk // ib, plan.rows_per_chunk // rb
 
-    def chunk(params, X, w, masks, values, item_mask, item_value, source_rows, rows):
-        base = X[rows]  # (nc, c)
-        mask = masks[item_mask][:, None, :]  # (bc, 1, c)
+    def block(params, X, masks, values, item_mask, item_value, source_rows, rows, row_weights):
+        base = X[rows]  # (rb, c)
+        mask = masks[item_mask][:, None, :]  # (ib, 1, c)
         if per_row:
-            replacement = X[source_rows]  # (bc, nc, c)
+            replacement = X[source_rows]  # (ib, rb, c)
         else:
-            replacement = values[item_value][:, None, :]  # (bc, 1, c)
+            replacement = values[item_value][:, None, :]  # (ib, 1, c)
         X_rep = jnp.where(mask, replacement, base[None])
         if mesh is not None:
             X_rep = jax.lax.with_sharding_constraint(
                 X_rep, NamedSharding(mesh, PartitionSpec(None, "rows", None))
             )
-        n_items, n_rows, n_cols = X_rep.shape
-        pred = apply(params, X_rep.reshape(n_items * n_rows, n_cols))
-        pred = pred.reshape(n_items, n_rows, n_out)
+        n_cols = X_rep.shape[-1]
+        pred = apply(params, X_rep.reshape(ib * rb, n_cols)).reshape(ib, rb, n_out)
         if keep_rows:
             return pred
-        # Weighted row sums; float32 products accumulated by a dot at full precision, and
-        # chunks are added in float64 on the host.
-        return jnp.einsum("bno,n->bo", pred, w[rows], precision=jax.lax.Precision.HIGHEST)
+        # Weighted row sums of float32 products by a full-precision dot; blocks and chunks
+        # are added in float64 on the host.
+        return jnp.einsum("bno,n->bo", pred, row_weights, precision=jax.lax.Precision.HIGHEST)
+
+    def chunk(params, X, masks, values, item_mask, item_value, source_rows, rows, row_weights):
+        if n_ib * n_rb == 1:
+            out = block(params, X, masks, values, item_mask, item_value, source_rows, rows,
+                        row_weights)
+            return out if keep_rows else out[None, None]
+        # Lay the blocks out along one leading axis: (item block, row block) pairs.
+        item_mask_b = jnp.repeat(item_mask.reshape(n_ib, 1, ib), n_rb, axis=1)
+        item_value_b = jnp.repeat(item_value.reshape(n_ib, 1, ib), n_rb, axis=1)
+        rows_b = jnp.broadcast_to(rows.reshape(1, n_rb, rb), (n_ib, n_rb, rb))
+        weights_b = jnp.broadcast_to(row_weights.reshape(1, n_rb, rb), (n_ib, n_rb, rb))
+        if per_row:
+            src_b = source_rows.reshape(n_ib, ib, n_rb, rb).transpose(0, 2, 1, 3)
+        else:
+            src_b = jnp.zeros((n_ib, n_rb, 1), jnp.int32)
+        flat = [a.reshape(n_ib * n_rb, *a.shape[2:]) for a in
+                (item_mask_b, item_value_b, src_b, rows_b, weights_b)]
+        out = jax.lax.map(lambda a: block(params, X, masks, values, *a), flat)
+        if keep_rows:  # (n_ib * n_rb, ib, rb, o) -> (items, rows, o)
+            out = out.reshape(n_ib, n_rb, ib, rb, n_out).transpose(0, 2, 1, 3, 4)
+            return out.reshape(n_ib * ib, n_rb * rb, n_out)
+        return out.reshape(n_ib, n_rb, ib, n_out)
 
     cache[key] = jax.jit(chunk)
     return cache[key]
@@ -253,7 +311,12 @@ def evaluate(
     n_devices = 1 if mesh is None else mesh.devices.size
     budget = _validate_budget(memory_budget)
     row_bytes = _bytes_per_row(predictor, c)
-    items_per_chunk, rows_per_chunk = _plan(n_items, n, row_bytes, budget, n_devices)
+    on_cpu = mesh is None and not predictor.host and (
+        devices is None and jax.default_backend() == "cpu"
+        or devices is not None and list(devices)[0].platform == "cpu")
+    plan = _plan(n_items, n, row_bytes, budget, n_devices,
+                 block_bytes=_CPU_BLOCK_BYTES if on_cpu else None)
+    items_per_chunk, rows_per_chunk = plan.items_per_chunk, plan.rows_per_chunk
     if reduce == "none":
         output_bytes = 4.0 * n_items * n * predictor.n_outputs
         if output_bytes > 8 * budget:
@@ -270,16 +333,16 @@ def evaluate(
     rows_pad = n_row_chunks * rows_per_chunk - n
     item_mask_p = np.pad(item_mask, (0, items_pad))
     item_value_p = np.pad(item_value, (0, items_pad))
-    w_p = np.pad(w, (0, rows_pad)).astype(np.float32)
+    w_p = np.pad(w, (0, rows_pad)).astype(np.float32)  # padded rows weigh 0
     if per_row:
         source_rows = np.pad(source_rows, ((0, items_pad), (0, rows_pad)))
 
     replicated = None if mesh is None else NamedSharding(mesh, PartitionSpec())
     put = (lambda a: jax.device_put(a, replicated)) if mesh else jnp.asarray
-    X_d, w_d, masks_d, values_d = put(X), put(w_p), put(masks), put(values)
+    X_d, masks_d, values_d = put(X), put(masks), put(values)
     params_d = jax.tree_util.tree_map(put, predictor.params)
     row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
-    chunk = _chunk_function(predictor, per_row, reduce == "none", mesh)
+    chunk = _chunk_function(predictor, per_row, reduce == "none", mesh, plan)
 
     n_out = predictor.n_outputs
     if reduce == "mean":
@@ -294,8 +357,8 @@ def evaluate(
         (i0, r0), result = pending.popleft()
         block = np.asarray(result)
         i1 = i0 + items_per_chunk
-        if reduce == "mean":
-            sums[i0:i1] += block.astype(np.float64)
+        if reduce == "mean":  # (item blocks, row blocks, items per block, o)
+            sums[i0:i1] += block.astype(np.float64).sum(axis=1).reshape(-1, n_out)
         else:
             kept[i0:i1, r0 : r0 + rows_per_chunk] = block
         meter.update()
@@ -308,10 +371,12 @@ def evaluate(
             rows = np.arange(r0, r0 + rows_per_chunk, dtype=np.int32)
             rows = np.where(rows < n, rows, 0)  # padded rows read row 0 with weight 0
             src = source_rows[items, r0 : r0 + rows_per_chunk] if per_row else source_rows[items]
-            rows_d = jax.device_put(rows, row_sharding) if mesh else rows
-            result = chunk(
-                params_d, X_d, w_d, masks_d, values_d, item_mask_p[items], item_value_p[items], src, rows_d
-            )
+            row_weights = w_p[r0 : r0 + rows_per_chunk]
+            if mesh:
+                rows = jax.device_put(rows, row_sharding)
+                row_weights = jax.device_put(row_weights, row_sharding)
+            result = chunk(params_d, X_d, masks_d, values_d, item_mask_p[items],
+                           item_value_p[items], src, rows, row_weights)
             pending.append(((i0, r0), result))
             if len(pending) > 2:  # keep the device busy while the host collects
                 collect()

@@ -42,16 +42,17 @@ def train_mlp_params(params, x, y, input_mask, key, *, steps, learning_rate, wei
                      batch_size, activation="relu", l2=0.0):
     """Pure training loop (``lax.scan`` of AdamW steps); vmap-able over masks, keys, data.
 
-    ``x`` and ``y`` are standardized; ``input_mask`` (c,) multiplies the inputs, so a 0 drops a
-    column exactly as if it were absent. ``l2`` adds ``l2 * sum(w ** 2) / n`` over all weights
+    ``x`` and ``y`` are standardized; a 0 in ``input_mask`` (c,) drops that input exactly as if
+    it were absent. The mask is applied to the rows of the first kernel rather than to ``x``
+    (the same products), so that under ``vmap`` over masks ``x`` stays unbatched and the first
+    layer of all fits, forward and backward, is one matrix product. ``l2`` adds ``l2 * sum(w ** 2) / n`` over all weights
     and biases to the mean squared error: R nnet's ``decay`` on the sum of squares.
     """
     optimizer = optax.adamw(learning_rate, weight_decay=weight_decay)
     n = x.shape[0]
-    x = x * input_mask
-
     def loss_fn(p, xb, yb):
-        mse = jnp.mean((mlp_forward(p, xb, activation) - yb) ** 2)
+        first = {**p[0], "kernel": p[0]["kernel"] * input_mask[:, None]}
+        mse = jnp.mean((mlp_forward([first, *p[1:]], xb, activation) - yb) ** 2)
         if l2:
             squares = sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(p))
             mse = mse + l2 * squares / n

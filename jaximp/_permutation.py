@@ -309,18 +309,34 @@ def resolve_loss(
 # ----------------------------------------------------------------------------- method
 
 
-@functools.partial(jax.jit, static_argnames=("n_repeats", "n"))
-def _draw_permutations(key, feature_ids, n_repeats: int, n: int):
-    """(p, r, n) permutations; permutation (j, r) depends only on key, feature j and r."""
-
-    def one(j, r):
-        return jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, j), r), n)
-
-    repeats = jnp.arange(n_repeats)
-    return jax.vmap(lambda j: jax.vmap(lambda r: one(j, r))(repeats))(feature_ids)
+def key_bits(key: jax.Array) -> list[int]:
+    """The raw bits of a PRNG key, as Python ints (one device read)."""
+    return np.asarray(jax.random.key_data(key), dtype=np.uint32).reshape(-1).tolist()
 
 
-def _sample_rows(max_samples, n: int, key) -> np.ndarray | None:
+def rng_stream(bits: list[int], *indices: int) -> np.random.Generator:
+    """A NumPy generator for one labelled stream of a key: seeded by the key's ``bits`` and
+    ``indices`` (a stream tag, then e.g. the feature's position).
+
+    Index arrays are drawn on the host, where the engine reads them, without compiling
+    anything; each stream depends only on the key and its indices, so results do not depend
+    on chunking or on which other features are scored.
+    """
+    return np.random.default_rng([*bits, *[int(i) for i in indices]])
+
+
+def _permutations(bits: list[int], feature_ids, n_repeats: int, n: int) -> np.ndarray:
+    """(p, r, n) row permutations; feature j's come from stream (1, j), one per repeat in
+    order (so the first r repeats do not depend on ``n_repeats``)."""
+    out = np.empty((len(feature_ids), n_repeats, n), dtype=np.int32)
+    for index, j in enumerate(feature_ids):
+        rng = rng_stream(bits, 1, j)
+        for r in range(n_repeats):
+            out[index, r] = rng.permutation(n)
+    return out
+
+
+def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
     if max_samples is None:
         return None
     if isinstance(max_samples, bool) or not isinstance(
@@ -345,7 +361,7 @@ def _sample_rows(max_samples, n: int, key) -> np.ndarray | None:
         m = int(max_samples)
     if m == n:
         return None
-    return np.sort(np.asarray(jax.random.choice(key, n, (m,), replace=False)))
+    return np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
 
 
 def permutation_importance(
@@ -397,7 +413,8 @@ def permutation_importance(
         Permutations per feature.
     max_samples : int or float, optional
         Rows to use: an int count or a fraction of ``n``. One row subset, drawn without
-        replacement from ``random_state``, serves the baseline and every permutation.
+        replacement from ``random_state``, serves the baseline and every permutation (unlike
+        scikit-learn, whose baseline uses all rows).
     features : str, int or list, optional
         Features (or groups) to score; default all.
     output : int, str or list, optional
@@ -406,9 +423,10 @@ def permutation_importance(
     sample_weight : array of shape (n,), optional
         Case weights of the loss.
     random_state : int or jax PRNG key, default 0
-        Permutation ``r`` of feature ``j`` is drawn from ``fold_in(fold_in(key, j), r)``, with
-        ``j`` the feature's position in ``X``, so results do not depend on chunking or on which
-        other features are scored.
+        The permutations of feature ``j`` (its position in ``X``) come from a NumPy generator
+        seeded with the key's bits and ``j``, one per repeat in order, so results do not
+        depend on chunking, on which other features are scored, or (for the first repeats)
+        on ``n_repeats``.
     greater_is_better : bool, optional
         For a callable ``loss`` only: True if it is a score. Then the difference is
         ``score_orig - score_perm`` and the ratio ``score_orig / score_perm``.
@@ -449,28 +467,27 @@ def permutation_importance(
     """
     check_choice(kind, "kind", _KINDS)
     n_repeats = check_int(n_repeats, "n_repeats")
-    key = as_key(random_state)
+    bits = key_bits(as_key(random_state))
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
     )
     n = dataset.n_rows
     target = check_target(y, n)
-    rows_key, perm_key = jax.random.split(key)
-    rows = _sample_rows(max_samples, n, rows_key)
+    rows = _sample_rows(max_samples, n, bits)
     data, weights = dataset.X, dataset.weights
     if rows is not None:
         data, target = data[rows], target[rows]
         weights = None if weights is None else weights[rows]
     spec = resolve_loss(loss, target, predictor, output, weights, greater_is_better)
     chosen = dataset.resolve(features)
-    feature_ids = np.asarray([dataset.features.index(f) for f in chosen], np.int32)
+    feature_ids = [dataset.features.index(f) for f in chosen]
     m, c, p = data.shape[0], data.shape[1], len(chosen)
 
     masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
     for j, feat in enumerate(chosen):
         masks[j, list(feat.columns)] = True
-    perms = np.asarray(_draw_permutations(perm_key, jnp.asarray(feature_ids), n_repeats, m))
+    perms = _permutations(bits, feature_ids, n_repeats, m)
     source_rows = np.concatenate(
         [np.arange(m, dtype=np.int32)[None], perms.reshape(p * n_repeats, m)], axis=0
     )

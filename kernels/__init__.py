@@ -1,11 +1,57 @@
 """Pure array kernels for jaximp (installed as ``jaximp.kernels``)."""
 
+from ._losses import (
+    accuracy_score,
+    binary_roc_auc,
+    log_loss,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+    roc_auc_score,
+    root_mean_squared_error,
+    weighted_mean,
+)
 from ._weights import column_shares, garson, gedeon, gedeon_shares, olden
+from ._pd_stats import (
+    bootstrap_counts,
+    bootstrap_weights,
+    flatness,
+    h_parts,
+    h_value,
+    ice_importance,
+    pd_at_rows,
+    pd_curve,
+    pd_importance_from_ice,
+    pd_interaction_strength,
+    weighted_average,
+    weighted_center,
+)
 
 __all__ = [
+    "accuracy_score",
+    "binary_roc_auc",
+    "log_loss",
+    "mean_absolute_error",
+    "mean_squared_error",
+    "r2_score",
+    "roc_auc_score",
+    "root_mean_squared_error",
+    "weighted_mean",
     "column_shares",
     "garson",
     "gedeon",
     "gedeon_shares",
     "olden",
+    "bootstrap_counts",
+    "bootstrap_weights",
+    "flatness",
+    "h_parts",
+    "h_value",
+    "ice_importance",
+    "pd_at_rows",
+    "pd_curve",
+    "pd_importance_from_ice",
+    "pd_interaction_strength",
+    "weighted_average",
+    "weighted_center",
 ]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaximp
+import jaximp._engine
 from jaximp._engine import _plan, evaluate
 
 
@@ -19,7 +20,9 @@ def permutation_batch(n, n_items, seed=0):
     return np.stack([rng.permutation(n) for _ in range(n_items)])
 
 
-def test_chunked_equals_unchunked(mlp3, data3):
+@pytest.mark.parametrize("block_bytes", [16 << 20, 3000])
+def test_chunked_equals_unchunked(mlp3, data3, block_bytes, monkeypatch):
+    monkeypatch.setattr(jaximp._engine, "_CPU_BLOCK_BYTES", block_bytes)
     f_jax, f_np, _ = mlp3
     pred = jaximp.as_predictor(f_jax, n_features=3)
     masks = np.eye(3, dtype=bool)
@@ -38,12 +41,19 @@ def test_chunked_equals_unchunked(mlp3, data3):
     np.testing.assert_allclose(means, whole.mean(1), atol=1e-6)
 
 
-def test_plan_respects_budget():
-    items, rows = _plan(n_items=1000, n_rows=10_000, row_bytes=100.0, budget=10**6,
-                        n_devices=4)
-    assert items * rows * 100 <= 10**6 + 4 * 100 * items and rows % 4 == 0
-    items, rows = _plan(n_items=10, n_rows=100, row_bytes=10.0, budget=10**9, n_devices=1)
-    assert (items, rows) == (10, 100)
+@pytest.mark.parametrize("n_items, n_rows, block", [(1000, 10_000, None), (1000, 10_000, 2e5),
+                                                    (7, 100, 5e3), (3, 10**6, 1e6)])
+def test_plan_respects_budget_and_blocks(n_items, n_rows, block):
+    plan = _plan(n_items=n_items, n_rows=n_rows, row_bytes=100.0, budget=10**7, n_devices=4,
+                 block_bytes=block)
+    assert plan.items_per_chunk * plan.rows_per_chunk * 100 <= 10**7 + 400 * plan.items_per_chunk
+    assert plan.rows_per_chunk % 4 == 0 and plan.rows_per_block % 4 == 0
+    assert plan.items_per_chunk % plan.items_per_block == 0
+    assert plan.rows_per_chunk % plan.rows_per_block == 0
+    if block is not None:
+        assert plan.items_per_block * plan.rows_per_block * 100 <= max(block, 100 * n_rows)
+    whole = _plan(n_items=10, n_rows=100, row_bytes=10.0, budget=10**9, n_devices=1)
+    assert (whole.items_per_chunk, whole.rows_per_chunk) == (10, 100)
 
 
 def test_eager_equals_jit(mlp3, data3):
@@ -105,9 +115,10 @@ MULTI_DEVICE_SCRIPT = textwrap.dedent(
     f = lambda X: jnp.tanh(X @ W).sum(axis=1)
     res = jaximp.partial_dependence_all(f, X, grid_resolution=6, kind="both",
                                         memory_budget=1 << 16)
-    one = jaximp.partial_dependence_all(f, X, grid_resolution=6, kind="both",
-                                        memory_budget=1 << 16)
+    mean_only = jaximp.partial_dependence_all(f, X, grid_resolution=6, memory_budget=1 << 16,
+                                              sample_weight=np.arange(203.0))
     out = {k: v.individual for k, v in res.items()}
+    out.update({k + "_weighted": v.average for k, v in mean_only.items()})
     out.update({k + "_avg": v.average for k, v in res.items()})
     np.savez(OUT, **out)
     """
@@ -126,6 +137,10 @@ def test_one_device_equals_four_forced_host_devices(tmp_path):
     res = jaximp.partial_dependence_all(lambda X: jnp.tanh(X @ W).sum(axis=1), X,
                                         grid_resolution=6, kind="both")
     multi = np.load(out)
+    weighted = jaximp.partial_dependence_all(lambda X: jnp.tanh(X @ W).sum(axis=1), X,
+                                             grid_resolution=6, sample_weight=np.arange(203.0))
+    for name, r in weighted.items():
+        np.testing.assert_allclose(multi[name + "_weighted"], r.average, atol=1e-5)
     for name, r in res.items():
         np.testing.assert_allclose(multi[name], r.individual, atol=1e-5)
         np.testing.assert_allclose(multi[name + "_avg"], r.average, atol=1e-5)

@@ -1,0 +1,616 @@
+"""Friedman's H-statistic (Friedman & Popescu 2008) in the convention of R's hstats (METHODS.md 4).
+
+Every PD is evaluated at the data rows themselves with the same rows as background: item ``i`` of
+a feature set S puts row ``i``'s values of S into every row, so one feature set costs ``n x n``
+model evaluations. All feature sets (1-D, complements, pairs, triples) go to the engine in one
+call, which chunks, shards and reduces them; each 1-D PD is computed once and reused by every
+pair, triple, overall and total statistic that needs it. With bootstrap replicates the engine
+keeps the ``n x n`` prediction matrices (``reduce="none"``) and every replicate re-weights both
+axes of them with its row counts, vmapped over replicates, without evaluating the model again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from jaximp.kernels import _pd_stats as K
+
+from ._common import prepare, select_outputs
+from ._data import Feature
+from ._engine import evaluate, predict_rows
+from ._pd_importance import (
+    FeatureInteraction,
+    _replicate_weights,
+    _row_weights,
+    _summaries,
+    as_key,
+    check_n_bootstrap,
+    resolve_pairs,
+)
+from ._results import FeatureImportance
+
+__all__ = ["HStatistic", "h_statistic"]
+
+_STATISTICS = ("pairwise", "overall", "three_way", "total", "all")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class HStatistic:
+    """Friedman's H-statistics of a model: overall, pairwise, three-way and total.
+
+    Every array keeps an output axis ``o``. Values are ``H^2`` (``squared=True``) or ``H``, and
+    normalized (a share of the joint effect's variance) or not (the numerator alone, on the
+    prediction's squared scale, so pairs can be compared in absolute terms).
+
+    Attributes
+    ----------
+    overall : FeatureImportance or None
+        ``H2_j`` of each feature (``method="h_overall"``), shape (p, o): the share of the
+        prediction's variance explained by interactions of feature j with any other feature.
+    pairwise : FeatureInteraction or None
+        ``H2_jk`` of each pair (``method="h_pairwise"``): the share of the joint effect of j and
+        k that is not the sum of their main effects.
+    three_way : FeatureInteraction or None
+        ``H2_jkl`` of each triple (``method="h_three_way"``).
+    total : ndarray of shape (o,) or None
+        ``H2``: the share of the prediction's variance due to any interaction.
+    total_std : ndarray of shape (o,) or None
+        Bootstrap standard error of ``total``.
+    total_replicates : ndarray of shape (o, r) or None
+    output_names : tuple of str
+    normalized, squared : bool
+        The options the values were computed with.
+    n_rows : int
+        Rows used (after ``n_max`` subsampling).
+    info : dict
+        ``"rows"`` (indices of the rows used), ``"bootstrap_counts"`` (r, n_rows), ``"eps"``,
+        and the total's ``"numerator"`` and ``"denominator"``. Each part's own info holds its
+        numerators and denominators (weighted means over the rows, before normalizing).
+    """
+
+    overall: FeatureImportance | None
+    pairwise: FeatureInteraction | None
+    three_way: FeatureInteraction | None
+    total: np.ndarray | None
+    total_std: np.ndarray | None
+    total_replicates: np.ndarray | None
+    output_names: tuple[str, ...]
+    normalized: bool
+    squared: bool
+    n_rows: int
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def _part(self, statistic: str):
+        if statistic not in _STATISTICS[:-1]:
+            raise ValueError(f"statistic must be one of {_STATISTICS}; got {statistic!r}.")
+        part = getattr(self, statistic)
+        if part is None:
+            hint = {
+                "pairwise": "pass pairs='all', an int m or a list of pairs",
+                "three_way": "pass three_way=m (int >= 3) or a list of triples",
+                "overall": "pass overall=True",
+                "total": "pass overall=True",
+            }[statistic]
+            raise ValueError(f"this result holds no {statistic} statistics; {hint}.")
+        return part
+
+    def to_frame(self, statistic: str = "pairwise", sort: bool = True) -> pd.DataFrame:
+        """Tidy table of one statistic, strongest first.
+
+        Parameters
+        ----------
+        statistic : {"pairwise", "overall", "three_way", "total", "all"}, default "pairwise"
+            ``"all"`` stacks every statistic computed, with columns ``statistic``,
+            ``features`` (names joined by ``":"``), ``output``, ``interaction`` and, with
+            bootstrap, ``std``, ``q025``, ``q975``.
+        sort : bool, default True
+        """
+        if statistic == "all":
+            frames = []
+            for name in ("overall", "pairwise", "three_way", "total"):
+                if getattr(self, name) is None:
+                    continue
+                frame = self.to_frame(name, sort)
+                cols = [c for c in frame.columns if c.startswith("feature")]
+                joined = frame[cols].astype(str).agg(":".join, axis=1) if cols else ""
+                frame = frame.drop(columns=cols)
+                frame.insert(0, "features", joined)
+                frame.insert(0, "statistic", name)
+                frames.append(frame)
+            return pd.concat(frames, ignore_index=True)
+        part = self._part(statistic)
+        if statistic == "overall":
+            return part.to_frame(sort).rename(columns={"importance": "interaction"})
+        if statistic == "total":
+            frame = pd.DataFrame({"output": list(self.output_names), "interaction": part})
+            if self.total_std is not None:
+                frame["std"] = self.total_std
+                frame["q025"], frame["q975"] = np.quantile(
+                    self.total_replicates, [0.025, 0.975], axis=-1
+                )
+            return frame
+        return part.to_frame(sort)
+
+    def top(self, k: int, statistic: str = "pairwise", output: int | str = 0) -> list:
+        """The ``k`` strongest features (``"overall"``) or feature sets for one output."""
+        if statistic not in ("pairwise", "overall", "three_way"):
+            raise ValueError(
+                f"statistic must be 'pairwise', 'overall' or 'three_way'; got {statistic!r}."
+            )
+        return self._part(statistic).top(k, output)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels batched over statistics, outputs and replicates.
+# ---------------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _h_batch(pds, prediction, singles, joint_index, parts_index, signs, weights, normalized,
+             squared, eps):
+    """Many H-statistics at once, with their numerators and denominators.
+
+    pds (m, o, r, n): PDs at the rows for each output and weighting; prediction (o, r, n);
+    singles (p,): positions of the 1-D PDs of all features (summed for the total statistic).
+    The store indexed below is ``pds``, then the prediction (index m), then the sum of the 1-D
+    PDs (index m + 1). joint_index (s,), parts_index (s, k), signs (s, k) (0 pads statistics
+    with fewer parts), weights (r, n) -> value, numerator, denominator, each (s, o, r).
+    """
+    main_sum = jnp.sum(pds[singles], axis=0) if singles.shape[0] else jnp.zeros_like(prediction)
+    store = jnp.concatenate([pds, prediction[None], main_sum[None]], axis=0)
+
+    def one(set_joint, set_parts, set_signs):
+        joint = store[set_joint]  # (o, r, n)
+        parts = store[set_parts]  # (k, o, r, n)
+        per_replicate = jax.vmap(
+            lambda j, p, w: K.h_parts(j, p, set_signs, w), in_axes=(0, 1, 0)
+        )
+        per_output = jax.vmap(lambda j, p: per_replicate(j, p, weights), in_axes=(0, 1))
+        return per_output(joint, parts)
+
+    num, den = jax.vmap(one)(joint_index, parts_index, signs)
+    return K.h_value(num, den, normalized, squared, eps), num, den
+
+
+@jax.jit
+def _reweight_sets(matrices, weights):
+    """PDs at the rows for each weighting: (m, n, n, o), (r, n) -> (m, o, r, n)."""
+    per_output = jax.vmap(lambda mat: K.pd_at_rows(mat, weights), in_axes=2)
+    return jax.vmap(per_output)(matrices)
+
+
+# ---------------------------------------------------------------------------------------------
+# Edge validation.
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def _check_n_max(n_max):
+    if n_max is None:
+        return None
+    if isinstance(n_max, bool) or not isinstance(n_max, (int, np.integer)) or n_max < 2:
+        raise ValueError(
+            f"n_max must be an int >= 2 (rows kept, hstats uses 500) or None for all rows; "
+            f"got {n_max!r}."
+        )
+    return int(n_max)
+
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not (
+        0 <= eps < 1
+    ):
+        raise ValueError(f"eps must be a number in [0, 1) (default 1e-10); got {eps!r}.")
+    return float(eps)
+
+
+def _resolve_triples(dataset, three_way):
+    if three_way is None or (isinstance(three_way, (int, np.integer)) and three_way == 0
+                             and not isinstance(three_way, bool)):
+        return []
+    if isinstance(three_way, (int, np.integer)) and not isinstance(three_way, bool):
+        if three_way < 3:
+            raise ValueError(
+                f"three_way as an int is the number m of top features whose triples are "
+                f"computed; it must be 0 or >= 3; got {three_way}."
+            )
+        return int(three_way)
+    try:
+        listed = [tuple(t) for t in three_way]
+    except TypeError:
+        listed = None
+    if not listed or any(len(t) != 3 for t in listed):
+        raise ValueError(
+            "three_way must be None, an int m >= 3 or a non-empty list of feature triples such "
+            f"as [('x1', 'x2', 'x3')]; got {three_way!r}."
+        )
+    resolved = []
+    for triple in listed:
+        feats = tuple(dataset.feature(name) for name in triple)
+        if len({f.name for f in feats}) != 3:
+            raise ValueError(f"a triple must hold three different features; got {triple!r}.")
+        resolved.append(feats)
+    return resolved
+
+
+# ---------------------------------------------------------------------------------------------
+# The method.
+# ---------------------------------------------------------------------------------------------
+
+
+def h_statistic(
+    model,
+    X,
+    features=None,
+    *,
+    pairs="all",
+    reference=None,
+    three_way=None,
+    overall: bool = True,
+    normalized: bool = True,
+    squared: bool = True,
+    n_max: int | None = 500,
+    eps: float = 1e-10,
+    output=None,
+    sample_weight=None,
+    n_bootstrap: int = 0,
+    random_state=0,
+    feature_names=None,
+    categorical=None,
+    groups=None,
+    variables=None,
+    memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> HStatistic:
+    """Friedman's H-statistics: overall, pairwise, three-way and total interaction strength.
+
+    PDs are evaluated at the data rows with the same rows as background and centred to weighted
+    mean 0: ``F_j(x_ij)``, ``F_jk``, ``F_\\j`` (all features but j) and the centred prediction
+    ``F``. Then (all sums weighted by ``sample_weight``)
+
+    - pairwise ``H2_jk = sum_i (F_jk - F_j - F_k)^2 / sum_i F_jk^2``,
+    - overall ``H2_j = sum_i (F - F_j - F_\\j)^2 / sum_i F^2``,
+    - total ``H2 = sum_i (F - sum_j F_j)^2 / sum_i F^2``,
+    - three-way ``H2_jkl = sum_i (F_jkl - F_jk - F_jl - F_kl + F_j + F_k + F_l)^2 / sum_i F_jkl^2``.
+
+    Each feature set costs ``n^2`` model evaluations, all run by the engine in one batched call;
+    1-D PDs are computed once and shared by every statistic.
+
+    Parameters
+    ----------
+    model : callable, Flax/Equinox module or scikit-learn-like estimator
+        See :func:`jaximp.as_predictor`.
+    X : array of shape (n, c) or DataFrame
+        Data: both the evaluation points and the background.
+    features : sequence of str or int, optional
+        Features for the overall statistic and for pair selection (default all). The total
+        statistic always uses every feature of ``X``.
+    pairs : "all", int, list of pairs or None, default "all"
+        Pairwise statistics for every pair among ``features``; an int ``m``: the pairs among the
+        ``m`` features with the largest overall H (as hstats' ``pairwise_m``; needs
+        ``overall=True``); an explicit list such as ``[("x1", "x2")]``; ``None``: none.
+    reference : str or int, optional
+        Pairs of this feature with every other feature in ``features`` (leave ``pairs="all"``).
+    three_way : None, int or list of triples, default None
+        Three-way statistics: an int ``m >= 3`` for the triples among the top ``m`` features by
+        overall H (hstats' ``threeway_m``), or explicit triples.
+    overall : bool, default True
+        Compute the overall ``H2_j`` of each feature and the total ``H2`` (costs ``2 p n^2``
+        evaluations: the 1-D PDs and the PDs of every complement).
+    normalized : bool, default True
+        Divide by the denominator; ``False`` reports the numerator alone, a weighted mean of
+        squared differences on the prediction's scale (hstats' ``normalize=FALSE``).
+    squared : bool, default True
+        Report ``H^2``; ``False`` reports its square root.
+    n_max : int or None, default 500
+        Use a random subsample of at most ``n_max`` rows (without replacement, drawn with
+        ``random_state``; hstats' default), keeping their case weights. ``None``: all rows.
+    eps : float, default 1e-10
+        Numerators at most ``eps`` times their denominator are rounding noise and reported as 0.
+    output : int, str or list, optional
+        Model outputs to keep (default all); every statistic is computed per output.
+    sample_weight : array of shape (n,), optional
+        Case weights: every mean over rows (PD backgrounds, centring, sums) is weighted.
+    n_bootstrap : int, default 0
+        Bootstrap replicates over the rows (0: none, else >= 2). A replicate re-weights both axes
+        of the stored ``n x n`` prediction matrices by its row counts (vmapped over replicates),
+        so the model is evaluated only once; the matrices of all feature sets must fit in
+        memory (``sets x n^2`` floats).
+    random_state : int or JAX PRNG key, default 0
+        Seed of the row subsample and of the bootstrap.
+    feature_names, categorical, groups
+        Data description; see :func:`jaximp.as_dataset`. A group (e.g. one-hot block) is one
+        feature: its columns are replaced together.
+    variables : pytree, optional
+        Variables of a Flax linen module.
+    memory_budget : int, optional
+        Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
+    progress : bool, optional
+        Progress line on stderr.
+
+    Returns
+    -------
+    HStatistic
+
+    Notes
+    -----
+    Duplicated rows need no special treatment: hstats compresses them into one row with their
+    multiplicity as a weight, which gives exactly the same statistics as keeping every row.
+    H can exceed 1 when features are correlated (the PDs then extrapolate). It is 0 for an
+    additive model and 1 for ``x_j * x_k`` with independent centred inputs.
+
+    References
+    ----------
+    Friedman & Popescu (2008), "Predictive learning via rule ensembles", Ann. Appl. Stat. 2(3).
+    Mayer (2023), hstats: Interaction Statistics, R package.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> X = np.array([[1, 0, 2], [1, 0, 2], [1, 2, 1], [2, 1, 4.0]])
+    >>> f = lambda X: X[:, 0] + X[:, 1] * jnp.sqrt(X[:, 2])
+    >>> h = h_statistic(f, X, feature_names=["x1", "x2", "x3"])
+    >>> print(h.to_frame().round(6))
+      feature_1 feature_2 output  interaction
+    0        x2        x3      y     0.078125
+    1        x1        x2      y     0.000000
+    2        x1        x3      y     0.000000
+    """
+    overall = _check_bool("overall", overall)
+    normalized = _check_bool("normalized", normalized)
+    squared = _check_bool("squared", squared)
+    n_max = _check_n_max(n_max)
+    eps = _check_eps(eps)
+    n_bootstrap = check_n_bootstrap(n_bootstrap)
+    key = as_key(random_state)
+    dataset, predictor = prepare(
+        model, X, feature_names=feature_names, categorical=categorical, groups=groups,
+        sample_weight=sample_weight, variables=variables,
+    )
+    chosen = dataset.resolve(features)
+    pair_spec = [] if pairs is None else resolve_pairs(
+        dataset, chosen, pairs, reference, allow_int=True
+    )
+    triple_spec = _resolve_triples(dataset, three_way)
+    for name, spec in (("pairs", pair_spec), ("three_way", triple_spec)):
+        if isinstance(spec, int) and not overall:
+            raise ValueError(
+                f"{name}={spec} picks the top features by overall H, which needs overall=True; "
+                "pass explicit feature sets instead."
+            )
+    if not overall and not pair_spec and not triple_spec:
+        raise ValueError(
+            "nothing to compute: overall=False with pairs=None and no three_way; set "
+            "overall=True or ask for pairs or triples."
+        )
+    out_idx = select_outputs(predictor.output_names, output)
+    output_names = tuple(predictor.output_names[i] for i in out_idx)
+
+    # Rows: an explicit-key subsample of at most n_max, keeping case weights.
+    key_rows, key_boot = jax.random.split(key)
+    n = dataset.n_rows
+    if n_max is not None and n > n_max:
+        rows = np.sort(np.asarray(jax.random.choice(key_rows, n, (n_max,), replace=False)))
+    else:
+        rows = np.arange(n)
+    Xs = dataset.X[rows]
+    ws = _row_weights(dataset)[rows]
+    if ws.sum() <= 0:
+        raise ValueError(
+            "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
+            "random_state."
+        )
+    n_s = rows.size
+    weights, counts = _replicate_weights(ws, n_bootstrap, key_boot)
+    weights_d = jnp.asarray(weights, jnp.float32)
+
+    # The prediction F, and an offset removed from every PD so that float32 keeps the digits
+    # that matter (every statistic is invariant to a common shift).
+    engine_kw = dict(memory_budget=memory_budget, progress=progress)
+    pred = predict_rows(predictor, Xs, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
+    offset = (ws @ pred) / ws.sum()  # (o,)
+    sets = _FeatureSets(dataset.X.shape[1])
+    blocks: list[np.ndarray] = []  # PDs at the rows, (m_block, o, r, n) per engine call
+
+    def run_pending() -> None:
+        """Evaluate the feature sets not evaluated yet, in one engine call."""
+        todo = sets.masks[sum(b.shape[0] for b in blocks):]
+        if not todo:
+            return
+        m = len(todo)
+        item_mask = np.repeat(np.arange(m), n_s)
+        common = dict(values=Xs, item_value=np.tile(np.arange(n_s), m), label="H-statistic",
+                      **engine_kw)
+        if n_bootstrap == 0:
+            out = evaluate(predictor, Xs, np.stack(todo), item_mask, reduce="mean", weights=ws,
+                           **common)
+            out = out[:, out_idx].reshape(m, n_s, -1) - offset  # (m, n, o)
+            blocks.append(np.transpose(out, (0, 2, 1))[:, :, None, :].astype(np.float32))
+        else:
+            # Every prediction (m * n, n, o): row i of set S in every background row b.
+            full = evaluate(predictor, Xs, np.stack(todo), item_mask, reduce="none", **common)
+            if out_idx != list(range(full.shape[-1])):
+                full = full[..., out_idx]
+            full = full.reshape(m, n_s, n_s, -1)
+            full -= offset.astype(np.float32)
+            blocks.append(np.asarray(_reweight_sets(jnp.asarray(full), weights_d)))
+            del full
+
+    def compute(statistics: list[_Stat]) -> dict[str, tuple]:
+        """Every statistic in one batched kernel call; results grouped by kind."""
+        r = weights.shape[0]
+        prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (len(out_idx), r, n_s))
+        # Sizes are padded to powers of two so that one compiled kernel serves many calls.
+        m = sum(b.shape[0] for b in blocks)
+        pds = np.zeros((_bucket(m), *blocks[0].shape[1:]), np.float32)
+        pds[:m] = np.concatenate(blocks, axis=0)
+        m = pds.shape[0]
+        singles = [sets.index[frozenset([f.name])] for f in dataset.features] if overall else []
+        lookup = {"F": m, "sum": m + 1}
+
+        def position(key_) -> int:
+            return lookup[key_] if isinstance(key_, str) else sets.index[key_]
+
+        k = max(len(s.parts) for s in statistics)
+        size = _bucket(len(statistics))
+        joint = np.zeros(size, np.int32)
+        joint[: len(statistics)] = [position(s.joint) for s in statistics]
+        parts = np.zeros((size, k), np.int32)
+        signs = np.zeros((size, k), np.float32)
+        for i, s in enumerate(statistics):
+            parts[i, : len(s.parts)] = [position(p) for p in s.parts]
+            signs[i, : len(s.signs)] = s.signs
+        value, num, den = _h_batch(
+            pds, jnp.asarray(prediction, jnp.float32), np.asarray(singles, np.int32), joint,
+            parts, signs, weights_d, normalized, squared, np.float32(eps),
+        )
+        num, den, value = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den, value))
+        grouped = {}
+        kinds = np.array([s.kind for s in statistics])
+        for kind in dict.fromkeys(kinds):
+            sel = kinds == kind
+            point, std, replicates = _summaries(value[sel])
+            grouped[kind] = (point, std, replicates, num[sel][..., 0], den[sel][..., 0])
+        return grouped
+
+    key_of = lambda feats: frozenset(f.name for f in feats)  # noqa: E731
+
+    def pair_and_triple_statistics(pair_list, triple_list) -> list[_Stat]:
+        statistics = []
+        for pair in pair_list:
+            for f in pair:
+                sets.need((f,))
+            sets.need(pair)
+            statistics.append(_Stat("pairwise", key_of(pair),
+                                    (key_of(pair[:1]), key_of(pair[1:])), (1.0, 1.0)))
+        for a, b, d in triple_list:
+            for part in ((a,), (b,), (d,), (a, b), (a, d), (b, d), (a, b, d)):
+                sets.need(part)
+            statistics.append(_Stat(
+                "three_way", key_of((a, b, d)),
+                tuple(key_of(p) for p in ((a, b), (a, d), (b, d), (a,), (b,), (d,))),
+                (1.0, 1.0, 1.0, -1.0, -1.0, -1.0),
+            ))
+        return statistics
+
+    # Stage 1: the sets known up front, in one engine call.
+    statistics: list[_Stat] = []
+    if overall:
+        for f in dataset.features:
+            sets.need((f,))
+        for f in chosen:
+            sets.need((f,), complement=True)
+            statistics.append(_Stat("overall", "F", (key_of((f,)), ("not", f.name)), (1.0, 1.0)))
+        statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
+    top_m = isinstance(pair_spec, int) or isinstance(triple_spec, int)
+    if not top_m:
+        statistics += pair_and_triple_statistics(pair_spec, triple_spec)
+    run_pending()
+    results = compute(statistics) if statistics else {}
+
+    if top_m:
+        # Stage 2: pairs and triples among the top features by overall H. As in hstats, features
+        # are ranked by their overall numerator summed over outputs (the denominator is common
+        # to all features, so for one output this is the order of H2_j itself).
+        ranked = [chosen[i] for i in np.argsort(-results["overall"][3].sum(axis=1),
+                                                kind="stable")]
+        if isinstance(pair_spec, int):
+            pair_spec = list(itertools.combinations(ranked[:pair_spec], 2))
+        if isinstance(triple_spec, int):
+            triple_spec = list(itertools.combinations(ranked[:triple_spec], 3))
+        later = pair_and_triple_statistics(pair_spec, triple_spec)
+        if later:
+            run_pending()
+            results.update(compute(later))
+
+    def interaction(kind: str, feature_sets) -> FeatureInteraction | None:
+        if kind not in results:
+            return None
+        point, std, replicates, num, den = results[kind]
+        return FeatureInteraction(
+            method=f"h_{kind}",
+            feature_sets=tuple(tuple(f.name for f in fs) for fs in feature_sets),
+            output_names=output_names, values=point, values_std=std, replicates=replicates,
+            info={"numerator": num, "denominator": den, "normalized": normalized,
+                  "squared": squared},
+        )
+
+    info: dict[str, Any] = {"rows": rows, "bootstrap_counts": counts, "eps": eps,
+                            "n_bootstrap": n_bootstrap}
+    overall_result = total = total_std = total_reps = None
+    if overall:
+        point, std, replicates, num, den = results["overall"]
+        overall_result = FeatureImportance(
+            method="h_overall",
+            feature_names=tuple(f.name for f in chosen),
+            output_names=output_names,
+            importances_mean=point,
+            importances_std=std,
+            importances=replicates,
+            info={"numerator": num, "denominator": den, "normalized": normalized,
+                  "squared": squared},
+        )
+        point, std, replicates, num, den = results["total"]
+        total, total_std = point[0], None if std is None else std[0]
+        total_reps = None if replicates is None else replicates[0]
+        info.update(numerator=num[0], denominator=den[0])
+    return HStatistic(
+        overall=overall_result,
+        pairwise=interaction("pairwise", pair_spec),
+        three_way=interaction("three_way", triple_spec),
+        total=total,
+        total_std=total_std,
+        total_replicates=total_reps,
+        output_names=output_names,
+        normalized=normalized,
+        squared=squared,
+        n_rows=n_s,
+        info=info,
+    )
+
+
+def _bucket(size: int) -> int:
+    """The next power of two (at least 8)."""
+    return max(8, 1 << (int(size) - 1).bit_length())
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stat:
+    """One H-statistic to compute: joint PD, parts and their signs (keys into the PD store)."""
+
+    kind: str
+    joint: Any
+    parts: tuple
+    signs: tuple
+
+
+class _FeatureSets:
+    """The feature sets to evaluate at the rows, each once: key -> position and column mask."""
+
+    def __init__(self, n_columns: int):
+        self.n_columns = n_columns
+        self.masks: list[np.ndarray] = []
+        self.index: dict[Any, int] = {}
+
+    def need(self, feats: tuple[Feature, ...], complement: bool = False) -> None:
+        names = frozenset(f.name for f in feats)
+        key = ("not", next(iter(names))) if complement else names
+        if key in self.index:
+            return
+        mask = np.zeros(self.n_columns, bool)
+        for f in feats:
+            mask[list(f.columns)] = True
+        self.index[key] = len(self.masks)
+        self.masks.append(~mask if complement else mask)

@@ -1,0 +1,407 @@
+"""Leave-one-covariate-out importance (METHODS.md section 6; Lei et al. 2018).
+
+Two variants share the loss machinery of :mod:`jaximp._permutation`:
+
+- replacement (no refit): feature ``j``'s columns are set to their mean, median or zero in every
+  row; one engine call evaluates the baseline and every feature as items;
+- refit: the model is refitted without feature ``j`` by a user ``fit(X, y) -> model``. When
+  ``fit`` is jaximp's own :func:`jaximp.fit_mlp` (or a ``functools.partial`` of it), the full
+  model and all refits train as ONE ``vmap``-ped Optax job (:func:`train_mlp_params` under
+  ``jax.vmap``) in which the dropped columns are masked to zero, every fit with the same
+  explicit PRNG key, and their predictions come from one engine call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ._common import prepare
+from ._data import Dataset, Feature, as_dataset
+from ._engine import evaluate, predict_rows
+from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, mlp_forward, train_mlp_params
+from ._model import Predictor, as_predictor
+from ._permutation import as_key, check_choice, check_target, resolve_loss
+from ._results import FeatureImportance
+
+__all__ = ["loco_importance"]
+
+_STRATEGIES = ("refit", "mean", "median", "zero")
+_KINDS = ("difference", "ratio")
+_MLP_FIXED = ("X", "y", "input_mask", "random_state")
+
+
+def _mlp_options(fit) -> dict | None:
+    """Training options when ``fit`` is :func:`fit_mlp` or a keyword partial of it."""
+    if fit is fit_mlp:
+        options: dict = {}
+    elif isinstance(fit, functools.partial) and fit.func is fit_mlp and not fit.args:
+        options = dict(fit.keywords)
+    else:
+        return None
+    clash = sorted(set(options) & set(_MLP_FIXED))
+    if clash:
+        raise ValueError(
+            f"fit=partial(fit_mlp, ...) must not set {clash}: loco_importance supplies the "
+            "data, the input masks and the keys; pass the seed as random_state=... instead."
+        )
+    signature = inspect.signature(fit_mlp)
+    unknown = sorted(set(options) - set(signature.parameters))
+    if unknown:
+        raise ValueError(f"fit_mlp has no parameters {unknown}; got them in fit=partial(...).")
+    defaults = {
+        name: param.default
+        for name, param in signature.parameters.items()
+        if name not in _MLP_FIXED
+    }
+    return {**defaults, **options}
+
+
+def _train_options() -> tuple[str, ...]:
+    """Keyword options of :func:`train_mlp_params` (static in the vmapped job)."""
+    return tuple(
+        name for name, param in inspect.signature(train_mlp_params).parameters.items()
+        if param.kind is param.KEYWORD_ONLY
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "options"))
+def _train_mlps(masks, keys, x, y, *, sizes, options):
+    """One vmapped training job: fit ``m`` of :func:`fit_mlp`'s networks, one per mask and key.
+
+    Each fit splits its key exactly as :func:`fit_mlp` does, so fit ``m`` equals
+    ``fit_mlp(X, y, input_mask=masks[m], random_state=keys[m])`` up to float rounding.
+    ``options`` are the keyword options of :func:`train_mlp_params`, as sorted pairs.
+    """
+
+    def one(mask, key):
+        init_key, train_key = jax.random.split(key)
+        params = init_mlp_params(init_key, sizes)
+        return train_mlp_params(params, x, y, mask, train_key, **dict(options))
+
+    return jax.vmap(one)(masks, keys)
+
+
+def _fit_mlps(X: np.ndarray, y: np.ndarray, masks: np.ndarray, keys, options: dict,
+              batched: bool) -> list[MLP]:
+    """The MLPs of ``fit_mlp(X, y, input_mask=masks[m], random_state=keys[m], **options)``."""
+    train_names = _train_options()
+    if not batched or any(k not in train_names and k != "hidden" for k in options):
+        # an option the vmapped job cannot reproduce: fit one after another
+        return [
+            fit_mlp(X, y, input_mask=mask, random_state=key, **options)
+            for mask, key in zip(masks, keys)
+        ]
+    x = np.asarray(X, dtype=np.float32)
+    target = np.asarray(y, dtype=np.float32)
+    target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
+    hidden = tuple(int(h) for h in options["hidden"])
+    if any(h < 1 for h in hidden):
+        raise ValueError(f"hidden widths must be positive ints; got {hidden}.")
+    activation = options.get("activation", "relu")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
+    casts = {"steps": int, "learning_rate": float, "weight_decay": float, "l2": float}
+    train = tuple(sorted(
+        (k, casts.get(k, lambda v: v)(v)) for k, v in options.items() if k in train_names
+    ))
+    x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
+    y_mean, y_scale = target.mean(0), target.std(0) + 1e-8
+    params, losses = _train_mlps(
+        jnp.asarray(masks, jnp.float32), jnp.stack(list(keys)),
+        (x - x_mean) / x_scale, (target - y_mean) / y_scale,
+        sizes=(x.shape[1], *hidden, target.shape[1]), options=train,
+    )
+    return [
+        MLP(jax.tree_util.tree_map(lambda a, m=m: a[m], params), jnp.asarray(x_mean),
+            jnp.asarray(x_scale), jnp.asarray(y_mean), jnp.asarray(y_scale),
+            jnp.asarray(masks[m], jnp.float32), losses[m], activation)
+        for m in range(len(masks))
+    ]
+
+
+@functools.lru_cache(maxsize=None)
+def _stacked_apply(activation: str):
+    """``apply(state, X) -> (n, m * o)``: all m MLPs of ``state`` on X (one per activation, so
+    the engine's compiled chunks are reused across calls)."""
+
+    def apply(state, X):
+        z = (X - state["x_mean"]) / state["x_scale"]
+        out = jax.vmap(lambda p, mask: mlp_forward(p, z * mask, activation))(
+            state["params"], state["masks"])  # (m, n, o)
+        out = out * state["y_scale"] + state["y_mean"]
+        return jnp.transpose(out, (1, 0, 2)).reshape(X.shape[0], -1)
+
+    return apply
+
+
+def _stacked_predictions(models: list[MLP], X: np.ndarray, memory_budget, progress):
+    """Predictions (m, n, o) of MLPs sharing a standardization, in one engine call."""
+    first = models[0]
+    state = {
+        "params": jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[m.params for m in models]),
+        "masks": jnp.stack([m.input_mask for m in models]),
+        "x_mean": first.x_mean, "x_scale": first.x_scale,
+        "y_mean": first.y_mean, "y_scale": first.y_scale,
+    }
+    n_out = int(np.size(first.y_mean))
+    width = len(models) * n_out
+    predictor = Predictor(_stacked_apply(getattr(first, "activation", "relu")), state, width,
+                          tuple(f"y{i}" for i in range(width)), "stacked fit_mlp models")
+    flat = predict_rows(predictor, X, memory_budget=memory_budget, progress=progress)
+    return np.transpose(flat.reshape(X.shape[0], len(models), n_out), (1, 0, 2))
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    if weights is None:
+        return np.median(values, axis=0)
+    out = []
+    for col in values.T:
+        order = np.argsort(col, kind="stable")
+        cumulative = np.cumsum(weights[order])
+        out.append(col[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+    return np.asarray(out)
+
+
+def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarray:
+    columns = dataset.X[:, list(feature.columns)]
+    if strategy == "zero":
+        return np.zeros(columns.shape[1])
+    if strategy == "mean":
+        return np.average(columns, axis=0, weights=dataset.weights)
+    return _weighted_median(columns, dataset.weights)
+
+
+def _drop_columns(X, dataset: Dataset, feature: Feature):
+    """``X`` without the feature's columns, in the user's own container."""
+    if isinstance(X, pd.DataFrame):
+        return X.drop(columns=[X.columns[i] for i in feature.columns])
+    return np.delete(np.asarray(X), list(feature.columns), axis=1)
+
+
+def loco_importance(
+    model,
+    X,
+    y,
+    *,
+    strategy: Literal["refit", "mean", "median", "zero"] = "refit",
+    fit: Callable | None = None,
+    loss: str | Callable = "mse",
+    kind: Literal["difference", "ratio"] = "difference",
+    features=None,
+    output=None,
+    sample_weight=None,
+    random_state: int | jax.Array = 0,
+    batched: bool = True,
+    greater_is_better: bool | None = None,
+    feature_names=None,
+    categorical=None,
+    groups=None,
+    variables=None,
+    memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> FeatureImportance:
+    """Leave-one-covariate-out (LOCO) importance, by refitting or by replacement.
+
+    ``e_orig = L(y, f(X))``; for each feature (or group) ``j``, ``e_j`` is the loss of the
+    model refitted without ``j`` (``strategy="refit"``), or of ``f`` on ``X`` with ``j``'s
+    columns set to their mean, median or zero (no refit). Importance is ``e_j - e_orig``
+    (``kind="difference"``) or ``e_j / e_orig`` (``"ratio"``); scores become losses as in
+    :func:`permutation_importance`.
+
+    Parameters
+    ----------
+    model : model or None
+        The fitted full model (see :func:`jaximp.as_predictor`). With ``strategy="refit"`` it
+        may be None: the full model is then ``fit(X, y)``, trained like the refits (with
+        :func:`jaximp.fit_mlp`, in the same batched job).
+    X : array of shape (n, c) or DataFrame
+        Training data for the refits; the losses are measured on it too.
+    y : array of shape (n,) or (n, o)
+    strategy : {"refit", "mean", "median", "zero"}, default "refit"
+        ``"refit"`` refits without the feature; the others replace its columns by their
+        (weighted) mean, (weighted lower) median or 0, as in Hall et al. (2017). A one-hot group
+        gets its columns' means (a soft one-hot row), medians or zeros.
+    fit : callable, optional
+        ``fit(X_minus_j, y) -> model``, needed for ``"refit"``; ``X_minus_j`` is ``X`` without
+        the feature's columns (a DataFrame for DataFrame input). When ``fit`` is
+        :func:`jaximp.fit_mlp` or ``functools.partial(fit_mlp, hidden=..., steps=...)``, no
+        column is dropped: every fit sees all columns with the dropped ones masked to 0
+        (``input_mask``), so all fits share one architecture and train together.
+    loss, kind, greater_is_better
+        As in :func:`permutation_importance`.
+    features : str, int or list, optional
+        Features (or groups) to leave out; default all.
+    output : int, str or list, optional
+        Model outputs the loss sees.
+    sample_weight : array of shape (n,), optional
+        Case weights of the loss and of the mean/median replacement (not passed to ``fit``).
+    random_state : int or jax PRNG key, default 0
+        For :func:`fit_mlp` refits: the key of every fit, the full model's and each refit's
+        (``fit_mlp(X, y, input_mask=..., random_state=key)``). Sharing it (common random
+        numbers: the same initial weights and minibatches) keeps initialization noise out of
+        the loss differences.
+    batched : bool, default True
+        For :func:`fit_mlp` refits: train all fits as one ``vmap``-ped job (True) or one after
+        another by :func:`fit_mlp` with the same keys (False). The two agree up to float
+        rounding; note that Adam, run long enough to fit noise, can amplify rounding
+        differences into visibly different networks.
+    feature_names, categorical, groups, variables, memory_budget, progress
+        As in :func:`permutation_importance`.
+
+    Returns
+    -------
+    FeatureImportance
+        ``importances_mean`` (p, o); no repeats. ``info`` holds ``strategy``, ``loss``,
+        ``kind``, ``baseline`` (metric of the full model, shape (o,)), ``losses`` (metric of
+        each refit or replacement, shape (p, o)), and ``models`` (name -> refitted model) with
+        ``full_model`` for ``"refit"``, or ``values`` (name -> replacement row) otherwise.
+
+    Examples
+    --------
+    >>> import functools, numpy as np, jax.numpy as jnp
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> y = X @ np.array([2.0, 1.0, 0.0])
+    >>> f = lambda X: X @ jnp.array([2.0, 1.0, 0.0])
+    >>> loco_importance(f, X, y, strategy="zero").importances_mean.round(1)[:, 0]
+    array([4.1, 1. , 0. ])
+    >>> fit = functools.partial(fit_mlp, hidden=(8,), steps=200)
+    >>> result = loco_importance(None, X, y, fit=fit)
+    >>> result.top(2)
+    ['x0', 'x1']
+    """
+    check_choice(strategy, "strategy", _STRATEGIES)
+    check_choice(kind, "kind", _KINDS)
+    if not isinstance(batched, bool):
+        raise ValueError(f"batched must be True or False; got {batched!r}.")
+    key = as_key(random_state)
+    if strategy == "refit":
+        if fit is None or not callable(fit):
+            raise ValueError(
+                "strategy='refit' needs fit=...: a function fit(X, y) -> model, e.g. "
+                f"jaximp.fit_mlp; got fit={fit!r:.60}."
+            )
+        mlp_options = _mlp_options(fit)
+    elif fit is not None:
+        raise ValueError(
+            f"fit is used by strategy='refit' only; got it with strategy={strategy!r}."
+        )
+    elif model is None:
+        raise ValueError(f"strategy={strategy!r} needs a fitted model; got model=None.")
+
+    dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
+                         groups=groups, sample_weight=sample_weight)
+    n, c = dataset.X.shape
+    target = check_target(y, n)
+    chosen = dataset.resolve(features)
+    p = len(chosen)
+    info: dict = {"strategy": strategy}
+
+    if strategy != "refit":
+        _, predictor = prepare(
+            model, X, feature_names=feature_names, categorical=categorical, groups=groups,
+            sample_weight=sample_weight, variables=variables,
+        )
+        masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
+        values = np.zeros((p + 1, c))
+        for j, feat in enumerate(chosen):
+            masks[j, list(feat.columns)] = True
+            values[j, list(feat.columns)] = _replacement(dataset, feat, strategy)
+        predictions = evaluate(
+            predictor, dataset.X, masks, np.r_[p, np.arange(p)], values=values,
+            item_value=np.r_[p, np.arange(p)], reduce="none", memory_budget=memory_budget,
+            progress=progress, label="LOCO",
+        )
+        info["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
+    elif mlp_options is not None:
+        predictor, predictions, models, full = _refit_mlps(
+            model, X, target, dataset, chosen, key, mlp_options, batched, variables,
+            memory_budget, progress,
+        )
+        info["models"], info["full_model"] = models, full
+    else:
+        predictor, predictions, models, full = _refit_generic(
+            model, X, y, dataset, chosen, fit, variables, memory_budget, progress
+        )
+        info["models"], info["full_model"] = models, full
+
+    spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
+    metric = spec.values(predictions)  # (1 + p, o): the full model first
+    baseline, dropped = metric[0], metric[1:]
+    importances = spec.importance(dropped, baseline[None], kind)
+    info.update({"loss": spec.name, "kind": kind, "baseline": baseline, "losses": dropped})
+    return FeatureImportance(
+        method="loco" if strategy == "refit" else f"loco_{strategy}",
+        feature_names=tuple(f.name for f in chosen),
+        output_names=spec.result_names(baseline.shape[0]),
+        importances_mean=importances,
+        info=info,
+    )
+
+
+def _refit_mlps(model, X, target, dataset, chosen, key, options, batched, variables,
+                memory_budget, progress):
+    """Full model and refits with :func:`fit_mlp`; predictions (1 + p, n, o) in the baseline-
+    first order."""
+    if target.dtype.kind not in "biuf":
+        raise ValueError(f"fit_mlp fits numeric targets; y has dtype {target.dtype}.")
+    n, c = dataset.X.shape
+    masks = [np.ones(c, np.float32)] if model is None else []
+    for feat in chosen:
+        mask = np.ones(c, np.float32)
+        mask[list(feat.columns)] = 0.0
+        masks.append(mask)
+    keys = [key] * len(masks)  # common random numbers: same initial weights and minibatches
+    fitted = _fit_mlps(dataset.X, target, np.stack(masks), keys, options, batched)
+    predictions = _stacked_predictions(fitted, dataset.X, memory_budget, progress)
+    if model is None:
+        full = fitted[0]
+        refits = fitted[1:]
+        predictor = as_predictor(full, n_features=c)
+    else:
+        full, refits = model, fitted
+        predictor = as_predictor(model, n_features=c, variables=variables)
+        base = predict_rows(predictor, dataset.X, memory_budget=memory_budget,
+                            progress=progress)
+        _check_outputs(base.shape[1], predictions.shape[2], "fit_mlp")
+        predictions = np.concatenate([base[None], predictions], axis=0)
+    models = {f.name: m for f, m in zip(chosen, refits)}
+    return predictor, predictions, models, full
+
+
+def _refit_generic(model, X, y, dataset, chosen, fit, variables, memory_budget, progress):
+    """Full model and refits with the user's ``fit``, each evaluated by the engine."""
+    c = dataset.X.shape[1]
+    full = fit(X, y) if model is None else model
+    predictor = as_predictor(full, n_features=c, variables=variables if model is not None
+                             else None)
+    outputs = [predict_rows(predictor, dataset.X, memory_budget=memory_budget,
+                            progress=progress)]
+    models = {}
+    for feat in chosen:
+        refit = fit(_drop_columns(X, dataset, feat), y)
+        if refit is None:
+            raise ValueError(f"fit returned None for the data without {feat.name!r}; it must "
+                             "return the fitted model.")
+        columns = np.delete(dataset.X, list(feat.columns), axis=1)
+        refit_predictor = as_predictor(refit, n_features=columns.shape[1])
+        _check_outputs(predictor.n_outputs, refit_predictor.n_outputs, f"fit without "
+                       f"{feat.name!r}")
+        outputs.append(predict_rows(refit_predictor, columns, memory_budget=memory_budget,
+                                    progress=progress))
+        models[feat.name] = refit
+    return predictor, np.stack(outputs), models, full
+
+
+def _check_outputs(expected: int, got: int, what: str) -> None:
+    if expected != got:
+        raise ValueError(
+            f"the refitted model ({what}) has {got} outputs but the full model has {expected}; "
+            "fit must return models with the same outputs."
+        )

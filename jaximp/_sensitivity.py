@@ -1,0 +1,221 @@
+"""Sensitivity-analysis importance of Huh and Lee (METHODS.md section 7; seed 004).
+
+Random variant: for feature ``j`` and every row ``i``, the model is evaluated with ``x_ij``
+replaced by two values drawn from the observed values of feature ``j``; ``D_j`` is the mean
+absolute difference of the two predictions and ``Imp_j = D_j / D_y``, with ``D_y`` the mean
+absolute difference of ``N`` random pairs of observed targets. Both draws of every feature and
+repeat are items of one engine call (per-row replacement rows).
+
+Max variant (SPSS Clementine's, which the paper compares with): each row's largest prediction
+difference over five equally spaced values of the feature's range (every level of a
+categorical feature), averaged over rows and divided by the range of ``y``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jax
+import numpy as np
+
+from ._common import prepare, select_outputs
+from ._data import Dataset, Feature
+from ._engine import evaluate
+from ._permutation import as_key, check_choice, check_int, check_target, key_bits, rng_stream
+from ._results import FeatureImportance
+
+__all__ = ["sensitivity_importance"]
+
+_VARIANTS = ("random", "max")
+
+
+def _draw(rng: np.random.Generator, n: int, prob: np.ndarray | None, shape) -> np.ndarray:
+    """Indices of rows 0..n-1 drawn with replacement, uniformly or with probabilities ``prob``
+    (rows of probability 0 are never drawn)."""
+    if prob is None:
+        return rng.integers(0, n, size=shape)
+    return rng.choice(n, size=shape, replace=True, p=prob)
+
+
+def _max_values(dataset: Dataset, feature: Feature, n_values: int) -> np.ndarray:
+    """Replacement rows (g, len(columns)) of the max variant for one feature."""
+    columns = dataset.X[:, list(feature.columns)]
+    if feature.kind == "onehot":
+        return np.eye(len(feature.columns))
+    if len(feature.columns) > 1:
+        raise ValueError(
+            f"variant='max' needs single columns or one-hot groups; feature {feature.name!r} "
+            f"is a group of {len(feature.columns)} columns that is not one-hot."
+        )
+    if feature.kind == "categorical":
+        return np.unique(columns[:, 0])[:, None]
+    return np.linspace(columns.min(), columns.max(), n_values)[:, None]
+
+
+def sensitivity_importance(
+    model,
+    X,
+    y,
+    *,
+    variant: Literal["random", "max"] = "random",
+    n_repeats: int = 10,
+    n_pairs: int | None = None,
+    n_values: int = 5,
+    features=None,
+    output=None,
+    sample_weight=None,
+    random_state: int | jax.Array = 0,
+    feature_names=None,
+    categorical=None,
+    groups=None,
+    variables=None,
+    memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> FeatureImportance:
+    """Sensitivity-analysis importance ``D_p / D_y`` of Huh and Lee (2003).
+
+    ``D_p = mean_i |f(x_i; x_ip = x*) - f(x_i; x_ip = x**)|`` with ``x*``, ``x**`` drawn from
+    the observed values of feature ``p`` for each row; ``D_y = mean_k |y*_k - y**_k|`` over
+    ``N`` random pairs of observed targets. For a linear model it estimates the standardized
+    coefficient ``|b_p| sd(x_p) / sd(y)`` (exactly so for normal inputs and target).
+
+    Parameters
+    ----------
+    model : callable, Flax/Equinox module or scikit-learn-like estimator
+        See :func:`jaximp.as_predictor`.
+    X : array of shape (n, c) or DataFrame
+    y : array of shape (n,) or (n, o)
+        Numeric targets, one column per scored model output.
+    variant : {"random", "max"}, default "random"
+        ``"random"``: the measure above, averaged over ``n_repeats`` repeats (each with its own
+        draws and its own ``D_y``). ``"max"``: for each row the largest difference of the
+        predictions over ``n_values`` equally spaced values between the feature's minimum and
+        maximum (every level of a categorical or one-hot feature), averaged over rows and
+        divided by ``max(y) - min(y)``; deterministic.
+    n_repeats : int, default 10
+        Repeats of the random variant (the paper uses 10).
+    n_pairs : int, optional
+        Target pairs ``N`` for ``D_y`` per repeat; default ``10 n`` as in the paper.
+    n_values : int, default 5
+        Grid size of the max variant for continuous features.
+    features : str, int or list, optional
+        Features (or groups, whose columns are drawn together from one row) to score.
+    output : int, str or list, optional
+        Model outputs to score (default all); ``y`` needs one column per scored output.
+    sample_weight : array of shape (n,), optional
+        Case weights: rows and target pairs are drawn with probability proportional to them,
+        and ``D_p`` is a weighted mean over rows.
+    random_state : int or jax PRNG key, default 0
+        The draws of feature ``j`` (its position in ``X``) come from a NumPy generator seeded
+        with the key's bits and ``j``, the target pairs from one seeded with the bits alone:
+        results do not depend on chunking or on which other features are scored.
+    feature_names, categorical, groups, variables, memory_budget, progress
+        As in :func:`permutation_importance`.
+
+    Returns
+    -------
+    FeatureImportance
+        Random variant: ``importances`` (p, o, r), their mean and standard deviation; ``info``
+        holds ``D_p`` (p, o, r) and ``D_y`` (o, r). Max variant: ``importances_mean`` only;
+        ``info`` holds ``D_p`` (p, o) and ``D_y`` (o,).
+
+    References
+    ----------
+    Huh, M.-H. and Lee, Y. G. (2003). Input variable importance in supervised learning models.
+    Communications for Statistical Applications and Methods 10(1), 239-246.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> X = np.random.default_rng(0).normal(size=(400, 2))
+    >>> y = X @ np.array([2.0, 1.0])
+    >>> imp = sensitivity_importance(lambda X: X @ jnp.array([2.0, 1.0]), X, y)
+    >>> beta = np.array([2.0, 1.0]) * X.std(axis=0) / y.std()  # standardized coefficients
+    >>> bool(np.allclose(imp.importances_mean[:, 0], beta, atol=0.05))
+    True
+    """
+    check_choice(variant, "variant", _VARIANTS)
+    n_repeats = check_int(n_repeats, "n_repeats")
+    n_values = check_int(n_values, "n_values", 2)
+    bits = key_bits(as_key(random_state))
+    dataset, predictor = prepare(
+        model, X, feature_names=feature_names, categorical=categorical, groups=groups,
+        sample_weight=sample_weight, variables=variables,
+    )
+    n, c = dataset.X.shape
+    n_pairs = 10 * n if n_pairs is None else check_int(n_pairs, "n_pairs")
+    out_idx = select_outputs(predictor.output_names, output)
+    o = len(out_idx)
+    target = check_target(y, n)
+    if target.dtype.kind not in "biuf":
+        raise ValueError(f"y must hold numbers; got dtype {target.dtype}.")
+    target = target.astype(np.float64).reshape(n, -1)
+    if target.shape[1] != o:
+        raise ValueError(
+            f"y has {target.shape[1]} column(s) but {o} model output(s) are scored; pass y of "
+            f"shape (n, {o}) or choose outputs with output=..."
+        )
+    chosen = dataset.resolve(features)
+    p = len(chosen)
+    w = np.ones(n) if dataset.weights is None else dataset.weights
+    masks = np.zeros((p, c), bool)
+    for j, feat in enumerate(chosen):
+        masks[j, list(feat.columns)] = True
+    common = dict(memory_budget=memory_budget, progress=progress, label="sensitivity")
+    names = tuple(f.name for f in chosen)
+    outputs = tuple(predictor.output_names[i] for i in out_idx)
+
+    if variant == "max":
+        values, item_mask, spans = [], [], []
+        for j, feat in enumerate(chosen):
+            rows = _max_values(dataset, feat, n_values)
+            block = np.zeros((rows.shape[0], c))
+            block[:, list(feat.columns)] = rows
+            values.append(block)
+            item_mask += [j] * rows.shape[0]
+            spans.append(rows.shape[0])
+        values = np.concatenate(values)
+        preds = evaluate(
+            predictor, dataset.X, masks, np.asarray(item_mask), values=values,
+            item_value=np.arange(len(values)), reduce="none", **common,
+        )[..., out_idx].astype(np.float64)
+        starts = np.cumsum([0, *spans])
+        d_max = np.stack([
+            np.ptp(preds[starts[j]:starts[j + 1]], axis=0) for j in range(p)
+        ])  # (p, n, o)
+        d_p = np.einsum("pno,n->po", d_max, w / w.sum())
+        d_y = np.ptp(target, axis=0)
+        if np.any(d_y == 0):
+            raise ValueError("y is constant; its range D_y = 0 cannot scale the importances.")
+        return FeatureImportance(
+            method="sensitivity_max", feature_names=names, output_names=outputs,
+            importances_mean=d_p / d_y,
+            info={"variant": variant, "D_p": d_p, "D_y": d_y, "n_values": n_values},
+        )
+
+    prob = None if dataset.weights is None else w / w.sum()
+    feature_ids = [dataset.features.index(f) for f in chosen]
+    draws = np.stack([_draw(rng_stream(bits, 3, j), n, prob, (n_repeats, 2, n))
+                      for j in feature_ids]).astype(np.int32)  # (p, r, 2, n)
+    preds = evaluate(
+        predictor, dataset.X, masks, np.repeat(np.arange(p), 2 * n_repeats),
+        source_rows=draws.reshape(p * n_repeats * 2, n), reduce="none", **common,
+    )[..., out_idx].astype(np.float64)
+    preds = preds.reshape(p, n_repeats, 2, n, o)
+    d_p = np.einsum("prno,n->por", np.abs(preds[:, :, 0] - preds[:, :, 1]), w / w.sum())
+    pair_rng = rng_stream(bits, 4)
+    d_y = np.empty((o, n_repeats))
+    for r in range(n_repeats):  # one repeat at a time: N = 10 n pairs can be large
+        first, second = _draw(pair_rng, n, prob, (2, n_pairs))
+        d_y[:, r] = np.abs(target[first] - target[second]).mean(axis=0)
+    if np.any(d_y == 0):
+        raise ValueError("y is constant (every target pair is equal); D_y = 0 cannot scale.")
+    importances = d_p / d_y[None]
+    return FeatureImportance(
+        method="sensitivity", feature_names=names, output_names=outputs,
+        importances_mean=importances.mean(axis=-1),
+        importances_std=importances.std(axis=-1),
+        importances=importances,
+        info={"variant": variant, "D_p": d_p, "D_y": d_y, "n_repeats": n_repeats,
+              "n_pairs": n_pairs},
+    )

@@ -1,0 +1,288 @@
+"""Losses and scores of predictions against targets: pure ``jax.numpy`` kernels.
+
+Each kernel scores ONE set of predictions, ``(y, prediction, weights) -> scalar``; batch it with
+``jax.vmap`` over a leading axis of predictions (repeats, features, permuted copies) and
+``jax.jit`` it directly. ``weights`` are case weights (``None``: all 1), so every mean below is a
+weighted mean ``sum_i w_i t_i / sum_i w_i``. The kernels check static shapes only; validation
+lives in :mod:`jaximp._permutation`.
+
+Regression kernels take one output column, ``y`` and ``prediction`` of shape (n,); vmap them over
+the output axis for several outputs. Classification kernels take integer class codes ``y`` in
+``0 .. k-1`` and either probabilities of shape (n, o) (one column per class, or a single column
+holding the probability of class 1 of a binary problem) or, where noted, hard labels of shape
+(n,).
+
+Scores (R^2, accuracy, AUC) are returned as scores; an importance method turns them into losses
+(``1 - score``) so that importance is positive.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, Real
+
+__all__ = [
+    "accuracy_score",
+    "binary_roc_auc",
+    "log_loss",
+    "mean_absolute_error",
+    "mean_squared_error",
+    "r2_score",
+    "roc_auc_score",
+    "root_mean_squared_error",
+    "weighted_mean",
+]
+
+
+def _weights(weights, like: Array) -> Float[Array, "n"]:
+    if weights is None:
+        return jnp.ones(like.shape[0], dtype=jnp.result_type(like.dtype, jnp.float32))
+    return jnp.asarray(weights)
+
+
+def _check_rows(name: str, *arrays) -> None:
+    rows = [jnp.shape(a)[0] for a in arrays if a is not None]
+    if len(set(rows)) > 1:
+        raise ValueError(f"{name}: y, prediction and weights must have the same rows; got {rows}.")
+
+
+def weighted_mean(
+    values: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Weighted mean ``sum_i w_i v_i / sum_i w_i`` (plain mean when ``weights`` is None).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(weighted_mean(jnp.array([1.0, 3.0]), jnp.array([3.0, 1.0])))
+    1.5
+    """
+    values = jnp.asarray(values)
+    w = _weights(weights, values)
+    return jnp.sum(w * values) / jnp.sum(w)
+
+
+def mean_squared_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean squared error ``mean_i (y_i - f_i)^2``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_squared_error(jnp.array([0.0, 1.0, 2.0]), jnp.array([0.0, 2.0, 4.0])))
+    1.6666666
+    """
+    _check_rows("mean_squared_error", y, prediction, weights)
+    return weighted_mean(jnp.square(jnp.asarray(y) - jnp.asarray(prediction)), weights)
+
+
+def root_mean_squared_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Square root of :func:`mean_squared_error`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(root_mean_squared_error(jnp.array([0.0, 0.0]), jnp.array([3.0, -3.0])))
+    3.0
+    """
+    return jnp.sqrt(mean_squared_error(y, prediction, weights))
+
+
+def mean_absolute_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean absolute error ``mean_i |y_i - f_i|``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_absolute_error(jnp.array([0.0, 1.0]), jnp.array([1.0, -1.0])))
+    1.5
+    """
+    _check_rows("mean_absolute_error", y, prediction, weights)
+    return weighted_mean(jnp.abs(jnp.asarray(y) - jnp.asarray(prediction)), weights)
+
+
+def r2_score(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Coefficient of determination ``1 - sum w (y - f)^2 / sum w (y - ybar_w)^2``.
+
+    A score (higher is better), as :func:`sklearn.metrics.r2_score`; ``-inf`` or NaN when ``y``
+    is constant.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> y = jnp.array([1.0, 2.0, 3.0])
+    >>> print(r2_score(y, y), r2_score(y, jnp.full(3, 2.0)))
+    1.0 0.0
+    """
+    _check_rows("r2_score", y, prediction, weights)
+    y = jnp.asarray(y)
+    w = _weights(weights, y)
+    center = jnp.sum(w * y) / jnp.sum(w)
+    residual = jnp.sum(w * jnp.square(y - jnp.asarray(prediction)))
+    total = jnp.sum(w * jnp.square(y - center))
+    return 1.0 - residual / total
+
+
+def _as_columns(proba: Float[Array, "n o"]) -> Float[Array, "n o"]:
+    """One column per class: a single column is the probability of class 1 of two."""
+    proba = jnp.asarray(proba)
+    if proba.ndim != 2:
+        raise ValueError(f"probabilities must have shape (n, o); got shape {proba.shape}.")
+    if proba.shape[1] == 1:
+        return jnp.concatenate([1.0 - proba, proba], axis=1)
+    return proba
+
+
+def log_loss(
+    y: Int[Array, "n"], proba: Float[Array, "n o"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Cross-entropy ``-mean_i log p_i[y_i]`` with probabilities clipped to ``[eps, 1 - eps]``.
+
+    ``eps`` is the machine epsilon of the probabilities' dtype, as in
+    :func:`sklearn.metrics.log_loss`. Rows are not renormalized.
+
+    Parameters
+    ----------
+    y : int array of shape (n,)
+        Class codes ``0 .. k-1``.
+    proba : float array of shape (n, o)
+        ``o = k`` class probabilities, or ``o = 1``: the probability of class 1 (binary).
+    weights : float array of shape (n,), optional
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> y = jnp.array([1, 0, 0, 1])
+    >>> proba = jnp.array([[0.1, 0.9], [0.9, 0.1], [0.8, 0.2], [0.35, 0.65]])
+    >>> print(round(float(log_loss(y, proba)), 5))
+    0.21616
+    >>> print(round(float(log_loss(y, proba[:, 1:])), 5))
+    0.21616
+    """
+    _check_rows("log_loss", y, proba, weights)
+    columns = _as_columns(proba)
+    eps = jnp.finfo(columns.dtype).eps
+    picked = jnp.take_along_axis(columns, jnp.asarray(y, jnp.int32)[:, None], axis=1)[:, 0]
+    return weighted_mean(-jnp.log(jnp.clip(picked, eps, 1.0 - eps)), weights)
+
+
+def accuracy_score(
+    y: Int[Array, "n"],
+    prediction: Real[Array, "n"] | Float[Array, "n o"],
+    weights: Float[Array, "n"] | None = None,
+) -> Float[Array, ""]:
+    """Share of rows whose predicted class is ``y``, for labels or probabilities.
+
+    The shape of ``prediction`` says what it holds:
+
+    - (n,): class codes (labels), compared with ``y`` after rounding;
+    - (n, 1): the probability of class 1 of a binary problem, thresholded at 0.5 (0/1 labels in
+      one column give the same answer);
+    - (n, k): class probabilities or scores; the predicted class is the arg max.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> y = jnp.array([0, 1, 2, 1])
+    >>> print(accuracy_score(y, jnp.array([0, 1, 1, 1])))
+    0.75
+    >>> print(accuracy_score(y, jnp.eye(3)[jnp.array([0, 1, 2, 0])]))
+    0.75
+    >>> print(accuracy_score(jnp.array([0, 1]), jnp.array([[0.2], [0.7]])))
+    1.0
+    """
+    _check_rows("accuracy_score", y, prediction, weights)
+    prediction = jnp.asarray(prediction)
+    y = jnp.asarray(y, jnp.int32)
+    if prediction.ndim == 1:
+        labels = jnp.round(prediction).astype(jnp.int32)
+    elif prediction.shape[1] == 1:
+        labels = (prediction[:, 0] >= 0.5).astype(jnp.int32)
+    else:
+        labels = jnp.argmax(prediction, axis=1).astype(jnp.int32)
+    return weighted_mean((labels == y).astype(jnp.float32), weights)
+
+
+def binary_roc_auc(
+    y: Real[Array, "n"], score: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Area under the ROC curve of a binary problem, by weighted mid-ranks.
+
+    ``AUC = sum_{i: y_i = 1} w_i (W_-(s < s_i) + W_-(s = s_i) / 2) / (W_+ W_-)``: the weighted
+    Mann-Whitney statistic, where ``W_-(.)`` sums the weights of the negatives with a smaller
+    (or tied) score. Ties count one half, as in :func:`sklearn.metrics.roc_auc_score`. One
+    ``O(n log n)`` sort; NaN when a class is absent.
+
+    Parameters
+    ----------
+    y : array of shape (n,)
+        1 for positives, 0 for negatives.
+    score : array of shape (n,)
+        Higher means more likely positive.
+    weights : float array of shape (n,), optional
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(binary_roc_auc(jnp.array([0, 0, 1, 1]), jnp.array([0.1, 0.4, 0.35, 0.8])))
+    0.75
+    """
+    _check_rows("binary_roc_auc", y, score, weights)
+    score = jnp.asarray(score)
+    w = _weights(weights, score.astype(jnp.float32))
+    positive = jnp.asarray(y).astype(w.dtype)
+    order = jnp.argsort(score)
+    sorted_score = score[order]
+    neg = ((1.0 - positive) * w)[order]
+    pos = (positive * w)[order]
+    cum_neg = jnp.concatenate([jnp.zeros(1, neg.dtype), jnp.cumsum(neg)])
+    left = jnp.searchsorted(sorted_score, sorted_score, side="left")
+    right = jnp.searchsorted(sorted_score, sorted_score, side="right")
+    below = cum_neg[left]
+    tied = cum_neg[right] - below
+    return jnp.sum(pos * (below + 0.5 * tied)) / (jnp.sum(pos) * jnp.sum(neg))
+
+
+def roc_auc_score(
+    y: Int[Array, "n"],
+    score: Real[Array, "n"] | Float[Array, "n o"],
+    weights: Float[Array, "n"] | None = None,
+) -> Float[Array, ""]:
+    """ROC AUC of class codes ``y`` against scores or probabilities.
+
+    - ``score`` of shape (n,) or (n, 1): binary, the score of class 1;
+    - (n, 2): binary, the second column is the score of class 1;
+    - (n, k), k > 2: one-vs-rest, the unweighted mean over classes of the AUC of
+      ``y == c`` against column ``c`` (scikit-learn's ``multi_class="ovr"``,
+      ``average="macro"``).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> y = jnp.array([0, 1, 2, 2])
+    >>> print(roc_auc_score(y, jnp.eye(3)[y]))
+    1.0
+    >>> print(roc_auc_score(jnp.array([0, 1]), jnp.array([[0.6, 0.4], [0.3, 0.7]])))
+    1.0
+    """
+    _check_rows("roc_auc_score", y, score, weights)
+    score = jnp.asarray(score)
+    y = jnp.asarray(y, jnp.int32)
+    if score.ndim == 1:
+        return binary_roc_auc(y, score, weights)
+    if score.shape[1] <= 2:
+        return binary_roc_auc(y, score[:, -1], weights)
+    classes = jnp.arange(score.shape[1])
+    per_class = jax.vmap(
+        lambda c, s: binary_roc_auc((y == c).astype(jnp.float32), s, weights),
+        in_axes=(0, 1),
+    )(classes, score)
+    return jnp.mean(per_class)

@@ -1,0 +1,395 @@
+"""Friedman's H-statistic: published values, closed forms, a float64 NumPy reference, bootstrap."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaximp._hstat import HStatistic, h_statistic
+from jaximp.kernels import h_parts, h_value, pd_at_rows
+
+from conftest import random_mlp
+
+# ------------------------------------------------------------------------------------------
+# A separately written float64 NumPy reference (loops, no shared code with jaximp).
+# ------------------------------------------------------------------------------------------
+
+
+def ref_pd_at_rows(f, X, w, cols):
+    """PD of the columns ``cols`` at every row, background = all rows weighted by w: (n, o)."""
+    out = []
+    for i in range(X.shape[0]):
+        Xr = X.copy()
+        Xr[:, cols] = X[i, cols]
+        pred = np.asarray(f(Xr), np.float64).reshape(X.shape[0], -1)
+        out.append((w[:, None] * pred).sum(0) / w.sum())
+    return np.array(out)
+
+
+def ref_center(F, w):
+    return F - (w[:, None] * F).sum(0) / w.sum()
+
+
+def ref_stat(joint, parts, signs, w, normalized=True, squared=True, eps=1e-10):
+    joint = ref_center(joint, w)
+    resid = joint - sum(s * ref_center(p, w) for s, p in zip(signs, parts))
+    num = (w[:, None] * resid**2).sum(0) / w.sum()
+    den = (w[:, None] * joint**2).sum(0) / w.sum()
+    value = np.where(num <= eps * den, 0.0, num / np.where(den > 0, den, 1) if normalized else num)
+    return value if squared else np.sqrt(value)
+
+
+def ref_h_all(f, X, w, pairs, triples, **options):
+    """Overall, pairwise, total and three-way H (each (., o)) for columns = features."""
+    p = X.shape[1]
+    F = np.asarray(f(X), np.float64).reshape(X.shape[0], -1)
+    single = {j: ref_pd_at_rows(f, X, w, [j]) for j in range(p)}
+    minus = {j: ref_pd_at_rows(f, X, w, [k for k in range(p) if k != j]) for j in range(p)}
+    overall = np.array([ref_stat(F, [single[j], minus[j]], [1, 1], w, **options)
+                        for j in range(p)])
+    total = ref_stat(F, [single[j] for j in range(p)], [1] * p, w, **options)
+    pairwise = np.array([
+        ref_stat(ref_pd_at_rows(f, X, w, [j, k]), [single[j], single[k]], [1, 1], w, **options)
+        for j, k in pairs
+    ])
+    three = []
+    for j, k, l in triples:
+        parts = [ref_pd_at_rows(f, X, w, list(c)) for c in ((j, k), (j, l), (k, l))]
+        parts += [single[j], single[k], single[l]]
+        three.append(ref_stat(ref_pd_at_rows(f, X, w, [j, k, l]), parts,
+                              [1, 1, 1, -1, -1, -1], w, **options))
+    return overall, pairwise, total, np.array(three)
+
+
+# ------------------------------------------------------------------------------------------
+# Published values (R's iml and hstats).
+# ------------------------------------------------------------------------------------------
+
+X_PUB = np.array([[1, 0, 2], [1, 0, 2], [1, 2, 1], [2, 1, 4.0]])
+NAMES = ["x1", "x2", "x3"]
+
+
+def f_pub(X):
+    return X[:, 0] + X[:, 1] * jnp.sqrt(X[:, 2])
+
+
+def test_published_value_unweighted():
+    h = h_statistic(f_pub, X_PUB, feature_names=NAMES, pairs=[("x2", "x3")])
+    assert h.pairwise.values[0, 0] == pytest.approx(0.078125, abs=1e-6)
+
+
+def test_published_value_with_case_weights():
+    h = h_statistic(f_pub, X_PUB, feature_names=NAMES, pairs=[("x2", "x3")],
+                    sample_weight=[0, 1, 2, 3])
+    assert h.pairwise.values[0, 0] == pytest.approx(0.1010093, abs=1e-6)
+
+
+def test_duplicate_rows_equal_deduplicated_rows_with_counts():
+    """hstats compresses duplicate rows into weights; keeping them is the same statistic."""
+    unique, counts = np.unique(X_PUB, axis=0, return_counts=True)
+    kept = h_statistic(f_pub, X_PUB, feature_names=NAMES)
+    compressed = h_statistic(f_pub, unique, feature_names=NAMES, sample_weight=counts)
+    np.testing.assert_allclose(kept.pairwise.values, compressed.pairwise.values, atol=1e-6)
+    np.testing.assert_allclose(kept.overall.importances_mean,
+                               compressed.overall.importances_mean, atol=1e-6)
+    # Dropping the duplicates without their counts would give another (wrong) value.
+    dropped = h_statistic(f_pub, unique, feature_names=NAMES, pairs=[("x2", "x3")])
+    assert abs(dropped.pairwise.values[0, 0] - 0.078125) > 1e-3
+
+
+# ------------------------------------------------------------------------------------------
+# Closed forms.
+# ------------------------------------------------------------------------------------------
+
+
+def test_additive_model_gives_zero_everywhere():
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    f = lambda X: jnp.sin(X[:, 0]) + X[:, 1] ** 2 + 3 * X[:, 2]  # noqa: E731
+    h = h_statistic(f, X, three_way=[("x0", "x1", "x2")])
+    assert np.all(h.pairwise.values == 0)
+    assert np.all(h.overall.importances_mean == 0)
+    assert np.all(h.three_way.values == 0)
+    assert np.all(h.total == 0)
+    # Unnormalized and unsquared versions are 0 too (tiny numerators reported as 0).
+    h = h_statistic(f, X, normalized=False, squared=False)
+    assert np.all(h.pairwise.values == 0) and np.all(h.total == 0)
+
+
+def test_product_of_independent_centred_inputs_gives_one():
+    grid = np.array(list(itertools.product([-2.0, -1.0, 1.0, 2.0], [-1.0, 0.0, 1.0])))
+    h = h_statistic(lambda X: X[:, 0] * X[:, 1], grid)
+    assert h.pairwise.values[0, 0] == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(h.overall.importances_mean, 1.0, atol=1e-6)
+    assert h.total[0] == pytest.approx(1.0, abs=1e-6)
+    assert h.to_frame("pairwise")["interaction"].iloc[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_three_way_product_gives_one_and_no_pairwise():
+    grid = np.array(list(itertools.product([-1.0, 1.0], [-2.0, 2.0], [-1.0, 0.0, 1.0])))
+    h = h_statistic(lambda X: X[:, 0] * X[:, 1] * X[:, 2], grid, three_way=3)
+    assert h.three_way.feature_sets[0] == tuple(sorted(h.three_way.feature_sets[0]))
+    assert h.three_way.values[0, 0] == pytest.approx(1.0, abs=1e-6)
+    # F_jk = x_j x_k E[x_l] = 0, so the pairwise statistics are 0/0 -> reported as 0.
+    np.testing.assert_allclose(h.pairwise.values, 0.0, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# Against the float64 NumPy reference on random small MLPs. The tests share one model and one
+# data shape so that compiled evaluations are reused (keeps the suite fast).
+# ------------------------------------------------------------------------------------------
+
+F3, F3_NP, _ = random_mlp(3, sizes=(3, 12, 12, 1))
+X12 = np.random.default_rng(4).normal(size=(12, 3))
+W12 = np.random.default_rng(5).uniform(0.2, 2.0, size=12)
+PAIRS3 = [(0, 1), (0, 2), (1, 2)]
+
+
+@pytest.mark.parametrize("normalized,squared", [(True, True), (False, True), (True, False)])
+def test_matches_numpy_reference_on_random_mlp(normalized, squared):
+    h = h_statistic(F3, X12, sample_weight=W12, three_way=[("x0", "x1", "x2")],
+                    normalized=normalized, squared=squared)
+    overall, pairwise, total, three = ref_h_all(F3_NP, X12, W12, PAIRS3, [(0, 1, 2)],
+                                                normalized=normalized, squared=squared)
+    assert h.pairwise.feature_sets == (("x0", "x1"), ("x0", "x2"), ("x1", "x2"))
+    np.testing.assert_allclose(h.pairwise.values, pairwise, rtol=2e-4, atol=1e-7)
+    np.testing.assert_allclose(h.overall.importances_mean, overall, rtol=2e-4, atol=1e-7)
+    np.testing.assert_allclose(h.total, total, rtol=2e-4, atol=1e-7)
+    np.testing.assert_allclose(h.three_way.values, three, rtol=2e-4, atol=1e-7)
+    assert h.normalized is normalized and h.squared is squared
+
+
+def test_multi_output_equals_each_output_alone():
+    f_jax, f_np, _ = random_mlp(5, sizes=(3, 10, 2))
+    both = h_statistic(f_jax, X12)
+    one = h_statistic(f_jax, X12, output="y1")
+    np.testing.assert_allclose(both.pairwise.values[:, 1], one.pairwise.values[:, 0],
+                               rtol=1e-6, atol=1e-9)
+    _, pairwise, total, _ = ref_h_all(f_np, X12, np.ones(12), PAIRS3, [])
+    np.testing.assert_allclose(both.pairwise.values, pairwise, rtol=2e-4, atol=1e-7)
+    np.testing.assert_allclose(both.total, total, rtol=2e-4, atol=1e-7)
+    assert both.output_names == ("y0", "y1") and one.output_names == ("y1",)
+
+
+def test_n_max_subsample_is_reproducible_and_matches_reference():
+    X = np.random.default_rng(8).normal(size=(40, 3))
+    h = h_statistic(F3, X, n_max=12, random_state=3)
+    rows = h.info["rows"]
+    assert h.n_rows == 12 and len(np.unique(rows)) == 12
+    again = h_statistic(F3, X, n_max=12, random_state=jax.random.key(3))
+    np.testing.assert_array_equal(again.info["rows"], rows)
+    np.testing.assert_array_equal(again.pairwise.values, h.pairwise.values)
+    other = h_statistic(F3, X, n_max=12, random_state=4)
+    assert not np.array_equal(other.info["rows"], rows)
+    _, pairwise, _, _ = ref_h_all(F3_NP, X[rows], np.ones(12), PAIRS3, [])
+    np.testing.assert_allclose(h.pairwise.values, pairwise, rtol=2e-4, atol=1e-7)
+    assert h_statistic(F3, X12, n_max=None).n_rows == 12
+
+
+# ------------------------------------------------------------------------------------------
+# Bootstrap.
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def boot():
+    return h_statistic(F3, X12, sample_weight=W12, n_bootstrap=20, random_state=1,
+                       three_way=[("x0", "x1", "x2")])
+
+
+def test_bootstrap_replicates_are_reweighted_reference_statistics(boot):
+    counts = boot.info["bootstrap_counts"]
+    assert counts.shape == (20, 12) and np.all(counts.sum(axis=1) == 12)
+    for r in range(3):
+        overall, pairwise, total, three = ref_h_all(F3_NP, X12, W12 * counts[r], PAIRS3,
+                                                    [(0, 1, 2)])
+        np.testing.assert_allclose(boot.pairwise.replicates[..., r], pairwise, rtol=5e-4,
+                                   atol=1e-6)
+        np.testing.assert_allclose(boot.overall.importances[..., r], overall, rtol=5e-4,
+                                   atol=1e-6)
+        np.testing.assert_allclose(boot.total_replicates[:, r], total, rtol=5e-4, atol=1e-6)
+        np.testing.assert_allclose(boot.three_way.replicates[..., r], three, rtol=5e-4,
+                                   atol=1e-6)
+    # The point estimate is the statistic on all rows, the same as without bootstrap.
+    plain = h_statistic(F3, X12, sample_weight=W12, three_way=[("x0", "x1", "x2")])
+    np.testing.assert_allclose(boot.pairwise.values, plain.pairwise.values, rtol=1e-5,
+                               atol=1e-8)
+    np.testing.assert_allclose(boot.pairwise.values_std,
+                               boot.pairwise.replicates.std(axis=-1, ddof=1))
+    frame = boot.to_frame()
+    assert list(frame.columns) == ["feature_1", "feature_2", "output", "interaction", "std",
+                                   "q025", "q975"]
+    low, high = boot.pairwise.intervals(0.5)
+    assert np.all(low <= high)
+    assert {"std", "q025", "q975"} <= set(boot.to_frame("total").columns)
+
+
+def test_bootstrap_replicate_equals_statistic_on_resampled_rows(boot):
+    """Re-weighting the stored matrices by counts is the same as resampling the rows."""
+    counts = boot.info["bootstrap_counts"][0]
+    resampled = h_statistic(F3, np.repeat(X12, counts, axis=0),
+                            sample_weight=np.repeat(W12, counts))
+    np.testing.assert_allclose(boot.pairwise.replicates[..., 0], resampled.pairwise.values,
+                               rtol=2e-4, atol=1e-7)
+    np.testing.assert_allclose(boot.total_replicates[:, 0], resampled.total, rtol=2e-4)
+
+
+def test_real_interaction_interval_excludes_zero_and_additive_pair_is_zero():
+    f = lambda X: X[:, 0] * X[:, 1] + X[:, 2]  # noqa: E731
+    h = h_statistic(f, X12, n_bootstrap=20, random_state=0)
+    low, _ = h.pairwise.intervals(0.95)
+    assert low[0, 0] > 0.1  # (x0, x1): clearly away from 0
+    assert np.all(h.pairwise.replicates[1:] == 0)  # (x0, x2), (x1, x2): additive
+
+
+# ------------------------------------------------------------------------------------------
+# Pair selection, results, inputs, engine.
+# ------------------------------------------------------------------------------------------
+
+
+def _interacting(X):
+    return 2 * X[:, 0] * X[:, 1] + 0.5 * X[:, 2] * X[:, 3] + X[:, 4]
+
+
+X20 = np.random.default_rng(14).uniform(-1, 1, size=(20, 5))
+
+
+@pytest.fixture(scope="module")
+def full():
+    return h_statistic(_interacting, X20)
+
+
+def test_pair_selection_modes(full):
+    top = h_statistic(_interacting, X20, pairs=2)
+    assert top.pairwise.feature_sets in ((("x0", "x1"),), (("x1", "x0"),))
+    assert set(top.overall.top(5)[:2]) == {"x0", "x1"}
+    ref = h_statistic(_interacting, X20, reference="x2", overall=False)
+    assert ref.pairwise.feature_sets == (("x2", "x0"), ("x2", "x1"), ("x2", "x3"), ("x2", "x4"))
+    assert ref.overall is None and ref.total is None
+    i = full.pairwise.feature_sets.index(("x2", "x3"))
+    np.testing.assert_allclose(ref.pairwise.values[2], full.pairwise.values[i], rtol=1e-6)
+    subset = h_statistic(_interacting, X20, features=["x0", "x1", "x2"], pairs=None)
+    assert subset.overall.feature_names == ("x0", "x1", "x2") and subset.pairwise is None
+    np.testing.assert_allclose(subset.total, full.total, rtol=1e-6)
+    np.testing.assert_allclose(subset.overall.importances_mean,
+                               full.overall.importances_mean[:3], rtol=1e-6)
+    with pytest.raises(ValueError, match="no pairwise statistics"):
+        subset.to_frame("pairwise")
+
+
+def test_result_helpers(full):
+    assert isinstance(full, HStatistic)
+    # Both products are pure interactions (H2 near 1); the other pairs are additive (0).
+    assert set(full.top(2)) == {("x0", "x1"), ("x2", "x3")}
+    assert full.top(2, statistic="overall")[0] in ("x0", "x1")
+    frame = full.to_frame()
+    assert frame["interaction"].is_monotonic_decreasing
+    everything = full.to_frame("all")
+    assert set(everything["statistic"]) == {"overall", "pairwise", "total"}
+    assert "x0:x1" in set(everything["features"])
+    matrix = full.pairwise.matrix()
+    assert matrix.loc["x1", "x0"] == matrix.loc["x0", "x1"] == full.pairwise.values[0, 0]
+    ordered = full.pairwise.sorted()
+    assert ordered.feature_sets[:2] == tuple(full.top(2))
+    i = full.pairwise.feature_sets.index(ordered.feature_sets[0])
+    np.testing.assert_allclose(ordered.info["numerator"][0], full.pairwise.info["numerator"][i])
+    np.testing.assert_allclose(ordered.values[:, 0], np.sort(full.pairwise.values[:, 0])[::-1])
+    assert full.to_frame("total").shape == (1, 2)
+    with pytest.raises(ValueError, match="no bootstrap replicates"):
+        full.pairwise.intervals()
+
+
+def test_unnormalized_is_numerator_and_unsquared_is_root(full):
+    raw = h_statistic(_interacting, X20, normalized=False, squared=False)
+    num, den = full.pairwise.info["numerator"], full.pairwise.info["denominator"]
+    np.testing.assert_allclose(raw.pairwise.values ** 2, np.where(num <= 1e-10 * den, 0, num),
+                               rtol=1e-5)
+    assert np.all((raw.pairwise.values == 0) == (full.pairwise.values == 0))
+
+
+def test_dataframe_input_equals_numpy_input():
+    a = h_statistic(F3, X12, feature_names=["a", "b", "c"])
+    b = h_statistic(F3, pd.DataFrame(X12, columns=["a", "b", "c"]))
+    np.testing.assert_array_equal(a.pairwise.values, b.pairwise.values)
+    assert a.pairwise.feature_sets == b.pairwise.feature_sets
+
+
+def test_chunked_engine_run_gives_the_same_values():
+    big = h_statistic(F3, X12)
+    small = h_statistic(F3, X12, memory_budget=1 << 16)
+    np.testing.assert_allclose(small.pairwise.values, big.pairwise.values, rtol=1e-5)
+
+
+def test_one_hot_group_is_one_feature():
+    rng = np.random.default_rng(21)
+    level = rng.integers(0, 3, size=24)
+    onehot = np.eye(3)[level]
+    x = rng.normal(size=24)
+    X = np.column_stack([x, onehot])
+    names = ["x", "red", "green", "blue"]
+    f = lambda X: X[:, 0] * (X[:, 1] - X[:, 3]) + X[:, 2]  # noqa: E731
+    h = h_statistic(f, X, feature_names=names, groups={"color": ["red", "green", "blue"]})
+    assert h.pairwise.feature_sets == (("x", "color"),)
+    assert h.pairwise.values[0, 0] > 0.1
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"n_max": 1}, ValueError, "n_max must be an int >= 2 .* got 1"),
+        ({"pairs": "some"}, ValueError, "pairs must be 'all'.*got 'some'"),
+        ({"pairs": 1}, ValueError, "must be >= 2; got 1"),
+        ({"pairs": [("x0",)]}, ValueError, "list of feature pairs"),
+        ({"pairs": [("x0", "x0")]}, ValueError, "two different features"),
+        ({"pairs": [("x0", "x1")], "reference": "x0"}, ValueError,
+         "give either pairs or reference, not both"),
+        ({"three_way": 2}, ValueError, "must be 0 or >= 3; got 2"),
+        ({"three_way": [("x0", "x1")]}, ValueError, "list of feature triples"),
+        ({"pairs": 2, "overall": False}, ValueError, "needs overall=True"),
+        ({"n_bootstrap": 1}, ValueError, "n_bootstrap must be 0 .* or an int >= 2; got 1"),
+        ({"random_state": "seed"}, TypeError, "random_state must be an int seed or a JAX"),
+        ({"overall": "yes"}, TypeError, "overall must be True or False; got 'yes'"),
+        ({"eps": -1.0}, ValueError, r"eps must be a number in \[0, 1\)"),
+        ({"pairs": None, "overall": False}, ValueError, "nothing to compute"),
+        ({"pairs": [("x0", "zz")]}, ValueError, "unknown feature 'zz'"),
+    ],
+)
+def test_validation_messages(kwargs, error, message):
+    X = np.random.default_rng(22).normal(size=(6, 3))
+    with pytest.raises(error, match=message):
+        h_statistic(lambda X: X[:, 0] * X[:, 1], X, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# Kernels: eager == jit == vmap, and the NumPy reference.
+# ------------------------------------------------------------------------------------------
+
+
+def test_kernels_eager_jit_vmap_agree():
+    rng = np.random.default_rng(23)
+    joint = jnp.asarray(rng.normal(size=(3, 9)), jnp.float32)
+    parts = jnp.asarray(rng.normal(size=(3, 2, 9)), jnp.float32)
+    w = jnp.asarray(rng.uniform(0.1, 1, size=9), jnp.float32)
+    signs = jnp.ones(2)
+    eager = h_parts(joint[0], parts[0], signs, w)
+    jitted = jax.jit(h_parts)(joint[0], parts[0], signs, w)
+    mapped = jax.vmap(h_parts, in_axes=(0, 0, None, None))(joint, parts, signs, w)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(mapped)[:, 0], eager, rtol=1e-6)
+    for i in range(3):
+        ref = ref_stat(np.asarray(joint[i], np.float64)[:, None],
+                       [np.asarray(parts[i, k], np.float64)[:, None] for k in range(2)], [1, 1],
+                       np.asarray(w, np.float64))
+        assert float(mapped[0][i] / mapped[1][i]) == pytest.approx(ref[0], rel=1e-5)
+    num, den = mapped
+    np.testing.assert_allclose(jax.jit(h_value)(num, den, True, False, 1e-10),
+                               h_value(num, den, squared=False))
+    matrix = jnp.asarray(rng.normal(size=(9, 9)), jnp.float32)
+    weights = jnp.asarray(rng.uniform(size=(3, 9)), jnp.float32)
+    got = pd_at_rows(matrix, weights)
+    want = (np.asarray(weights, np.float64) @ np.asarray(matrix, np.float64).T) / np.asarray(
+        weights, np.float64).sum(1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jax.jit(pd_at_rows)(matrix, weights), got, rtol=1e-6)

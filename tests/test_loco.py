@@ -1,0 +1,190 @@
+"""LOCO: replacement closed forms, refits with a user fit, one vmapped job for fit_mlp."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LinearRegression, LogisticRegression
+
+import jaximp
+from jaximp._loco import loco_importance
+
+COEF = np.array([2.0, -1.0, 0.5, 0.0])
+
+
+@pytest.fixture(scope="module")
+def linear():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4)) + np.array([1.0, -2.0, 0.0, 3.0])
+    y = X @ COEF + rng.normal(scale=0.5, size=400)
+    return X, y
+
+
+def f_linear(Z):
+    return Z @ jnp.asarray(COEF, jnp.float32)
+
+
+@pytest.mark.parametrize("strategy", ["mean", "median", "zero"])
+def test_replacement_matches_closed_form(linear, strategy):
+    X, y = linear
+    w = np.random.default_rng(1).uniform(0.5, 1.5, size=len(y))
+    result = loco_importance(f_linear, X, y, strategy=strategy, sample_weight=w)
+    if strategy == "mean":
+        centre = np.average(X, axis=0, weights=w)
+    elif strategy == "median":
+        centre = np.array([
+            np.sort(X[:, j])[np.searchsorted(np.cumsum(w[np.argsort(X[:, j])]), w.sum() / 2)]
+            for j in range(4)])
+    else:
+        centre = np.zeros(4)
+    pred = X @ COEF
+    base = np.average((y - pred) ** 2, weights=w)
+    for j in range(4):
+        changed = pred + COEF[j] * (centre[j] - X[:, j])
+        expected = np.average((y - changed) ** 2, weights=w) - base
+        np.testing.assert_allclose(result.importances_mean[j, 0], expected, rtol=2e-5,
+                                   atol=1e-5)
+    np.testing.assert_allclose(result.info["values"]["x0"], centre[:1], rtol=1e-12)
+    assert result.method == f"loco_{strategy}" and result.importances is None
+
+
+def test_refit_with_user_fit_equals_ols_closed_form(linear):
+    X, y = linear
+    result = loco_importance(None, X, y, fit=lambda A, b: LinearRegression().fit(A, b))
+
+    def sse(A):
+        A1 = np.c_[np.ones(len(A)), A]
+        resid = y - A1 @ np.linalg.lstsq(A1, y, rcond=None)[0]
+        return np.mean(resid ** 2)
+
+    expected = [sse(np.delete(X, j, axis=1)) - sse(X) for j in range(4)]
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
+    ratio = loco_importance(None, X, y, kind="ratio",
+                            fit=lambda A, b: LinearRegression().fit(A, b))
+    np.testing.assert_allclose(ratio.importances_mean[:, 0],
+                               (np.asarray(expected) + sse(X)) / sse(X), rtol=1e-4)
+    assert set(result.info["models"]) == {"x0", "x1", "x2", "x3"}
+
+
+def test_refit_sees_dataframe_without_the_group():
+    rng = np.random.default_rng(2)
+    level = rng.integers(0, 3, size=300)
+    frame = pd.DataFrame({"x": rng.normal(size=300)})
+    for k, name in enumerate(["a", "b", "c"]):
+        frame[name] = (level == k).astype(float)
+    y = frame["x"].to_numpy() + np.array([0.0, 3.0, -3.0])[level]
+    seen = []
+
+    def fit(A, b):
+        seen.append(list(A.columns))
+        return LinearRegression().fit(A.to_numpy(), b)
+
+    result = loco_importance(None, frame, y, fit=fit, groups={"level": ["a", "b", "c"]})
+    assert seen == [["x", "a", "b", "c"], ["a", "b", "c"], ["x"]]
+    assert result.feature_names == ("x", "level")
+    assert result.importances_mean[1, 0] > result.importances_mean[0, 0] > 0.5
+
+
+def test_refit_classifier_with_log_loss():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + 0.2 * rng.normal(size=300) > 0).astype(int)
+    result = loco_importance(None, X, y, loss="log_loss",
+                             fit=lambda A, b: LogisticRegression().fit(A, b))
+    assert result.output_names == ("y",)
+    assert result.importances_mean[0, 0] > 0.3
+    assert abs(result.importances_mean[2, 0]) < 0.02
+
+
+MLP_OPTIONS = dict(hidden=(8,), steps=120, activation="tanh", l2=0.01, weight_decay=1e-4)
+MLP_FIT = functools.partial(jaximp.fit_mlp, **MLP_OPTIONS)  # every option reaches the job
+
+
+@pytest.fixture(scope="module")
+def friedman():
+    X, y = jaximp.make_friedman1(n=200, p=6)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def batched_and_sequential(friedman):
+    X, y = friedman
+    batched = loco_importance(None, X, y, fit=MLP_FIT, random_state=3)
+    sequential = loco_importance(None, X, y, fit=MLP_FIT, random_state=3, batched=False)
+    return batched, sequential
+
+
+def test_vmapped_refits_equal_sequential_refits(batched_and_sequential):
+    batched, sequential = batched_and_sequential
+    np.testing.assert_allclose(batched.importances_mean, sequential.importances_mean,
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(batched.info["baseline"], sequential.info["baseline"],
+                               rtol=1e-5)
+    for name in batched.feature_names:
+        a, b = batched.info["models"][name], sequential.info["models"][name]
+        np.testing.assert_allclose(a.losses, b.losses, rtol=1e-4, atol=1e-6)
+        for la, lb in zip(jax.tree_util.tree_leaves(a.params), jax.tree_util.tree_leaves(b.params)):
+            np.testing.assert_allclose(la, lb, rtol=1e-4, atol=1e-5)
+
+
+def test_explicit_keys_reproduce_each_refit(friedman, batched_and_sequential):
+    """Refit j is fit_mlp(X, y, input_mask=drop j, random_state=key), as is the full model."""
+    X, y = friedman
+    batched, _ = batched_and_sequential
+    key = jax.random.key(3)
+    mask = np.ones(6, np.float32)
+    mask[2] = 0.0
+    alone = jaximp.fit_mlp(X, y, input_mask=mask, random_state=key, **MLP_OPTIONS)
+    refit = batched.info["models"]["x3"]
+    np.testing.assert_array_equal(np.asarray(refit.input_mask), mask)
+    np.testing.assert_allclose(np.asarray(refit(X)), np.asarray(alone(X)), rtol=1e-4, atol=1e-4)
+    full = jaximp.fit_mlp(X, y, random_state=key, **MLP_OPTIONS)
+    assert batched.info["full_model"].activation == "tanh"
+    np.testing.assert_allclose(np.asarray(batched.info["full_model"](X)), np.asarray(full(X)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_mlp_refits_rank_friedman_features(batched_and_sequential):
+    batched, _ = batched_and_sequential
+    imp = batched.importances_mean[:, 0]
+    assert imp[3] > max(imp[2], imp[5]) and imp[5] < 0.5  # x4 (linear 10 x4) >> noise x6
+
+
+def test_given_full_model_and_feature_subset(friedman, batched_and_sequential):
+    X, y = friedman
+    batched, _ = batched_and_sequential
+    full = batched.info["full_model"]
+    subset = loco_importance(full, X, y, fit=MLP_FIT, random_state=3, features=["x2", "x4"],
+                             batched=False)
+    assert subset.feature_names == ("x2", "x4")
+    np.testing.assert_allclose(subset.importances_mean, batched.importances_mean[[1, 3]],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_validation_messages(linear):
+    X, y = linear
+    cases = [
+        (dict(strategy="drop"), "strategy must be one of ('refit', 'mean', 'median', 'zero'); "
+                                "got 'drop'."),
+        (dict(kind="log"), "kind must be one of ('difference', 'ratio'); got 'log'."),
+        (dict(), "strategy='refit' needs fit=...: a function fit(X, y) -> model, e.g. "
+                 "jaximp.fit_mlp; got fit=None."),
+        (dict(strategy="mean", fit=MLP_FIT),
+         "fit is used by strategy='refit' only; got it with strategy='mean'."),
+        (dict(fit=functools.partial(jaximp.fit_mlp, random_state=1)),
+         "fit=partial(fit_mlp, ...) must not set ['random_state']: loco_importance supplies "
+         "the data, the input masks and the keys; pass the seed as random_state=... instead."),
+        (dict(fit=MLP_FIT, batched=1), "batched must be True or False; got 1."),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError) as err:
+            loco_importance(f_linear, X, y, **kwargs)
+        assert str(err.value) == message
+    with pytest.raises(ValueError, match=r"strategy='zero' needs a fitted model; got "
+                                         r"model=None\."):
+        loco_importance(None, X, y, strategy="zero")
+    with pytest.raises(ValueError, match="fit returned None for the data without 'x0'"):
+        loco_importance(f_linear, X, y, fit=lambda A, b: None)

@@ -1,0 +1,180 @@
+"""Loss kernels: float64 references, eager == jit == vmap, closed forms, array-likes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import metrics
+
+from jaximp.kernels import _losses as _K
+
+RNG = np.random.default_rng(0)
+
+
+class _Jitted:
+    """The kernels under jax.jit (one compile per signature); eager runs are tested below."""
+
+    def __getattr__(self, name):
+        return jax.jit(getattr(_K, name))
+
+
+K = _Jitted()
+
+N = 300
+Y_REG = RNG.normal(size=N)
+P_REG = Y_REG + RNG.normal(scale=0.5, size=N)
+W = RNG.uniform(0.2, 2.0, size=N)
+Y_BIN = (RNG.uniform(size=N) < 0.4).astype(int)
+P_BIN = np.clip(0.4 * Y_BIN + 0.6 * RNG.uniform(size=N), 0.01, 0.99)
+Y_MC = RNG.integers(0, 3, size=N)
+LOGITS = RNG.normal(size=(N, 3)) + 1.5 * np.eye(3)[Y_MC]
+P_MC = np.exp(LOGITS) / np.exp(LOGITS).sum(1, keepdims=True)
+
+
+def f32(a):
+    return jnp.asarray(a, jnp.float32)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regression_losses_match_float64_reference(weighted):
+    w = W if weighted else None
+    wj = None if w is None else f32(w)
+    y, p = f32(Y_REG), f32(P_REG)
+    cases = {
+        K.mean_squared_error: metrics.mean_squared_error(Y_REG, P_REG, sample_weight=w),
+        K.root_mean_squared_error: np.sqrt(
+            metrics.mean_squared_error(Y_REG, P_REG, sample_weight=w)),
+        K.mean_absolute_error: metrics.mean_absolute_error(Y_REG, P_REG, sample_weight=w),
+        K.r2_score: metrics.r2_score(Y_REG, P_REG, sample_weight=w),
+    }
+    for kernel, expected in cases.items():
+        np.testing.assert_allclose(float(kernel(y, p, wj)), expected, rtol=2e-6,
+                                   err_msg=kernel.__name__)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_classification_losses_match_sklearn(weighted):
+    w = W if weighted else None
+    wj = None if w is None else f32(w)
+    two = np.c_[1 - P_BIN, P_BIN]
+    np.testing.assert_allclose(
+        float(K.log_loss(jnp.asarray(Y_BIN), f32(P_BIN[:, None]), wj)),
+        metrics.log_loss(Y_BIN, P_BIN, sample_weight=w), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(K.log_loss(jnp.asarray(Y_BIN), f32(two), wj)),
+        metrics.log_loss(Y_BIN, two, sample_weight=w), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(K.log_loss(jnp.asarray(Y_MC), f32(P_MC), wj)),
+        metrics.log_loss(Y_MC, P_MC, sample_weight=w), rtol=1e-5)
+    acc_bin = metrics.accuracy_score(Y_BIN, P_BIN >= 0.5, sample_weight=w)
+    np.testing.assert_allclose(float(K.accuracy_score(jnp.asarray(Y_BIN), f32(P_BIN[:, None]),
+                                                      wj)), acc_bin, rtol=1e-6)
+    np.testing.assert_allclose(float(K.accuracy_score(jnp.asarray(Y_MC), f32(P_MC), wj)),
+                               metrics.accuracy_score(Y_MC, P_MC.argmax(1), sample_weight=w),
+                               rtol=1e-6)
+    labels = P_MC.argmax(1)
+    np.testing.assert_allclose(float(K.accuracy_score(jnp.asarray(Y_MC), f32(labels), wj)),
+                               metrics.accuracy_score(Y_MC, labels, sample_weight=w), rtol=1e-6)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_auc_by_ranks_matches_sklearn_with_ties(weighted):
+    w = W if weighted else None
+    wj = None if w is None else f32(w)
+    tied = np.round(P_BIN, 1)  # many ties
+    for score in (P_BIN, tied):
+        expected = metrics.roc_auc_score(Y_BIN, score, sample_weight=w)
+        np.testing.assert_allclose(float(K.binary_roc_auc(jnp.asarray(Y_BIN), f32(score), wj)),
+                                   expected, rtol=1e-5)
+        np.testing.assert_allclose(
+            float(K.roc_auc_score(jnp.asarray(Y_BIN), f32(np.c_[1 - score, score]), wj)),
+            expected, rtol=1e-5)
+    expected = metrics.roc_auc_score(Y_MC, P_MC, multi_class="ovr", average="macro",
+                                     sample_weight=w)
+    np.testing.assert_allclose(float(K.roc_auc_score(jnp.asarray(Y_MC), f32(P_MC), wj)),
+                               expected, rtol=1e-5)
+
+
+def test_auc_brute_force_float64_pairs():
+    """The rank formula equals the O(n^2) definition over all (positive, negative) pairs."""
+    y = Y_BIN[:80]
+    s = np.round(P_BIN[:80], 1)
+    w = W[:80]
+    pos, neg = y == 1, y == 0
+    diff = s[pos][:, None] - s[neg][None, :]
+    pair_w = w[pos][:, None] * w[neg][None, :]
+    expected = (pair_w * ((diff > 0) + 0.5 * (diff == 0))).sum() / pair_w.sum()
+    got = float(K.binary_roc_auc(jnp.asarray(y), f32(s), f32(w)))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+KERNELS = [
+    (_K.mean_squared_error, Y_REG, P_REG),
+    (_K.root_mean_squared_error, Y_REG, P_REG),
+    (_K.mean_absolute_error, Y_REG, P_REG),
+    (_K.r2_score, Y_REG, P_REG),
+    (_K.log_loss, Y_MC, P_MC),
+    (_K.accuracy_score, Y_MC, P_MC),
+    (_K.roc_auc_score, Y_MC, P_MC),
+    (_K.binary_roc_auc, Y_BIN, P_BIN),
+]
+
+
+@pytest.mark.parametrize("kernel,y,pred", KERNELS, ids=lambda v: getattr(v, "__name__", ""))
+def test_eager_equals_jit_equals_vmap(kernel, y, pred):
+    y = jnp.asarray(y)
+    preds = jnp.stack([f32(pred), f32(pred[::-1])])  # two items along a leading axis
+    w = f32(W)
+    eager = np.asarray([kernel(y, preds[0], w), kernel(y, preds[1], w)])
+    jitted = np.asarray([jax.jit(kernel)(y, preds[0], w), jax.jit(kernel)(y, preds[1], w)])
+    batched = np.asarray(jax.jit(jax.vmap(kernel, in_axes=(None, 0, None)))(y, preds, w))
+    np.testing.assert_allclose(jitted, eager, rtol=1e-6)
+    np.testing.assert_allclose(batched, eager, rtol=1e-6)
+
+
+def test_closed_form_cases():
+    y = f32([0.0, 1.0, 2.0, 3.0])
+    assert float(K.mean_squared_error(y, y)) == 0.0
+    assert float(K.r2_score(y, y)) == 1.0
+    assert float(K.r2_score(y, jnp.full(4, 1.5))) == 0.0
+    labels = jnp.asarray([0, 0, 1, 1])
+    assert float(K.binary_roc_auc(labels, f32([0.1, 0.2, 0.3, 0.4]))) == 1.0
+    assert float(K.binary_roc_auc(labels, f32([0.4, 0.3, 0.2, 0.1]))) == 0.0
+    assert float(K.binary_roc_auc(labels, jnp.zeros(4))) == 0.5  # all ties
+    assert float(K.accuracy_score(labels, f32([[0.0], [0.49], [0.5], [1.0]]))) == 1.0
+    # clipping keeps log loss finite for certain but wrong predictions
+    assert np.isfinite(float(K.log_loss(labels, f32([[1.0], [1.0], [0.0], [0.0]]))))
+
+
+def test_weights_equal_repeated_rows_and_zero_weight_drops_rows():
+    y, p = Y_REG[:50], P_REG[:50]
+    counts = RNG.integers(0, 4, size=50)
+    rep_y, rep_p = np.repeat(y, counts), np.repeat(p, counts)
+    for kernel in (K.mean_squared_error, K.mean_absolute_error, K.r2_score):
+        np.testing.assert_allclose(float(kernel(f32(y), f32(p), f32(counts))),
+                                   float(kernel(f32(rep_y), f32(rep_p))), rtol=1e-5)
+    yb, sb = Y_BIN[:50], P_BIN[:50]
+    np.testing.assert_allclose(
+        float(K.binary_roc_auc(jnp.asarray(yb), f32(sb), f32(counts))),
+        float(K.binary_roc_auc(jnp.asarray(np.repeat(yb, counts)), f32(np.repeat(sb, counts)))),
+        rtol=1e-6)
+
+
+def test_pandas_inputs_equal_numpy_inputs():
+    frame = pd.DataFrame({"y": Y_REG, "p": P_REG})
+    assert float(K.mean_squared_error(jnp.asarray(frame["y"].to_numpy()),
+                                      jnp.asarray(frame["p"].to_numpy()))) == float(
+        K.mean_squared_error(jnp.asarray(Y_REG), jnp.asarray(P_REG)))
+    np.testing.assert_allclose(
+        float(K.log_loss(jnp.asarray(pd.Series(Y_MC).to_numpy()),
+                         f32(pd.DataFrame(P_MC).to_numpy()))),
+        float(K.log_loss(jnp.asarray(Y_MC), f32(P_MC))))
+
+
+def test_static_shape_checks_name_the_kernel():
+    with pytest.raises(ValueError, match="mean_squared_error: y, prediction and weights must "
+                                         "have the same rows"):
+        _K.mean_squared_error(jnp.zeros(3), jnp.zeros(4))
+    with pytest.raises(ValueError, match=r"probabilities must have shape \(n, o\)"):
+        _K.log_loss(jnp.zeros(3, jnp.int32), jnp.zeros(3))

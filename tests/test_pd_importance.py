@@ -1,0 +1,397 @@
+"""PD-based importance and the PD interaction statistic: closed forms, a float64 NumPy reference,
+robust options, bootstrap, and the seed 002 (Greenwell et al. 2018) Friedman experiment."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import jaximp
+from jaximp import FeatureImportance
+from jaximp._pd_importance import FeatureInteraction, pd_importance, pd_interaction
+from jaximp.kernels import (
+    flatness,
+    ice_importance,
+    pd_importance_from_ice,
+    pd_interaction_strength,
+    weighted_average,
+)
+
+from conftest import random_mlp
+
+# ------------------------------------------------------------------------------------------
+# A separately written float64 NumPy reference.
+# ------------------------------------------------------------------------------------------
+
+
+def ref_ice(f, X, cols, grid_rows):
+    """ICE of the columns ``cols`` at each grid row: (n, g, o)."""
+    out = []
+    for z in grid_rows:
+        Xr = X.copy()
+        Xr[:, cols] = z
+        out.append(np.asarray(f(Xr), np.float64).reshape(X.shape[0], -1))
+    return np.stack(out, axis=1)
+
+
+def ref_average(v, w, average, trim=0.1):
+    if average == "mean":
+        return float(np.sum(v * w) / np.sum(w))
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    total = w.sum()
+    if average == "median":
+        cum = np.cumsum(w)
+        low = v[np.nonzero(cum >= total / 2)[0][0]]
+        high = v[np.nonzero(cum > total / 2)[0][0]]
+        return float((low + high) / 2)
+    lo, hi, start, acc, kept = trim * total, (1 - trim) * total, 0.0, 0.0, 0.0
+    for value, weight in zip(v, w):
+        a, b = max(start, lo), min(start + weight, hi)
+        if b > a:
+            acc += (b - a) * value
+            kept += b - a
+        start += weight
+    return acc / kept
+
+
+def ref_flatness(v, measure):
+    if measure == "sd":
+        return float(np.std(v, ddof=1))
+    if measure == "range4":
+        return float((v.max() - v.min()) / 4)
+    return float(1.482602218505602 * np.median(np.abs(v - np.median(v))))
+
+
+def ref_pd(ice, w, average, trim=0.1):
+    """(n, g, o) ICE -> (g, o) PD."""
+    _, g, o = ice.shape
+    return np.array([[ref_average(ice[:, k, j], w, average, trim) for j in range(o)]
+                     for k in range(g)])
+
+
+def ref_importance(ice, w, measure, average, ice_variant, trim=0.1):
+    o = ice.shape[2]
+    if ice_variant:
+        return np.array([ref_average(np.array([ref_flatness(c, measure) for c in ice[:, :, j]]),
+                                     w, average, trim) for j in range(o)])
+    pd_go = ref_pd(ice, w, average, trim)
+    return np.array([ref_flatness(pd_go[:, j], measure) for j in range(o)])
+
+
+def ref_interaction(pd2, m1="sd", m2="sd"):
+    """2-D PD (g1, g2) -> the seed's statistic."""
+    imp1 = np.array([ref_flatness(pd2[:, b], m1) for b in range(pd2.shape[1])])
+    imp2 = np.array([ref_flatness(pd2[a, :], m2) for a in range(pd2.shape[0])])
+    return (ref_flatness(imp1, m2) + ref_flatness(imp2, m1)) / 2
+
+
+# ------------------------------------------------------------------------------------------
+# Closed forms.
+# ------------------------------------------------------------------------------------------
+
+
+def test_linear_model_importance_is_coefficient_times_grid_sd():
+    """Seed 002 section 3.1: Y = 1 + 3 X1 - 5 X2 + e, X ~ U(0, 1), n = 1000, an OLS fit."""
+    rng = np.random.default_rng(2018)
+    X = rng.uniform(size=(1000, 2))
+    y = 1 + 3 * X[:, 0] - 5 * X[:, 1] + rng.normal(scale=0.01, size=1000)
+    coef, *_ = np.linalg.lstsq(np.column_stack([np.ones(1000), X]), y, rcond=None)
+    model = lambda X: coef[0] + X @ jnp.asarray(coef[1:], jnp.float32)  # noqa: E731
+    imp = pd_importance(model, X, feature_names=["X1", "X2"])
+    for j, name in enumerate(["X1", "X2"]):
+        grid = np.asarray(imp.info["grid_values"][name])
+        assert grid.size == 51 and grid[0] == X[:, j].min() and grid[-1] == X[:, j].max()
+        expected = abs(coef[j + 1]) * np.std(grid, ddof=1)
+        assert imp.importances_mean[j, 0] == pytest.approx(expected, rel=1e-5)
+    ratio = imp.importances_mean[1, 0] / imp.importances_mean[0, 0]
+    assert ratio == pytest.approx(5 / 3, abs=0.02)  # the seed reports 1.65
+    assert imp.top(2) == ["X2", "X1"] and imp.method == "pd"
+    # On one common grid the ratio is exactly |b2 / b1|.
+    same = {"X1": np.linspace(0, 1, 51), "X2": np.linspace(0, 1, 51)}
+    imp = pd_importance(model, X, feature_names=["X1", "X2"], grid=same)
+    assert imp.importances_mean[1, 0] / imp.importances_mean[0, 0] == pytest.approx(
+        abs(coef[2] / coef[1]), rel=1e-5)
+
+
+EFFECT = np.array([0.0, 2.0, -1.0, 5.0])
+
+
+def _categorical_model(X):
+    return X[:, 0] + jnp.take(jnp.asarray(EFFECT, jnp.float32), X[:, 1].astype(jnp.int32))
+
+
+def test_categorical_feature_uses_range_over_four():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.normal(size=40), rng.integers(0, 4, size=40)])
+    imp = pd_importance(_categorical_model, X, feature_names=["x", "c"], categorical=["c"])
+    assert imp.info["measure"] == {"x": "sd", "c": "range4"}
+    assert imp.importances_mean[1, 0] == pytest.approx(6 / 4, rel=1e-6)
+    forced = pd_importance(_categorical_model, X, feature_names=["x", "c"], categorical=["c"],
+                           measure="sd", features="c")
+    assert forced.importances_mean[0, 0] == pytest.approx(np.std(EFFECT, ddof=1), rel=1e-6)
+    # A one-hot block is one categorical feature with the same importance.
+    onehot = np.eye(4)[X[:, 1].astype(int)]
+    Xo = np.column_stack([X[:, 0], onehot])
+    f_onehot = lambda X: X[:, 0] + X[:, 1:] @ jnp.asarray(EFFECT, jnp.float32)  # noqa: E731
+    imp_o = pd_importance(f_onehot, Xo, feature_names=["x", "a", "b", "c", "d"],
+                          groups={"level": ["a", "b", "c", "d"]})
+    assert imp_o.feature_names == ("x", "level")
+    assert imp_o.importances_mean[1, 0] == pytest.approx(6 / 4, rel=1e-6)
+
+
+def test_pd_interaction_of_product_on_51_point_grids_is_product_of_grid_sds():
+    X = np.random.default_rng(2).uniform(size=(30, 2))
+    grids = {"x0": np.linspace(0, 1, 51), "x1": np.linspace(0, 1, 51)}
+    res = pd_interaction(lambda X: X[:, 0] * X[:, 1], X, grid=grids)
+    sd = np.std(np.linspace(0, 1, 51), ddof=1)
+    assert res.values[0, 0] == pytest.approx(sd * sd, rel=1e-5)
+
+
+def test_additive_model_has_zero_pd_interaction():
+    X = np.random.default_rng(3).normal(size=(25, 3))
+    res = pd_interaction(lambda X: jnp.sin(X[:, 0]) + X[:, 1] ** 2 + 3 * X[:, 2], X,
+                         grid_resolution=9)
+    scale = pd_importance(lambda X: jnp.sin(X[:, 0]) + X[:, 1] ** 2 + 3 * X[:, 2], X,
+                          grid_resolution=9).importances_mean.max()
+    assert np.all(np.abs(res.values) < 1e-5 * scale)
+
+
+# ------------------------------------------------------------------------------------------
+# Against the NumPy reference on random small MLPs (two outputs, case weights).
+# ------------------------------------------------------------------------------------------
+
+F2, F2_NP, _ = random_mlp(30, sizes=(3, 10, 10, 2))
+X30 = np.random.default_rng(31).normal(size=(30, 3))
+W30 = np.random.default_rng(32).uniform(0.2, 2.0, size=30)
+
+
+@pytest.mark.parametrize(
+    "ice, measure, average",
+    [(False, "auto", "mean"), (False, "mad", "median"), (True, "sd", "trimmed"),
+     (True, "range4", "mean"), (False, "sd", "trimmed")],
+)
+def test_importance_matches_numpy_reference(ice, measure, average):
+    imp = pd_importance(F2, X30, ice=ice, measure=measure, average=average, trim=0.2,
+                        grid_resolution=7, sample_weight=W30)
+    m = "sd" if measure == "auto" else measure
+    for j in range(3):
+        grid = np.asarray(imp.info["grid_values"][f"x{j}"])[:, None]
+        ice_ref = ref_ice(F2_NP, X30, [j], grid)
+        want = ref_importance(ice_ref, W30, m, average, ice, trim=0.2)
+        np.testing.assert_allclose(imp.importances_mean[j], want, rtol=2e-4, atol=1e-6)
+        np.testing.assert_allclose(imp.info["pd"][f"x{j}"],
+                                   ref_pd(ice_ref, W30, average, 0.2), rtol=1e-4, atol=1e-6)
+    assert imp.output_names == ("y0", "y1") and imp.method == ("ice" if ice else "pd")
+
+
+def test_importance_bootstrap_replicates_are_reweighted_reference():
+    imp = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, n_bootstrap=4,
+                        random_state=7, average="median")
+    counts = imp.info["bootstrap_counts"]
+    assert counts.shape == (4, 30) and np.all(counts.sum(axis=1) == 30)
+    for j in range(3):
+        grid = np.asarray(imp.info["grid_values"][f"x{j}"])[:, None]
+        ice_ref = ref_ice(F2_NP, X30, [j], grid)
+        for r in range(4):
+            want = ref_importance(ice_ref, W30 * counts[r], "sd", "median", False)
+            np.testing.assert_allclose(imp.importances[j, :, r], want, rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(imp.importances_std, imp.importances.std(axis=-1, ddof=1))
+    plain = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, average="median")
+    np.testing.assert_allclose(imp.importances_mean, plain.importances_mean, rtol=1e-6)
+    frame = imp.to_frame()
+    assert {"std", "q025", "q975"} <= set(frame.columns)
+    again = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, n_bootstrap=4,
+                          random_state=jax.random.key(7), average="median")
+    np.testing.assert_array_equal(again.info["bootstrap_counts"], counts)
+
+
+def test_interaction_matches_numpy_reference_with_bootstrap():
+    res = pd_interaction(F2, X30, grid_resolution=4, sample_weight=W30, n_bootstrap=4,
+                         random_state=1)
+    counts = res.info["bootstrap_counts"]
+    assert res.feature_sets == (("x0", "x1"), ("x0", "x2"), ("x1", "x2"))
+    plain = pd_interaction(F2, X30, grid_resolution=4, sample_weight=W30)
+    np.testing.assert_allclose(res.values, plain.values, rtol=1e-5, atol=1e-7)
+    for s, (a, b) in enumerate(itertools.combinations(range(3), 2)):
+        ga = np.linspace(X30[:, a].min(), X30[:, a].max(), 4)
+        gb = np.linspace(X30[:, b].min(), X30[:, b].max(), 4)
+        grid = np.array(list(itertools.product(ga, gb)))
+        ice_ref = ref_ice(F2_NP, X30, [a, b], grid)  # (n, 16, o)
+        for r, w in enumerate([W30] + [W30 * c for c in counts[:2]]):
+            pd2 = ref_pd(ice_ref, w, "mean").reshape(4, 4, 2)
+            want = [ref_interaction(pd2[:, :, o]) for o in range(2)]
+            got = res.values[s] if r == 0 else res.replicates[s, :, r - 1]
+            np.testing.assert_allclose(got, want, rtol=5e-4, atol=1e-6)
+        np.testing.assert_allclose(res.info["pd"][(f"x{a}", f"x{b}")],
+                                   ref_pd(ice_ref, W30, "mean").reshape(4, 4, 2), rtol=1e-4,
+                                   atol=1e-6)
+
+
+def test_interaction_robust_average_and_categorical_measure():
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.normal(size=24), rng.integers(0, 4, size=24)])
+    f = lambda X: X[:, 0] * jnp.take(jnp.asarray(EFFECT, jnp.float32),  # noqa: E731
+                                     X[:, 1].astype(jnp.int32))
+    f_np = lambda X: X[:, 0] * EFFECT[X[:, 1].astype(int)]  # noqa: E731
+    res = pd_interaction(f, X, feature_names=["x", "c"], categorical=["c"], grid_resolution=5,
+                         average="median")
+    gx = np.linspace(X[:, 0].min(), X[:, 0].max(), 5)
+    grid = np.array(list(itertools.product(gx, [0.0, 1.0, 2.0, 3.0])))
+    pd2 = ref_pd(ref_ice(f_np, X, [0, 1], grid), np.ones(24), "median").reshape(5, 4)
+    assert res.values[0, 0] == pytest.approx(ref_interaction(pd2, "sd", "range4"), rel=1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# Pairs, result helpers, inputs, validation.
+# ------------------------------------------------------------------------------------------
+
+
+def test_pair_selection_and_result_helpers():
+    X = np.random.default_rng(6).uniform(-1, 1, size=(20, 4))
+    f = lambda X: 3 * X[:, 0] * X[:, 1] + X[:, 2] * X[:, 3]  # noqa: E731
+    res = pd_interaction(f, X, grid_resolution=4)
+    assert isinstance(res, FeatureInteraction) and len(res) == 6
+    assert res.top(2) == [("x0", "x1"), ("x2", "x3")]
+    frame = res.to_frame()
+    assert list(frame.columns) == ["feature_1", "feature_2", "output", "interaction"]
+    assert tuple(frame.iloc[0][["feature_1", "feature_2"]]) == ("x0", "x1")
+    matrix = res.matrix()
+    assert matrix.shape == (4, 4) and matrix.loc["x1", "x0"] == res.values[0, 0]
+    ref = pd_interaction(f, X, reference="x2", grid_resolution=4)
+    assert ref.feature_sets == (("x2", "x0"), ("x2", "x1"), ("x2", "x3"))
+    listed = pd_interaction(f, X, pairs=[("x3", "x2")], grid_resolution=4)
+    assert listed.values[0, 0] == pytest.approx(res.values[5, 0], rel=1e-5)
+    some = pd_interaction(f, X, features=["x0", "x1", "x3"], grid_resolution=4)
+    assert some.feature_sets == (("x0", "x1"), ("x0", "x3"), ("x1", "x3"))
+    with pytest.raises(ValueError, match="k must be a positive int; got 0"):
+        res.top(0)
+
+
+def test_dataframe_input_equals_numpy_input():
+    df = pd.DataFrame(X30, columns=["a", "b", "c"])
+    a = pd_importance(F2, X30, feature_names=["a", "b", "c"], grid_resolution=6)
+    b = pd_importance(F2, df, grid_resolution=6)
+    np.testing.assert_array_equal(a.importances_mean, b.importances_mean)
+    assert isinstance(b, FeatureImportance) and b.feature_names == ("a", "b", "c")
+    c = pd_interaction(F2, df, grid_resolution=4, output="y1")
+    d = pd_interaction(F2, X30, feature_names=["a", "b", "c"], grid_resolution=4, output=1)
+    np.testing.assert_array_equal(c.values, d.values)
+    assert c.output_names == ("y1",)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"measure": "std"}, ValueError,
+         r"measure must be one of \('auto', 'sd', 'mad', 'range4'\); got 'std'"),
+        ({"average": "mode"}, ValueError,
+         r"average must be one of \('mean', 'median', 'trimmed'\); got 'mode'"),
+        ({"trim": 0.5}, ValueError, r"trim must be a fraction in \[0, 0.5\); got 0.5"),
+        ({"n_bootstrap": 1}, ValueError, "n_bootstrap must be 0 .* or an int >= 2; got 1"),
+        ({"n_bootstrap": -2}, ValueError, "n_bootstrap must be 0 .* got -2"),
+        ({"random_state": 1.5}, TypeError, "random_state must be an int seed or a JAX PRNG key"),
+        ({"grid_resolution": 1}, ValueError, "grid_resolution must be an int >= 2; got 1"),
+        ({"features": "zz"}, ValueError, "unknown feature 'zz'"),
+    ],
+)
+def test_importance_validation_messages(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        pd_importance(lambda X: X[:, 0], X30, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"pairs": "none"}, "pairs must be 'all', a list of feature pairs; got 'none'"),
+        ({"pairs": [("x0", "x1", "x2")]}, "non-empty list of feature pairs"),
+        ({"pairs": [("x1", "x1")]}, r"two different features; got \('x1', 'x1'\)"),
+        ({"pairs": [("x0", "x1")], "reference": "x0"}, "give either pairs or reference"),
+        ({"features": ["x0"]}, "pairs='all' needs at least 2 features"),
+        ({"pairs": 3}, "pairs must be 'all' or a non-empty list"),
+    ],
+)
+def test_interaction_validation_messages(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        pd_interaction(lambda X: X[:, 0], X30, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# Kernels: eager == jit == vmap, closed forms, and NumPy / SciPy.
+# ------------------------------------------------------------------------------------------
+
+
+def test_flatness_and_averages_against_numpy_and_scipy():
+    rng = np.random.default_rng(8)
+    values = rng.normal(size=(4, 11)).astype(np.float32)
+    for measure in ("sd", "mad", "range4"):
+        eager = float(flatness(jnp.asarray(values[0]), measure))
+        jitted = jax.jit(flatness, static_argnums=1)(jnp.asarray(values[0]), measure)
+        mapped = jax.jit(jax.vmap(lambda v: flatness(v, measure)))(jnp.asarray(values))
+        want = [ref_flatness(v.astype(np.float64), measure) for v in values]
+        np.testing.assert_allclose(mapped, want, rtol=1e-5)
+        assert eager == pytest.approx(want[0], rel=1e-5)
+        assert float(jitted) == pytest.approx(want[0], rel=1e-5)
+    # Integer weights are repeated rows: numpy.median and scipy.stats.trim_mean.
+    average = jax.jit(weighted_average, static_argnums=(2, 3))
+    v = rng.normal(size=9).astype(np.float32)
+    counts = np.array([1, 0, 3, 2, 1, 1, 0, 1, 1])  # 10 rows in all
+    rows = np.repeat(v.astype(np.float64), counts)
+    w = jnp.asarray(counts, jnp.float32)
+    assert float(average(v, w, "median", 0.1)) == pytest.approx(np.median(rows), rel=1e-6)
+    assert float(average(v, w, "trimmed", 0.2)) == pytest.approx(stats.trim_mean(rows, 0.2),
+                                                                  rel=1e-5)
+    assert float(average(v, w, "mean", 0.1)) == pytest.approx(rows.mean(), rel=1e-6)
+    fw = jnp.asarray(rng.uniform(0.1, 2, size=9), jnp.float32)
+    for kind in ("median", "trimmed"):
+        assert float(average(v, fw, kind, 0.15)) == pytest.approx(
+            ref_average(v.astype(np.float64), np.asarray(fw, np.float64), kind, 0.15), rel=1e-5)
+    with pytest.raises(ValueError, match="measure must be one of"):
+        flatness(jnp.ones(3), "iqr")
+    with pytest.raises(ValueError, match="g >= 2"):
+        flatness(jnp.ones(1))
+
+
+def test_importance_and_interaction_kernels_jit_vmap():
+    rng = np.random.default_rng(9)
+    ice = jnp.asarray(rng.normal(size=(3, 6, 5)), jnp.float32)  # (batch, n, g)
+    w = jnp.asarray(rng.uniform(0.5, 1.5, size=6), jnp.float32)
+    eager = pd_importance_from_ice(ice[0], w, "sd", "mean")
+    for kernel in (pd_importance_from_ice, ice_importance):
+        mapped = jax.jit(jax.vmap(lambda c: kernel(c, w, "sd", "trimmed", 0.2)))(ice)
+        jitted = jax.jit(kernel, static_argnums=(2, 3, 4))(ice[0], w, "sd", "trimmed", 0.2)
+        assert float(mapped[0]) == pytest.approx(float(jitted), rel=1e-6)
+        for i in range(3):
+            want = ref_importance(np.asarray(ice[i], np.float64)[:, :, None],
+                                  np.asarray(w, np.float64), "sd", "trimmed",
+                                  kernel is ice_importance, 0.2)
+            assert float(mapped[i]) == pytest.approx(want[0], rel=1e-5)
+    want = ref_importance(np.asarray(ice[0], np.float64)[:, :, None], np.asarray(w, np.float64),
+                          "sd", "mean", False)
+    assert float(eager) == pytest.approx(want[0], rel=1e-5)
+    pd2 = jnp.asarray(rng.normal(size=(2, 4, 5)), jnp.float32)
+    mapped = jax.jit(jax.vmap(lambda p: pd_interaction_strength(p, "mad", "range4")))(pd2)
+    for i in range(2):
+        assert float(mapped[i]) == pytest.approx(
+            ref_interaction(np.asarray(pd2[i], np.float64), "mad", "range4"), rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------
+# Seed 002 section 4: Friedman #1 with an MLP (small grids; full size in the notebook).
+# ------------------------------------------------------------------------------------------
+
+
+def test_seed002_friedman_experiment_small():
+    X, y = jaximp.make_friedman1(n=500, noise=1.0, random_state=0)
+    model = jaximp.fit_mlp(X, y, hidden=(8,), steps=3000, weight_decay=0.1, random_state=0)
+    imp = pd_importance(model, X, grid_resolution=10)
+    values = imp.importances_mean[:, 0]
+    assert values[:5].min() > values[5:].max()  # x1..x5 above x6..x10
+    assert set(imp.top(5)) == {"x1", "x2", "x3", "x4", "x5"}
+    inter = pd_interaction(model, X, grid_resolution=8)
+    assert inter.top(1) == [("x1", "x2")]
+    assert inter.values[:, 0].max() > 2 * np.sort(inter.values[:, 0])[-2]

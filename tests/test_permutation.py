@@ -1,0 +1,334 @@
+"""Permutation importance: closed forms, scikit-learn, groups, losses, keys, validation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.inspection import permutation_importance as sk_permutation_importance
+from sklearn.linear_model import LinearRegression, LogisticRegression
+
+from jaximp._permutation import permutation_importance
+
+N = 1000
+COEF = np.array([3.0, -2.0, 1.0, 0.0])
+SD = np.array([1.0, 0.5, 2.0, 1.0])
+
+
+@pytest.fixture(scope="module")
+def linear_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 4)) * SD
+    y = X @ COEF + 1.0 + rng.normal(size=N)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ols(linear_data):
+    X, y = linear_data
+    A = np.c_[np.ones(N), X]
+    b = np.linalg.lstsq(A, y, rcond=None)[0]
+    w = jnp.asarray(b[1:], jnp.float32)
+
+    def f(Z):
+        return Z @ w + b[0]
+
+    return f, b
+
+
+@pytest.fixture(scope="module")
+def classification_data():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 3))
+    logits = X @ np.array([2.0, -1.0, 0.0])
+    y = (rng.uniform(size=600) < 1 / (1 + np.exp(-logits))).astype(int)
+    return X, y
+
+
+def logistic(Z):
+    p = jax.nn.sigmoid(Z @ jnp.array([2.0, -1.0, 0.0]))
+    return jnp.stack([1 - p, p], axis=1)
+
+
+def test_ols_matches_closed_form_delta_mse(linear_data, ols):
+    X, y = linear_data
+    f, b = ols
+    result = permutation_importance(f, X, y, n_repeats=50, random_state=1)
+    # E[delta MSE_j] = 2 b_j^2 Var(x_j) (exactly 2 b_j^2 n/(n-1) Var_n(x_j) for OLS residuals)
+    expected = 2 * b[1:] ** 2 * X.var(axis=0) * N / (N - 1)
+    got = result.importances_mean[:, 0]
+    np.testing.assert_allclose(got[:3], expected[:3], rtol=0.10)
+    assert abs(got[3]) < 0.01
+    assert result.importances.shape == (4, 1, 50)
+    assert result.feature_names == ("x0", "x1", "x2", "x3")
+    assert result.info["loss"] == "mse" and result.info["n_repeats"] == 50
+    mse = np.mean((y - np.asarray(f(jnp.asarray(X, jnp.float32)))) ** 2)
+    np.testing.assert_allclose(result.info["baseline"], [mse], rtol=1e-5)
+
+
+def test_ratio_is_perturbed_over_baseline(linear_data, ols):
+    X, y = linear_data
+    diff = permutation_importance(ols[0], X, y, n_repeats=3)
+    ratio = permutation_importance(ols[0], X, y, n_repeats=3, kind="ratio")
+    base = diff.info["baseline"][0]
+    np.testing.assert_allclose(ratio.importances, (diff.importances + base) / base, rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["mse", "rmse", "mae", "r2"])
+def test_constant_model_gives_exactly_zero(linear_data, loss):
+    X, y = linear_data
+    result = permutation_importance(lambda Z: jnp.full(Z.shape[0], 1.5), X, y, loss=loss)
+    assert np.all(result.importances == 0.0)
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "accuracy", "auc"])
+def test_constant_classifier_gives_exactly_zero(classification_data, loss):
+    X, y = classification_data
+    result = permutation_importance(
+        lambda Z: jnp.tile(jnp.array([[0.3, 0.7]]), (Z.shape[0], 1)), X, y, loss=loss)
+    assert np.all(result.importances == 0.0)
+
+
+def within_standard_errors(ours, theirs, n_repeats, k=4.0):
+    se = np.sqrt(ours.importances_std[:, 0] ** 2 / n_repeats
+                 + theirs.importances_std ** 2 / n_repeats)
+    gap = np.abs(ours.importances_mean[:, 0] - theirs.importances_mean)
+    assert np.all(gap <= k * se + 1e-6), (gap, se)
+
+
+def test_means_agree_with_sklearn_within_standard_errors(linear_data):
+    X, y = linear_data
+    model = LinearRegression().fit(X, y)
+    R = 30
+    theirs = sk_permutation_importance(model, X, y, scoring="neg_mean_squared_error",
+                                       n_repeats=R, random_state=0)
+    ours = permutation_importance(model, X, y, loss="mse", n_repeats=R)  # host model path
+    within_standard_errors(ours, theirs, R)
+    theirs_r2 = sk_permutation_importance(model, X, y, scoring="r2", n_repeats=R,
+                                          random_state=0)
+    ours_r2 = permutation_importance(model, X, y, loss="r2", n_repeats=R)
+    within_standard_errors(ours_r2, theirs_r2, R)
+
+
+@pytest.mark.parametrize("loss,scoring", [("log_loss", "neg_log_loss"),
+                                          ("accuracy", "accuracy"), ("auc", "roc_auc")])
+def test_classification_agrees_with_sklearn(classification_data, loss, scoring):
+    X, y = classification_data
+    model = LogisticRegression().fit(X, y)
+    R = 20
+    theirs = sk_permutation_importance(model, X, y, scoring=scoring, n_repeats=R,
+                                       random_state=0)
+    ours = permutation_importance(model, X, y, loss=loss, n_repeats=R)
+    assert ours.output_names == ("y",)
+    within_standard_errors(ours, theirs, R)
+
+
+def test_probabilities_one_column_two_columns_and_labels(classification_data):
+    X, y = classification_data
+    two = permutation_importance(logistic, X, y, loss="accuracy", n_repeats=4)
+    one = permutation_importance(lambda Z: logistic(Z)[:, 1], X, y, loss="accuracy",
+                                 n_repeats=4)
+    labels = permutation_importance(lambda Z: jnp.argmax(logistic(Z), axis=1), X, y,
+                                    loss="accuracy", n_repeats=4)
+    np.testing.assert_array_equal(one.importances, two.importances)
+    np.testing.assert_array_equal(labels.importances, two.importances)
+    for loss in ("log_loss", "auc"):
+        a = permutation_importance(logistic, X, y, loss=loss, n_repeats=4)
+        b = permutation_importance(lambda Z: logistic(Z)[:, 1], X, y, loss=loss, n_repeats=4)
+        np.testing.assert_allclose(a.importances, b.importances, rtol=1e-5, atol=1e-6)
+
+
+def test_string_labels_and_multiclass_labels():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    codes = np.digitize(X[:, 0], [-0.5, 0.5])  # 3 classes driven by x0
+    names = np.array(["lo", "mid", "hi"])[codes]
+
+    def proba(Z):
+        centers = jnp.array([-1.0, 0.0, 1.0])
+        return jax.nn.softmax(-4 * (Z[:, :1] - centers) ** 2, axis=1)
+
+    from jaximp import as_predictor
+
+    named = as_predictor(proba, n_features=2, output_names=["lo", "mid", "hi"])
+    by_name = permutation_importance(named, X, names, loss="log_loss", n_repeats=3)
+    by_code = permutation_importance(proba, X, codes, loss="log_loss", n_repeats=3)
+    np.testing.assert_allclose(by_name.importances, by_code.importances, rtol=1e-6)
+    assert by_code.importances_mean[0, 0] > 0.1 and by_code.importances_mean[1, 0] == 0
+    labels = permutation_importance(lambda Z: jnp.argmax(proba(Z), axis=1), X, codes,
+                                    loss="accuracy", n_repeats=3)
+    acc = permutation_importance(proba, X, codes, loss="accuracy", n_repeats=3)
+    np.testing.assert_array_equal(labels.importances, acc.importances)
+
+
+def test_grouped_onehot_block_gives_one_importance_per_group():
+    rng = np.random.default_rng(4)
+    n = 800
+    level = rng.integers(0, 3, size=n)
+    frame = pd.DataFrame({"x": rng.normal(size=n)})
+    for k, name in enumerate(["red", "green", "blue"]):
+        frame[name] = (level == k).astype(float)
+    effects = jnp.array([0.0, 2.0, -1.0])
+
+    def f(Z):
+        block = Z[:, 1:]
+        valid = jnp.all(jnp.sum(block, axis=1) == 1.0)  # permuted rows stay one-hot
+        return jnp.where(valid, Z[:, 0] + block @ effects, jnp.nan)
+
+    y = np.asarray(f(jnp.asarray(frame.to_numpy(), jnp.float32)))
+    result = permutation_importance(f, frame, y, n_repeats=30,
+                                    groups={"color": ["red", "green", "blue"]})
+    assert result.feature_names == ("x", "color")
+    assert result.importances.shape == (2, 1, 30)
+    # y = f exactly: delta MSE = mean (e(level_pi(i)) - e(level_i))^2 -> 2 Var(e(level))
+    e = np.asarray(effects)[level]
+    np.testing.assert_allclose(result.importances_mean[1, 0], 2 * e.var(), rtol=0.1)
+
+
+def test_results_do_not_depend_on_chunking_or_feature_subset(linear_data, ols):
+    X, y = linear_data
+    full = permutation_importance(ols[0], X, y, n_repeats=4, random_state=7)
+    chunked = permutation_importance(ols[0], X, y, n_repeats=4, random_state=7,
+                                     memory_budget=1 << 16)
+    np.testing.assert_allclose(chunked.importances, full.importances, rtol=1e-5, atol=1e-6)
+    one = permutation_importance(ols[0], X, y, n_repeats=4, random_state=7, features=["x2"])
+    np.testing.assert_allclose(one.importances[0], full.importances[2], rtol=1e-5, atol=1e-6)
+    keyed = permutation_importance(ols[0], X, y, n_repeats=4, random_state=jax.random.key(7))
+    np.testing.assert_array_equal(keyed.importances, full.importances)
+    other = permutation_importance(ols[0], X, y, n_repeats=4, random_state=8)
+    assert not np.allclose(other.importances, full.importances)
+
+
+def test_numpy_equals_dataframe(linear_data, ols):
+    X, y = linear_data
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    a = permutation_importance(ols[0], X, y, n_repeats=3)
+    b = permutation_importance(ols[0], frame, pd.Series(y), n_repeats=3)
+    np.testing.assert_array_equal(a.importances, b.importances)
+    assert b.feature_names == ("a", "b", "c", "d")
+
+
+def test_every_builtin_loss_relation(linear_data, ols):
+    X, y = linear_data
+    mse = permutation_importance(ols[0], X, y, loss="mse", n_repeats=3)
+    r2 = permutation_importance(ols[0], X, y, loss="r2", n_repeats=3)
+    rmse = permutation_importance(ols[0], X, y, loss="rmse", n_repeats=3)
+    np.testing.assert_allclose(r2.importances, mse.importances / y.var(), rtol=1e-4,
+                               atol=1e-7)
+    base = mse.info["baseline"][0]
+    np.testing.assert_allclose(rmse.importances, np.sqrt(mse.importances + base) - np.sqrt(base),
+                               rtol=1e-4, atol=1e-6)
+    r2_ratio = permutation_importance(ols[0], X, y, loss="r2", n_repeats=3, kind="ratio")
+    mse_ratio = permutation_importance(ols[0], X, y, loss="mse", n_repeats=3, kind="ratio")
+    np.testing.assert_allclose(r2_ratio.importances, mse_ratio.importances, rtol=1e-4)
+
+
+def test_callable_losses_traceable_numpy_and_scores(linear_data, ols):
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    X, y = linear_data
+    ref = permutation_importance(ols[0], X, y, n_repeats=3)
+    traced = permutation_importance(ols[0], X, y, n_repeats=3,
+                                    loss=lambda t, p: jnp.mean((t - p) ** 2))
+    on_numpy = permutation_importance(ols[0], X, y, n_repeats=3, loss=mean_squared_error)
+    np.testing.assert_allclose(traced.importances, ref.importances, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(on_numpy.importances, ref.importances, rtol=1e-4, atol=1e-6)
+    assert on_numpy.info["loss"] == "mean_squared_error"
+    score = permutation_importance(ols[0], X, y, n_repeats=3, loss=r2_score,
+                                   greater_is_better=True)
+    builtin = permutation_importance(ols[0], X, y, n_repeats=3, loss="r2")
+    np.testing.assert_allclose(score.importances, builtin.importances, rtol=1e-4, atol=1e-6)
+    assert np.all(score.importances_mean[:3] > 0)
+
+
+def test_sample_weight_enters_the_loss(linear_data, ols):
+    X, y = linear_data
+    w = np.random.default_rng(5).uniform(0, 2, size=N)
+    result = permutation_importance(ols[0], X, y, n_repeats=2, sample_weight=w)
+    pred = np.asarray(ols[0](jnp.asarray(X, jnp.float32)))
+    np.testing.assert_allclose(result.info["baseline"], [np.average((y - pred) ** 2, weights=w)],
+                               rtol=1e-5)
+    weighted = permutation_importance(ols[0], X, y, n_repeats=2, sample_weight=w,
+                                      loss=lambda t, p, weights: jnp.sum(weights * (t - p) ** 2)
+                                      / jnp.sum(weights))
+    np.testing.assert_allclose(weighted.importances, result.importances, rtol=1e-5, atol=1e-6)
+
+
+def test_max_samples_subsamples_rows_once(linear_data, ols):
+    X, y = linear_data
+    for value, m in ((200, 200), (0.25, 250)):
+        result = permutation_importance(ols[0], X, y, n_repeats=2, max_samples=value)
+        rows = result.info["sample_rows"]
+        assert result.info["n_samples"] == m and rows.shape == (m,)
+        assert np.all(np.diff(rows) > 0)
+        pred = np.asarray(ols[0](jnp.asarray(X[rows], jnp.float32)))
+        np.testing.assert_allclose(result.info["baseline"], [np.mean((y[rows] - pred) ** 2)],
+                                   rtol=1e-5)
+    assert permutation_importance(ols[0], X, y, n_repeats=1, max_samples=1.0).info[
+        "sample_rows"] is None
+
+
+def test_multi_output_regression(linear_data, ols):
+    X, y = linear_data
+    f = ols[0]
+    both = permutation_importance(lambda Z: jnp.stack([f(Z), 2 * f(Z)], axis=1), X,
+                                  np.c_[y, 2 * y], n_repeats=3)
+    assert both.output_names == ("y0", "y1")
+    single = permutation_importance(f, X, y, n_repeats=3)
+    np.testing.assert_allclose(both.importances[:, 0], single.importances[:, 0], rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(both.importances[:, 1], 4 * single.importances[:, 0], rtol=1e-4,
+                               atol=1e-5)
+    second = permutation_importance(lambda Z: jnp.stack([f(Z), 2 * f(Z)], axis=1), X, 2 * y,
+                                    n_repeats=3, output="y1")
+    assert second.output_names == ("y1",)
+
+
+def test_quantile_bands_and_frame(linear_data, ols):
+    X, y = linear_data
+    result = permutation_importance(ols[0], X, y, n_repeats=10)
+    bands = result.quantiles((0.05, 0.5, 0.95))
+    assert bands.shape == (3, 4, 1)
+    assert np.all(bands[0] <= bands[2])
+    frame = result.to_frame()
+    assert list(frame.columns) == ["feature", "output", "importance", "std", "q025", "q975"]
+    assert frame["feature"].tolist()[:3] == ["x0", "x2", "x1"]
+
+
+def test_validation_messages(linear_data, ols, classification_data):
+    X, y = linear_data
+    f = ols[0]
+    cases = [
+        (dict(kind="diff"), "kind must be one of ('difference', 'ratio'); got 'diff'."),
+        (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
+        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'log_loss', "
+                           "'accuracy', 'auc') or a callable (y, prediction[, weights]); got "
+                           "'nll'."),
+        (dict(max_samples=0), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
+                              "got 0."),
+        (dict(max_samples=1.5), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
+                                "got 1.5."),
+        (dict(loss="r2", greater_is_better=True),
+         "greater_is_better applies to a callable loss only; got it with loss='r2'."),
+        (dict(loss=lambda t, p: 0.0, sample_weight=np.ones(N)),
+         "sample_weight was given but the loss callable takes only (y, prediction); give it a "
+         "third parameter, weights."),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError) as err:
+            permutation_importance(f, X, y, **kwargs)
+        assert str(err.value) == message
+    with pytest.raises(TypeError, match="random_state must be an int or a single JAX PRNG key"):
+        permutation_importance(f, X, y, random_state="seed")
+    with pytest.raises(ValueError, match=r"y must have n = 1000 rows like X; got 999\."):
+        permutation_importance(f, X, y[:-1])
+    with pytest.raises(ValueError, match=r"y has 2 column\(s\) but 1 model output\(s\) are "
+                                         r"scored; pass y of shape \(n, 1\)"):
+        permutation_importance(f, X, np.c_[y, y])
+    Xc, yc = classification_data
+    with pytest.raises(ValueError, match=r"y holds the classes \[0, 1, 2\], which do not "
+                                         r"match the model's 2 output columns"):
+        permutation_importance(logistic, Xc, np.r_[yc[:-1], 2], loss="log_loss")
+    with pytest.raises(ValueError, match="kind='ratio' divides by the baseline mse loss, which "
+                                         "is 0"):
+        permutation_importance(f, X, np.asarray(f(jnp.asarray(X, jnp.float32))), kind="ratio")
