@@ -18,6 +18,11 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/pd.py
+	$(PY) benchmarks/pfi.py
+	$(PY) benchmarks/hstat.py
+	$(PY) benchmarks/loco.py
+	$(PY) benchmarks/weights.py
+	$(PY) benchmarks/pd_memory.py
 
 clean:
 	rm -rf $(VENV) jaximp-report build *.egg-info

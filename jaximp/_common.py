@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ._data import Dataset, as_dataset
 from ._model import Predictor, as_predictor
 
-__all__ = ["prepare", "select_outputs"]
+__all__ = ["as_key", "check_choice", "check_int", "prepare", "select_outputs"]
 
 
 def prepare(
@@ -58,3 +60,33 @@ def select_outputs(
                 "outputs."
             )
     return indices
+
+
+def as_key(random_state) -> jax.Array:
+    """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``)."""
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return jax.random.key(int(random_state))
+    if isinstance(random_state, jax.Array):
+        if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
+            if random_state.shape == ():
+                return random_state
+        elif random_state.dtype == jnp.uint32 and random_state.shape == (2,):
+            return jax.random.wrap_key_data(random_state)
+    raise TypeError(
+        "random_state must be an int seed or a JAX PRNG key such as jax.random.key(0); got "
+        f"{random_state!r:.60}."
+    )
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``, or a ValueError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def check_choice(value, name: str, choices) -> str:
+    """``value`` if it is one of ``choices``, else a ValueError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}.")
+    return value

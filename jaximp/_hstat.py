@@ -22,7 +22,7 @@ import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
-from ._common import prepare, select_outputs
+from ._common import as_key, prepare, select_outputs
 from ._data import Feature
 from ._engine import evaluate, predict_rows
 from ._pd_importance import (
@@ -30,7 +30,6 @@ from ._pd_importance import (
     _replicate_weights,
     _row_weights,
     _summaries,
-    as_key,
     check_n_bootstrap,
     resolve_pairs,
 )

@@ -22,12 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._common import prepare
+from ._common import as_key, check_choice, prepare
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate, predict_rows
 from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, mlp_forward, train_mlp_params
 from ._model import Predictor, as_predictor
-from ._permutation import as_key, check_choice, check_target, resolve_loss
+from ._permutation import check_target, resolve_loss
 from ._results import FeatureImportance
 
 __all__ = ["loco_importance"]

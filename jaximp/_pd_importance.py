@@ -20,7 +20,7 @@ import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
-from ._common import prepare
+from ._common import as_key, check_choice, prepare
 from ._data import Dataset, Feature
 from ._grid import validate_grid_options
 from ._pd import compute_pd
@@ -191,21 +191,6 @@ class FeatureInteraction:
 # ---------------------------------------------------------------------------------------------
 
 
-def as_key(random_state) -> jax.Array:
-    """A typed PRNG key from ``random_state`` (an int seed or a JAX key)."""
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return jax.random.key(int(random_state))
-    if isinstance(random_state, jax.Array):
-        if jnp.issubdtype(random_state.dtype, jax.dtypes.prng_key) and random_state.shape == ():
-            return random_state
-        if random_state.dtype == jnp.uint32 and random_state.shape == (2,):
-            return jax.random.wrap_key_data(random_state)
-    raise TypeError(
-        "random_state must be an int seed or a JAX PRNG key such as jax.random.key(0); got "
-        f"{random_state!r}."
-    )
-
-
 def check_n_bootstrap(n_bootstrap) -> int:
     if (
         isinstance(n_bootstrap, bool)
@@ -217,11 +202,6 @@ def check_n_bootstrap(n_bootstrap) -> int:
             f"n_bootstrap must be 0 (no bootstrap) or an int >= 2; got {n_bootstrap!r}."
         )
     return int(n_bootstrap)
-
-
-def _check_choice(name: str, value, choices: Sequence[str]) -> None:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}.")
 
 
 def _check_trim(trim) -> float:
@@ -389,8 +369,8 @@ def _shifted(values: np.ndarray, axis) -> jax.Array:
 
 def _validate_common(measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap,
                      random_state):
-    _check_choice("measure", measure, _MEASURE_CHOICES)
-    _check_choice("average", average, K.AVERAGES)
+    check_choice(measure, "measure", _MEASURE_CHOICES)
+    check_choice(average, "average", K.AVERAGES)
     trim = _check_trim(trim)
     validate_grid_options(grid, grid_resolution, percentiles)
     n_bootstrap = check_n_bootstrap(n_bootstrap)

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaximp.kernels import _losses
 
-from ._common import prepare, select_outputs
+from ._common import as_key, check_choice, check_int, prepare, select_outputs
 from ._engine import evaluate
 from ._model import Predictor
 from ._results import FeatureImportance
@@ -45,39 +45,6 @@ _KINDS = ("difference", "ratio")
 
 
 # ----------------------------------------------------------------------------- edge checks
-
-
-def as_key(random_state) -> jax.Array:
-    """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``)."""
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return jax.random.key(int(random_state))
-    if isinstance(random_state, jax.Array):
-        if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
-            if random_state.shape == ():
-                return random_state
-        elif random_state.dtype == jnp.uint32 and random_state.shape == (2,):
-            return jax.random.wrap_key_data(random_state)
-    raise TypeError(
-        "random_state must be an int or a single JAX PRNG key such as jax.random.key(0); got "
-        f"{random_state!r:.60}."
-    )
-
-
-def check_int(value, name: str, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, or a ValueError naming the parameter."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < minimum
-    ):
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}.")
-    return int(value)
-
-
-def check_choice(value, name: str, choices) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}.")
-    return value
 
 
 def check_target(y, n: int) -> np.ndarray:

@@ -18,10 +18,10 @@ from typing import Literal
 import jax
 import numpy as np
 
-from ._common import prepare, select_outputs
+from ._common import as_key, check_choice, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._engine import evaluate
-from ._permutation import as_key, check_choice, check_int, check_target, key_bits, rng_stream
+from ._permutation import check_target, key_bits, rng_stream
 from ._results import FeatureImportance
 
 __all__ = ["sensitivity_importance"]

@@ -318,7 +318,7 @@ def test_validation_messages(linear_data, ols, classification_data):
         with pytest.raises(ValueError) as err:
             permutation_importance(f, X, y, **kwargs)
         assert str(err.value) == message
-    with pytest.raises(TypeError, match="random_state must be an int or a single JAX PRNG key"):
+    with pytest.raises(TypeError, match="random_state must be an int seed or a JAX PRNG key"):
         permutation_importance(f, X, y, random_state="seed")
     with pytest.raises(ValueError, match=r"y must have n = 1000 rows like X; got 999\."):
         permutation_importance(f, X, y[:-1])
