@@ -72,3 +72,22 @@ def sklearn_mlp(layers, n_features):
 def matmul_flops(layers) -> int:
     """Multiply-adds times two for one row through the MLP."""
     return int(sum(2 * W.shape[0] * W.shape[1] for W, _ in layers))
+
+
+def blocked_floor(f, X, total_rows: int, repeats: int = 3, blocks=(4096, 16384, 65536)):
+    """Best time of a jitted predict over ``total_rows`` rows run as back-to-back calls on
+    cache-sized blocks (best of ``blocks`` sizes): the model evaluations alone, evaluated the
+    way jaximp's engine does on CPU, without materializing all rows at once.
+
+    Returns (seconds, block rows).
+    """
+    predict = jax.jit(f)
+    best = (float("inf"), None)
+    for block in blocks:
+        rows = min(block, total_rows)
+        data = jnp.asarray(np.resize(np.asarray(X, np.float32), (rows, X.shape[1])))
+        calls = -(-total_rows // rows)
+        jax.block_until_ready(predict(data))
+        t = best_time(lambda: [predict(data) for _ in range(calls)], repeats)
+        best = min(best, (t, rows), key=lambda pair: pair[0])
+    return best

@@ -1,6 +1,6 @@
 """LOCO refits with jaximp's MLP trainer: one vmapped training job vs sequential refits.
 
-Friedman #1 (p = 10). Both modes train the full model and the p refits with the same keys;
+Friedman #1 (p = 10, 30 or 50). Both modes train the full model and the p refits with the same keys;
 ``batched=True`` runs all p + 1 fits as one ``vmap``-ped Optax job, ``batched=False`` calls
 ``fit_mlp`` once per fit. Each case first checks that the two give the same importances (float
 tolerance), then times whole ``loco_importance`` calls, best of several rounds in which the two
@@ -28,15 +28,16 @@ from jaximp._loco import loco_importance  # noqa: E402
 
 # (n, hidden, steps): training lengths at which Adam does not yet amplify float rounding, so
 # that the two modes can be compared at float tolerance (see the LOCO docstring).
-CASES = [(200, (8,), 120), (1000, (32,), 200), (1000, (64, 64), 50)]
+CASES = [(200, (8,), 120, 10), (1000, (32,), 200, 10), (1000, (64, 64), 50, 10),
+         (200, (8,), 60, 50), (500, (16,), 100, 30)]
 
 
-def cold_time(n: int, hidden, steps: int, batched: bool) -> float:
+def cold_time(n: int, hidden, steps: int, p: int, batched: bool) -> float:
     """Seconds of the first call in a fresh process (compilation included)."""
     code = f"""
 import functools, time, jaximp
 from jaximp._loco import loco_importance
-X, y = jaximp.make_friedman1(n={n}, p=10, random_state=0)
+X, y = jaximp.make_friedman1(n={n}, p={p}, random_state=0)
 fit = functools.partial(jaximp.fit_mlp, hidden={tuple(hidden)!r}, steps={steps})
 start = time.perf_counter()
 loco_importance(None, X, y, fit=fit, random_state=0, batched={batched})
@@ -47,8 +48,8 @@ print(time.perf_counter() - start)
     return float(out.split()[-1])
 
 
-def case(n: int, hidden, steps: int, repeats: int) -> dict:
-    X, y = jaximp.make_friedman1(n=n, p=10, random_state=0)
+def case(n: int, hidden, steps: int, p: int, repeats: int) -> dict:
+    X, y = jaximp.make_friedman1(n=n, p=p, random_state=0)
     fit = functools.partial(jaximp.fit_mlp, hidden=hidden, steps=steps)
 
     def run(batched: bool):
@@ -68,11 +69,11 @@ def case(n: int, hidden, steps: int, repeats: int) -> dict:
             run(mode)  # results are host NumPy arrays: already blocked
             best[mode] = min(best[mode], time.perf_counter() - start)
     return {
-        "n": n, "mlp": f"[10, {', '.join(map(str, hidden))}, 1]", "steps": steps,
-        "fits": 11, "vmapped_s": best[True], "sequential_s": best[False],
+        "n": n, "mlp": f"[{p}, {', '.join(map(str, hidden))}, 1]", "steps": steps,
+        "fits": p + 1, "vmapped_s": best[True], "sequential_s": best[False],
         "speedup": best[False] / best[True],
-        "cold_vmapped_s": cold_time(n, hidden, steps, True),
-        "cold_sequential_s": cold_time(n, hidden, steps, False), "max_rel_diff": err / scale,
+        "cold_vmapped_s": cold_time(n, hidden, steps, p, True),
+        "cold_sequential_s": cold_time(n, hidden, steps, p, False), "max_rel_diff": err / scale,
     }
 
 
@@ -82,7 +83,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds per case")
     args = parser.parse_args()
     print(f"# LOCO refit benchmark, {datetime.date.today()}, {machine()}")
-    print("# Friedman #1, p = 10: full model + 10 refits, fit_mlp (AdamW, lr 1e-2, full batch)")
+    print("# Friedman #1 (p features, x6.. noise): full model + p refits, fit_mlp (AdamW, lr 1e-2, full batch)")
     cases = CASES[:1] if args.quick else CASES
     rows = [case(*c, args.repeats) for c in cases]
     header = ("n", "mlp", "steps", "fits", "vmapped_s", "sequential_s", "speedup",

@@ -1,8 +1,8 @@
 """Partial dependence of every feature: jaximp vs scikit-learn's brute PD vs the floor.
 
 The floor is one jitted predict over the same total rows (features x grid x n), i.e. the model
-evaluations alone; the blocked floor runs that predict as cache-sized blocks under ``lax.map``
-(the best of three block sizes), the way jaximp's engine evaluates on CPU. Run: ``.venv/bin/python benchmarks/pd.py`` (``--quick`` for a smoke run).
+evaluations alone; the blocked floor runs that predict as back-to-back calls on cache-sized
+blocks (the best of three block sizes), the way jaximp's engine evaluates on CPU. Run: ``.venv/bin/python benchmarks/pd.py`` (``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _common import best_time, jax_mlp, machine, matmul_flops, random_relu_mlp, sklearn_mlp  # noqa: E402
+from _common import (  # noqa: E402
+    best_time, blocked_floor, jax_mlp, machine, matmul_flops, random_relu_mlp, sklearn_mlp)
 
 import jaximp  # noqa: E402
 
@@ -39,14 +40,7 @@ def case(name, sizes, n, with_sklearn=True, repeats=3):
     jax.block_until_ready(floor_fn(big))
     t_ours = best_time(ours, repeats)
     t_floor = best_time(lambda: floor_fn(big), repeats)
-    # The same predict over the same rows, run as cache-sized blocks (best block size): the
-    # floor for the model evaluations alone when evaluated as jaximp does on CPU.
-    t_blocked = float("inf")
-    for block in (2048, 8192, 32768):
-        padded = jnp.pad(big, ((0, -total_rows % block), (0, 0)))
-        blocked = jax.jit(lambda A, b=block: jax.lax.map(f, A.reshape(-1, b, p)))
-        jax.block_until_ready(blocked(padded))
-        t_blocked = min(t_blocked, best_time(lambda: blocked(padded), repeats))
+    t_blocked, _ = blocked_floor(f, X, total_rows, repeats)
     row = {"case": name, "n": n, "rows": total_rows, "jaximp_s": t_ours, "floor_s": t_floor,
            "ratio_floor": t_ours / t_floor, "blocked_floor_s": t_blocked,
            "ratio_blocked_floor": t_ours / t_blocked}

@@ -42,7 +42,7 @@ def main() -> None:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     budget = jaximp.default_memory_budget()
     start = time.perf_counter()
-    result = jaximp.partial_dependence_all(f, X, grid_resolution=args.grid, progress=True)
+    result = jaximp.partial_dependence_all(f, X, grid_resolution=args.grid)
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     # check one feature's PD at two grid points on a float64 NumPy evaluation of all rows

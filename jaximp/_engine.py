@@ -93,11 +93,15 @@ class _Progress:
             enabled = env == "1" if env is not None else (sys.stderr.isatty() and total > 1)
         self.enabled = bool(enabled)
         self.total, self.label, self.done, self.start = total, label, 0, time.perf_counter()
+        self.last_print = -1.0
 
     def update(self) -> None:
         self.done += 1
-        if self.enabled:
-            elapsed = time.perf_counter() - self.start
+        now = time.perf_counter()
+        # at most two lines a second, and always the last one
+        if self.enabled and (now - self.last_print >= 0.5 or self.done == self.total):
+            self.last_print = now
+            elapsed = now - self.start
             eta = elapsed / self.done * (self.total - self.done)
             end = "\n" if self.done == self.total else ""
             print(
@@ -311,9 +315,8 @@ def evaluate(
     n_devices = 1 if mesh is None else mesh.devices.size
     budget = _validate_budget(memory_budget)
     row_bytes = _bytes_per_row(predictor, c)
-    on_cpu = mesh is None and not predictor.host and (
-        devices is None and jax.default_backend() == "cpu"
-        or devices is not None and list(devices)[0].platform == "cpu")
+    first_device = jax.devices()[0] if devices is None else list(devices)[0]
+    on_cpu = mesh is None and not predictor.host and first_device.platform == "cpu"
     plan = _plan(n_items, n, row_bytes, budget, n_devices,
                  block_bytes=_CPU_BLOCK_BYTES if on_cpu else None)
     items_per_chunk, rows_per_chunk = plan.items_per_chunk, plan.rows_per_chunk
