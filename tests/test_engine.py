@@ -119,6 +119,9 @@ MULTI_DEVICE_SCRIPT = textwrap.dedent(
                                               sample_weight=np.arange(203.0))
     out = {k: v.individual for k, v in res.items()}
     out.update({k + "_weighted": v.average for k, v in mean_only.items()})
+    y = np.asarray(f(X))
+    out["permutation"] = jaximp.permutation_importance(f, X, y, n_repeats=3,
+                                                       random_state=7).importances
     out.update({k + "_avg": v.average for k, v in res.items()})
     np.savez(OUT, **out)
     """
@@ -141,6 +144,9 @@ def test_one_device_equals_four_forced_host_devices(tmp_path):
                                              grid_resolution=6, sample_weight=np.arange(203.0))
     for name, r in weighted.items():
         np.testing.assert_allclose(multi[name + "_weighted"], r.average, atol=1e-5)
+    f = lambda X: jnp.tanh(X @ W).sum(axis=1)  # noqa: E731
+    perm = jaximp.permutation_importance(f, X, np.asarray(f(X)), n_repeats=3, random_state=7)
+    np.testing.assert_allclose(multi["permutation"], perm.importances, rtol=1e-4, atol=1e-6)
     for name, r in res.items():
         np.testing.assert_allclose(multi[name], r.individual, atol=1e-5)
         np.testing.assert_allclose(multi[name + "_avg"], r.average, atol=1e-5)
