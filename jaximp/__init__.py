@@ -22,9 +22,9 @@ from ._nn_weights import (
 )
 from ._model import Predictor, as_predictor
 from ._pd import PartialDependence, partial_dependence, partial_dependence_all
-from ._pd_importance import FeatureInteraction, pd_importance, pd_interaction
+from ._pd_importance import pd_importance, pd_interaction
 from ._permutation import LOSSES, permutation_importance
-from ._results import FeatureImportance
+from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
 
 __version__ = "0.1.0"

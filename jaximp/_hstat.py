@@ -26,14 +26,13 @@ from ._common import as_key, prepare, select_outputs
 from ._data import Feature
 from ._engine import evaluate, predict_rows
 from ._pd_importance import (
-    FeatureInteraction,
     _replicate_weights,
     _row_weights,
     _summaries,
     check_n_bootstrap,
     resolve_pairs,
 )
-from ._results import FeatureImportance
+from ._results import FeatureImportance, FeatureInteraction
 
 __all__ = ["HStatistic", "h_statistic"]
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["FeatureImportance"]
+__all__ = ["FeatureImportance", "FeatureInteraction"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -116,6 +116,156 @@ class FeatureImportance:
         ax.set_xlabel(f"{self.method} importance")
         ax.set_title(str(self.output_names[column]))
         return ax
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FeatureInteraction:
+    """Interaction strength of feature pairs (or triples), for each model output.
+
+    Returned by :func:`pd_interaction` and, inside :class:`HStatistic`, by
+    :func:`h_statistic`. Arrays keep an output axis ``o`` (size 1 for a single-output model)
+    and list the feature sets in the order they were requested; :meth:`to_frame`,
+    :meth:`sorted` and :meth:`top` order them by strength.
+
+    Attributes
+    ----------
+    method : str
+        ``"pd_interaction"``, ``"h_pairwise"`` or ``"h_three_way"``.
+    feature_sets : tuple of tuples of str, length s
+        The pairs (or triples) of feature names.
+    output_names : tuple of str, length o
+    values : ndarray of shape (s, o)
+        Point estimate on all rows.
+    values_std : ndarray of shape (s, o) or None
+        Bootstrap standard error (standard deviation over the replicates).
+    replicates : ndarray of shape (s, o, r) or None
+        The statistic on each bootstrap replicate.
+    info : dict
+        Settings and extra arrays; arrays with one row per feature set (e.g. the H-statistic's
+        ``"numerator"`` and ``"denominator"``, shape (s, o)) follow :meth:`sorted`.
+    """
+
+    method: str
+    feature_sets: tuple[tuple[str, ...], ...]
+    output_names: tuple[str, ...]
+    values: np.ndarray
+    values_std: np.ndarray | None = None
+    replicates: np.ndarray | None = None
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s, o = len(self.feature_sets), len(self.output_names)
+        values = np.asarray(self.values, dtype=np.float64)
+        if values.shape != (s, o):
+            raise ValueError(f"values must have shape (s, o) = ({s}, {o}); got {values.shape}.")
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "feature_sets", tuple(tuple(fs) for fs in self.feature_sets))
+        for name in ("values_std", "replicates"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, np.asarray(getattr(self, name), np.float64))
+
+    def __len__(self) -> int:
+        return len(self.feature_sets)
+
+    def intervals(self, confidence: float = 0.95) -> np.ndarray:
+        """Percentile bootstrap intervals, shape (2, s, o): lower and upper bounds.
+
+        The H-statistic is non-negative and biased upwards in small samples, so an interval whose
+        lower end is near 0 is compatible with no interaction.
+        """
+        if self.replicates is None:
+            raise ValueError(
+                f"method {self.method!r} has no bootstrap replicates; rerun with n_bootstrap >= 2."
+            )
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+        alpha = (1 - confidence) / 2
+        return np.quantile(self.replicates, [alpha, 1 - alpha], axis=-1)
+
+    def to_frame(self, sort: bool = True) -> pd.DataFrame:
+        """Tidy table: one row per (feature set, output), strongest first.
+
+        Columns: ``feature_1``, ``feature_2`` (``feature_3`` for triples), ``output``,
+        ``interaction``, and ``std``, ``q025``, ``q975`` (95% percentile interval) with bootstrap
+        replicates.
+        """
+        s, o = self.values.shape
+        k = len(self.feature_sets[0]) if s else 2
+        columns: dict[str, Any] = {}
+        for j in range(k):
+            names = np.asarray([fs[j] for fs in self.feature_sets], dtype=object)
+            columns[f"feature_{j + 1}"] = np.repeat(names, o)
+        columns["output"] = np.tile(np.asarray(self.output_names, dtype=object), s)
+        columns["interaction"] = self.values.reshape(-1)
+        frame = pd.DataFrame(columns)
+        if self.values_std is not None:
+            frame["std"] = self.values_std.reshape(-1)
+        if self.replicates is not None and self.replicates.shape[-1] > 1:
+            low, high = self.intervals(0.95)
+            frame["q025"] = low.reshape(-1)
+            frame["q975"] = high.reshape(-1)
+        if sort:
+            frame = frame.sort_values(
+                ["output", "interaction"], ascending=[True, False], kind="stable"
+            ).reset_index(drop=True)
+        return frame
+
+    def sorted(self, output: int | str = 0) -> "FeatureInteraction":
+        """The same result with feature sets in decreasing order of strength for one output."""
+        column = _output_index(self.output_names, output)
+        return self._take(np.argsort(-self.values[:, column], kind="stable"))
+
+    def top(self, k: int, output: int | str = 0) -> list[tuple[str, ...]]:
+        """The ``k`` strongest feature sets for one output."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int; got {k!r}.")
+        return list(self.sorted(output).feature_sets[:k])
+
+    def matrix(self, output: int | str = 0) -> pd.DataFrame:
+        """Pairwise values as a symmetric feature x feature table (NaN where not computed)."""
+        if self.feature_sets and len(self.feature_sets[0]) != 2:
+            raise ValueError("matrix() needs pairwise statistics; this result holds triples.")
+        column = _output_index(self.output_names, output)
+        names = list(dict.fromkeys(name for fs in self.feature_sets for name in fs))
+        table = pd.DataFrame(np.nan, index=names, columns=names)
+        for (a, b), value in zip(self.feature_sets, self.values[:, column]):
+            table.loc[a, b] = table.loc[b, a] = value
+        return table
+
+    def plot(self, output: int | str = 0, top: int = 10, ax=None):
+        """Horizontal bars of the ``top`` strongest feature sets, with interval whiskers."""
+        import matplotlib.pyplot as plt
+
+        column = _output_index(self.output_names, output)
+        best = self.sorted(output)._take(np.arange(min(top, len(self)))[::-1])
+        labels = [" x ".join(fs) for fs in best.feature_sets]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 0.3 * len(labels) + 1))
+        err = None
+        if best.replicates is not None:
+            low, high = best.intervals()
+            value = best.values[:, column]
+            err = np.stack([value - low[:, column], high[:, column] - value]).clip(min=0)
+        ax.barh(labels, best.values[:, column], xerr=err, color="tab:purple")
+        ax.set_xlabel(self.method)
+        ax.set_title(str(self.output_names[column]))
+        return ax
+
+    def _take(self, index: np.ndarray) -> "FeatureInteraction":
+        s = len(self.feature_sets)
+        info = {}
+        for key, value in self.info.items():
+            per_set = isinstance(value, np.ndarray) and value.shape[:1] == (s,)
+            info[key] = value[index] if per_set else value
+        return FeatureInteraction(
+            method=self.method,
+            feature_sets=tuple(self.feature_sets[i] for i in index),
+            output_names=self.output_names,
+            values=self.values[index],
+            values_std=None if self.values_std is None else self.values_std[index],
+            replicates=None if self.replicates is None else self.replicates[index],
+            info=info,
+        )
 
 
 def _output_index(output_names: Sequence[str], output: int | str) -> int:

@@ -1,7 +1,6 @@
 """Every notebook runs top to bottom (quick mode: JAXIMP_NOTEBOOK_QUICK=1)."""
 
 import json
-import os
 import pathlib
 
 import matplotlib

@@ -42,7 +42,7 @@ def test_pd_and_ice_equal_numpy_loop(mlp3, data3):
 
 
 def test_pd_matches_sklearn_brute():
-    sklearn = pytest.importorskip("sklearn")
+    pytest.importorskip("sklearn")
     from sklearn.inspection import partial_dependence as sk_pd
     from sklearn.neural_network import MLPRegressor
 

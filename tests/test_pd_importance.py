@@ -12,7 +12,7 @@ from scipy import stats
 
 import jaximp
 from jaximp import FeatureImportance
-from jaximp._pd_importance import FeatureInteraction, pd_importance, pd_interaction
+from jaximp import FeatureInteraction, pd_importance, pd_interaction
 from jaximp.kernels import (
     flatness,
     ice_importance,
