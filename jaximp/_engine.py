@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import weakref
-from typing import Literal
+from typing import Callable, Literal
 
 import jax
 import jax.numpy as jnp
@@ -239,7 +239,7 @@ def evaluate(
     values=None,
     item_value=None,
     source_rows=None,
-    reduce: Literal["mean", "none"] = "mean",
+    reduce: Literal["mean", "none"] | Callable = "mean",
     weights=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
@@ -263,9 +263,11 @@ def evaluate(
     source_rows : int array of shape (b, n), optional
         Per-row replacement: item ``b`` takes row ``i``'s replaced columns from
         ``X[source_rows[b, i]]``. Exactly one of ``values`` and ``source_rows`` is given.
-    reduce : {"mean", "none"}
+    reduce : {"mean", "none"} or callable
         ``"mean"``: weighted mean over rows, shape (b, o), float64. ``"none"``: every
-        prediction, shape (b, n, o), float32.
+        prediction, shape (b, n, o), float32. A callable ``reduce(predictions (n, o)) -> array``
+        (a loss against ``y``, say, with ``y`` and any weights closed over) is applied to each
+        item's predictions, ``vmap``-ped over items in memory-bounded groups; shape (b, ...).
     weights : array of shape (n,), optional
         Case weights for the mean.
     memory_budget : int, optional
@@ -281,8 +283,15 @@ def evaluate(
     ndarray
         (b, o) means or (b, n, o) predictions.
     """
+    if callable(reduce):
+        predictions = evaluate(
+            predictor, X, masks, item_mask, values=values, item_value=item_value,
+            source_rows=source_rows, reduce="none", weights=weights,
+            memory_budget=memory_budget, progress=progress, devices=devices, label=label,
+        )
+        return _reduce_items(reduce, predictions, _validate_budget(memory_budget))
     if reduce not in ("mean", "none"):
-        raise ValueError(f"reduce must be 'mean' or 'none'; got {reduce!r}.")
+        raise ValueError(f"reduce must be 'mean', 'none' or a callable; got {reduce!r}.")
     if (values is None) == (source_rows is None):
         raise ValueError("give exactly one of values (fixed rows) and source_rows (per row).")
     X = np.asarray(X, dtype=np.float32)
@@ -397,6 +406,18 @@ def evaluate(
             "categorical levels)."
         )
     return out
+
+
+def _reduce_items(reducer: Callable, predictions: np.ndarray, budget: int) -> np.ndarray:
+    """``reducer`` on each item's (n, o) predictions, vmapped over groups that fit ``budget``."""
+    n_items = predictions.shape[0]
+    if n_items == 0:
+        raise ValueError("a callable reduce needs at least one item.")
+    group = max(1, min(n_items, int(budget // max(predictions[0].nbytes, 1))))
+    batched = jax.jit(jax.vmap(reducer))
+    return np.concatenate(
+        [np.asarray(batched(predictions[i : i + group])) for i in range(0, n_items, group)]
+    )
 
 
 def predict_rows(predictor: Predictor, X, **kwargs) -> np.ndarray:

@@ -56,6 +56,23 @@ def test_plan_respects_budget_and_blocks(n_items, n_rows, block):
     assert (whole.items_per_chunk, whole.rows_per_chunk) == (10, 100)
 
 
+def test_callable_reducer_is_a_loss_per_item(mlp3, data3):
+    f_jax, f_np, _ = mlp3
+    pred = jaximp.as_predictor(f_jax, n_features=3)
+    y = f_np(data3) + 0.1
+    src = permutation_batch(len(data3), 3, seed=3)
+
+    def mse(predictions):
+        return jnp.mean((predictions[:, 0] - y) ** 2)
+
+    losses = evaluate(pred, data3, np.eye(3, dtype=bool), np.arange(3), source_rows=src,
+                      reduce=mse, memory_budget=1 << 16)
+    for b in range(3):
+        Xb = data3.copy()
+        Xb[:, b] = data3[src[b], b]
+        assert abs(losses[b] - np.mean((f_np(Xb) - y) ** 2)) < 1e-5
+
+
 def test_eager_equals_jit(mlp3, data3):
     f_jax, _, _ = mlp3
     pred = jaximp.as_predictor(f_jax, n_features=3)
@@ -87,7 +104,7 @@ def test_nonfinite_predictions_are_an_error():
 
 def test_reduce_and_source_validation(mlp3, data3):
     pred = jaximp.as_predictor(mlp3[0], n_features=3)
-    with pytest.raises(ValueError, match="reduce must be 'mean' or 'none'; got 'sum'"):
+    with pytest.raises(ValueError, match="reduce must be 'mean', 'none' or a callable; got 'sum'"):
         evaluate(pred, data3, np.ones((1, 3), bool), [0], values=np.zeros((1, 3)),
                  item_value=[0], reduce="sum")
     with pytest.raises(ValueError, match="give exactly one of values"):
