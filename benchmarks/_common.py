@@ -91,3 +91,13 @@ def blocked_floor(f, X, total_rows: int, repeats: int = 3, blocks=(4096, 16384, 
         t = best_time(lambda: [predict(data) for _ in range(calls)], repeats)
         best = min(best, (t, rows), key=lambda pair: pair[0])
     return best
+
+
+def print_table(rows, header) -> None:
+    """Rows (dicts) as a Markdown table with the ``header`` keys as columns."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        cells = [f"{row[k]:.4g}" if isinstance(row.get(k), float) else str(row.get(k, ""))
+                 for k in header]
+        print("| " + " | ".join(cells) + " |")

@@ -28,7 +28,8 @@ import pandas as pd
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
-    blocked_floor, jax_mlp, machine, matmul_flops, random_relu_mlp)
+    blocked_floor, jax_mlp, machine, matmul_flops, print_table, random_relu_mlp,
+)
 
 from jaximp._hstat import h_statistic  # noqa: E402
 
@@ -201,14 +202,7 @@ def main() -> None:
             "floor_blocks_s", "ratio_floor_blocks", "numpy_loop_s", "speedup_vs_numpy",
             "artemis_s", "speedup_vs_artemis", "jaximp_first_call_s", "gflops",
             "max_abs_diff_vs_numpy"]
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for row in rows:
-        cells = []
-        for key in keys:
-            v = row.get(key, "")
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
-        print("| " + " | ".join(cells) + " |")
+    print_table(rows, keys)
     for row in rows:
         print(f"- {row['case']}: {row['note']}")
     small = rows[0]

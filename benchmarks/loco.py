@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _common import machine  # noqa: E402
+from _common import machine, print_table  # noqa: E402
 
 import jaximp  # noqa: E402
 from jaximp._loco import loco_importance  # noqa: E402
@@ -88,11 +88,7 @@ def main() -> None:
     rows = [case(*c, args.repeats) for c in cases]
     header = ("n", "mlp", "steps", "fits", "vmapped_s", "sequential_s", "speedup",
               "cold_vmapped_s", "cold_sequential_s", "max_rel_diff")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        cells = [f"{row[k]:.4g}" if isinstance(row[k], float) else str(row[k]) for k in header]
-        print("| " + " | ".join(cells) + " |")
+    print_table(rows, header)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
-    best_time, blocked_floor, jax_mlp, machine, matmul_flops, random_relu_mlp, sklearn_mlp)
+    best_time, blocked_floor, jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, sklearn_mlp,
+)
 
 import jaximp  # noqa: E402
 
@@ -78,14 +79,7 @@ def main() -> None:
     header = ("case", "n", "rows", "jaximp_s", "floor_s", "ratio_floor", "blocked_floor_s",
               "ratio_blocked_floor", "sklearn_s",
               "speedup_vs_sklearn", "gflops")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        cells = []
-        for key in header:
-            v = row.get(key, "")
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
-        print("| " + " | ".join(cells) + " |")
+    print_table(rows, header)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _common import jax_mlp, machine, random_relu_mlp, sklearn_mlp  # noqa: E402
+from _common import jax_mlp, machine, print_table, random_relu_mlp, sklearn_mlp  # noqa: E402
 
 import jaximp  # noqa: E402
 from jaximp._permutation import (  # noqa: E402
@@ -141,11 +141,7 @@ def main() -> None:
     rows = [case(n, args.repeats) for n in sizes]
     header = ("n", "rows", "jaximp_s", "floor_s", "ratio_floor", "sklearn_s",
               "speedup_vs_sklearn", "jaximp_cold_s", "max_err_vs_numpy")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        cells = [f"{row[k]:.4g}" if isinstance(row[k], float) else str(row[k]) for k in header]
-        print("| " + " | ".join(cells) + " |")
+    print_table(rows, header)
 
 
 if __name__ == "__main__":

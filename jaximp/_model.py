@@ -212,23 +212,33 @@ def as_predictor(
             f"predict method; got {type(model).__name__}."
         )
 
-    n_outputs = None
-    if n_features is not None:
-        probe = jax.ShapeDtypeStruct((2, n_features), jnp.float32)
-        try:
-            shape = jax.eval_shape(lambda X: apply(params, X), probe).shape
-        except ValueError as err:
-            if str(err).startswith("the model "):
-                raise
-            raise ValueError(
-                f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
-            ) from err
-        except Exception as err:  # noqa: BLE001 - re-raised with the model named
-            raise ValueError(
-                f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
-            ) from err
-        n_outputs = shape[1]
+    n_outputs = None if n_features is None else _n_outputs(apply, params, n_features, name)
     return _finish(apply, params, n_outputs, output_names, name)
+
+
+_N_OUTPUTS: "collections.OrderedDict" = collections.OrderedDict()
+
+
+def _n_outputs(apply, params, n_features: int, name: str) -> int:
+    """Outputs of ``apply`` on a (2, n_features) probe, traced once per model and shapes."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = (apply, n_features, treedef,
+           tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf)))) for leaf in leaves))
+    if key in _N_OUTPUTS:
+        return _N_OUTPUTS[key]
+    probe = jax.ShapeDtypeStruct((2, n_features), jnp.float32)
+    try:
+        shape = jax.eval_shape(lambda X: apply(params, X), probe).shape
+    except Exception as err:  # noqa: BLE001 - re-raised with the model named
+        if isinstance(err, ValueError) and str(err).startswith("the model "):
+            raise
+        raise ValueError(
+            f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
+        ) from err
+    _N_OUTPUTS[key] = shape[1]
+    if len(_N_OUTPUTS) > 256:
+        _N_OUTPUTS.popitem(last=False)
+    return shape[1]
 
 
 def _check_output_shape(shape: tuple, m: int, name: str) -> int:
