@@ -30,6 +30,7 @@ from ._pd_importance import (
     _row_weights,
     _summaries,
     check_n_bootstrap,
+    resolve_feature_sets,
     resolve_pairs,
 )
 from ._results import FeatureImportance, FeatureInteraction
@@ -225,22 +226,12 @@ def _resolve_triples(dataset, three_way):
                 f"computed; it must be 0 or >= 3; got {three_way}."
             )
         return int(three_way)
-    try:
-        listed = [tuple(t) for t in three_way]
-    except TypeError:
-        listed = None
-    if not listed or any(len(t) != 3 for t in listed):
-        raise ValueError(
-            "three_way must be None, an int m >= 3 or a non-empty list of feature triples such "
-            f"as [('x1', 'x2', 'x3')]; got {three_way!r}."
-        )
-    resolved = []
-    for triple in listed:
-        feats = tuple(dataset.feature(name) for name in triple)
-        if len({f.name for f in feats}) != 3:
-            raise ValueError(f"a triple must hold three different features; got {triple!r}.")
-        resolved.append(feats)
-    return resolved
+    return resolve_feature_sets(
+        dataset, three_way, 3,
+        "three_way must be None, an int m >= 3 or a non-empty list of feature triples such "
+        f"as [('x1', 'x2', 'x3')]; got {three_way!r}.",
+        "a triple must hold three different features",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

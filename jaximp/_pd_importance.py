@@ -97,22 +97,30 @@ def resolve_pairs(
                 f"must be >= 2; got {pairs}."
             )
         return int(pairs)
+    return resolve_feature_sets(
+        dataset, pairs, 2,
+        "pairs must be 'all'"
+        f"{', an int m' if allow_int else ''} or a non-empty list of feature pairs such as "
+        f"[('x1', 'x2')]; got {pairs!r}.",
+        "a pair must hold two different features",
+    )
+
+
+def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
+                         distinct_error: str) -> list[tuple[Feature, ...]]:
+    """A non-empty list of ``size``-tuples of distinct feature names as Feature tuples."""
     try:
-        listed = [tuple(pair) for pair in pairs]
+        listed = [tuple(item) for item in listed]
     except TypeError:
         listed = None
-    if not listed or any(len(pair) != 2 for pair in listed):
-        raise ValueError(
-            "pairs must be 'all'"
-            f"{', an int m' if allow_int else ''} or a non-empty list of feature pairs such as "
-            f"[('x1', 'x2')]; got {pairs!r}."
-        )
+    if not listed or any(len(item) != size for item in listed):
+        raise ValueError(shape_error)
     resolved = []
-    for a, b in listed:
-        fa, fb = dataset.feature(a), dataset.feature(b)
-        if fa.name == fb.name:
-            raise ValueError(f"a pair must hold two different features; got ({a!r}, {b!r}).")
-        resolved.append((fa, fb))
+    for item in listed:
+        feats = tuple(dataset.feature(name) for name in item)
+        if len({f.name for f in feats}) != size:
+            raise ValueError(f"{distinct_error}; got {item!r}.")
+        resolved.append(feats)
     return resolved
 
 
