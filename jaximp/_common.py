@@ -33,8 +33,11 @@ def prepare(
         groups=groups,
         sample_weight=sample_weight,
     )
+    from ._host import probe_rows
+
     predictor = as_predictor(
-        model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names
+        model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
+        sample=probe_rows(X) if hasattr(model, "predict") else None,
     )
     return dataset, predictor
 

@@ -40,12 +40,25 @@ class Feature:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Dataset:
-    """Validated data: ``X`` float matrix (n, c), feature metadata, optional weights."""
+    """Validated data: ``X`` float matrix (n, c), feature metadata, optional weights, and the
+    user's own data (``source``: a DataFrame or array) from which host models get their rows."""
 
     X: np.ndarray
     column_names: tuple[str, ...]
     features: tuple[Feature, ...]
     weights: np.ndarray | None = None
+    source: object = None
+
+    def take(self, rows) -> "Dataset":
+        """The dataset restricted to ``rows`` (indices), in order."""
+        rows = np.asarray(rows)
+        source = self.source
+        if isinstance(source, pd.DataFrame):
+            source = source.iloc[rows].reset_index(drop=True)
+        elif source is not None:
+            source = np.asarray(source)[rows]
+        weights = None if self.weights is None else self.weights[rows]
+        return dataclasses.replace(self, X=self.X[rows], weights=weights, source=source)
 
     @property
     def n_rows(self) -> int:
@@ -232,4 +245,4 @@ def as_dataset(
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."
             )
-    return Dataset(values, tuple(names), tuple(features), weights)
+    return Dataset(values, tuple(names), tuple(features), weights, X)

@@ -1,14 +1,14 @@
-"""The one evaluation engine behind every model-based method.
+"""The one evaluation engine behind every model-based method: a plan plus a reducer.
 
-Each method describes a batch of *items*. Item ``b`` replaces the columns selected by
-``masks[item_mask[b]]`` in every row of ``X``, either by one fixed row of values
-``values[item_value[b]]`` (PD grids, H-statistic, LOCO replacement) or, per row ``i``, by the
-data row ``X[source_rows[b, i]]`` (permutations, random draws). The model is evaluated on every
-(item, row) pair and the predictions are reduced over rows: a weighted mean, or kept whole for a
-loss or a custom reduction.
-
-The engine owns batching (``jit`` + one flat predict per chunk), chunking to a memory budget,
-sharding rows over all visible devices, float64 accumulation across chunks, and progress.
+A :class:`~jaximp._plans.Plan` says which modified copies of the data to evaluate (items); a
+:class:`~jaximp._reducers.Reducer` says what to keep of the predictions. The engine owns the
+rest, once: the chunk plan (items x rows per jitted call, cache-sized blocks inside it) that
+keeps the whole call within ``memory_budget`` plus the result, ``jit`` with the model's
+parameters as arguments (one compiled chunk serves every chunk, every model of the same
+architecture and every n in the same size bucket), rows sharded over all devices of all
+processes, random indices computed inside the chunk, float64 folding of the partial sums on the
+host, progress, and host models (NumPy / scikit-learn) called on host-built batches in the
+user's own types.
 """
 
 from __future__ import annotations
@@ -20,25 +20,38 @@ import os
 import sys
 import time
 import weakref
-from typing import Callable, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
+from jaximp.kernels import _streams
+
+from . import _distributed
+from ._data import Dataset, as_dataset
 from ._model import Predictor
+from ._plans import Plan, at_values
+from ._reducers import Keep, Reducer
 
 __all__ = ["evaluate", "predict_rows", "default_memory_budget"]
 
-# Keyed by the predictor's apply function, which as_predictor keeps stable per model.
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PROBE_ROWS = 1024
+# On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
+# several times faster than one huge batch; accelerators take one block per chunk.
+_CPU_BLOCK_ROWS = 12288
+_CPU_BLOCK_BYTES = 16 << 20
+# One chunk (one jitted call) holds at most this many blocks, so that progress keeps moving
+# and the partials of a chunk stay small.
+_MAX_BLOCKS_PER_CHUNK = 64
+_HOST_BLOCK_ROWS = 65536
 
 
 def default_memory_budget() -> int:
-    """Bytes one chunk may use: a quarter of the accelerator's memory, or 1 GiB on CPU.
+    """Bytes a whole call may use beyond its result: a quarter of the accelerator's memory, or
+    1 GiB on CPU.
 
     Override with the ``JAXIMP_MEMORY_BUDGET`` environment variable (bytes) or the
     ``memory_budget`` argument of any method.
@@ -46,32 +59,13 @@ def default_memory_budget() -> int:
     env = os.environ.get("JAXIMP_MEMORY_BUDGET")
     if env:
         return int(float(env))
-    device = jax.devices()[0]
+    device = jax.local_devices()[0]
     if device.platform != "cpu":
         try:
-            limit = device.memory_stats()["bytes_limit"]
-            return int(limit // 4)
+            return int(device.memory_stats()["bytes_limit"] // 4)
         except (AttributeError, KeyError, TypeError, RuntimeError):
             pass
     return 1 << 30
-
-
-def _bytes_per_row(predictor: Predictor, n_columns: int) -> float:
-    """Device bytes one evaluated row costs: the replaced input plus the model's temporaries."""
-    cache = _BYTES_PER_ROW.setdefault(predictor.apply, {})
-    if n_columns not in cache:
-        spec = jax.ShapeDtypeStruct((_PROBE_ROWS, n_columns), jnp.float32)
-        temp = 0.0
-        try:
-            compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
-            analysis = compiled.memory_analysis()
-            temp = float(getattr(analysis, "temp_size_in_bytes", 0) or 0)
-        except Exception:  # noqa: BLE001 - memory analysis is optional on some backends
-            temp = 0.0
-        io = 4.0 * (2 * n_columns + predictor.n_outputs)
-        # Without a compiler estimate, assume activations a few times the input width.
-        cache[n_columns] = io + max(temp / _PROBE_ROWS, 16.0 * n_columns)
-    return cache[n_columns]
 
 
 def _validate_budget(memory_budget) -> int:
@@ -84,14 +78,34 @@ def _validate_budget(memory_budget) -> int:
     return int(memory_budget)
 
 
+def _bytes_per_row(predictor: Predictor, n_columns: int, dtype) -> float:
+    """Device bytes one evaluated row costs: the modified input, the model's temporaries and
+    its output, from the compiler's memory analysis of a probe batch."""
+    cache = _BYTES_PER_ROW.setdefault(predictor.apply, {})
+    key = (n_columns, np.dtype(dtype).str, predictor.n_outputs)
+    if key not in cache:
+        spec = jax.ShapeDtypeStruct((_PROBE_ROWS, n_columns), dtype)
+        temp = 0.0
+        try:
+            compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
+            temp = float(getattr(compiled.memory_analysis(), "temp_size_in_bytes", 0) or 0)
+        except Exception:  # noqa: BLE001 - memory analysis is optional on some backends
+            temp = 0.0
+        itemsize = np.dtype(dtype).itemsize
+        io = itemsize * (2 * n_columns + 2 * predictor.n_outputs) + 16
+        # Without a compiler estimate, assume activations a few times the input width.
+        cache[key] = io + max(temp / _PROBE_ROWS, 4.0 * itemsize * n_columns)
+    return cache[key]
+
+
 class _Progress:
-    """A one-line progress meter on stderr; silent unless switched on."""
+    """A one-line progress meter on stderr (process 0 only); silent unless switched on."""
 
     def __init__(self, total: int, enabled: bool | None, label: str):
         if enabled is None:
             env = os.environ.get("JAXIMP_PROGRESS")
             enabled = env == "1" if env is not None else (sys.stderr.isatty() and total > 1)
-        self.enabled = bool(enabled)
+        self.enabled = bool(enabled) and _distributed.is_main_process()
         self.total, self.label, self.done, self.start = total, label, 0, time.perf_counter()
         self.last_print = -1.0
 
@@ -104,302 +118,159 @@ class _Progress:
             elapsed = now - self.start
             eta = elapsed / self.done * (self.total - self.done)
             end = "\n" if self.done == self.total else ""
-            print(
-                f"\r{self.label}: chunk {self.done}/{self.total}, {elapsed:.1f}s elapsed, "
-                f"~{eta:.1f}s left",
-                end=end,
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"\r{self.label}: chunk {self.done}/{self.total}, {elapsed:.1f}s elapsed, "
+                  f"~{eta:.1f}s left", end=end, file=sys.stderr, flush=True)
 
 
-# On CPU, evaluating the model on blocks whose activations fit in cache is several times
-# faster than one huge batch (measured 4x for a [10, 64, 64, 1] MLP at 200k rows).
-_CPU_BLOCK_BYTES = 16 << 20
+def _bucket(size: int, minimum: int = 8) -> int:
+    """``size`` rounded up to 2**k or 1.5 * 2**k, so that a new size reuses compiled chunks."""
+    size = max(int(size), minimum)
+    power = 1 << (size - 1).bit_length()
+    return power * 3 // 4 if power * 3 // 4 >= size and power >= 4 else power
 
 
 @dataclasses.dataclass(frozen=True)
-class _Plan:
-    """Chunk (one jitted call) and block (one model call inside it) sizes."""
+class _Sizes:
+    """Chunk geometry: items and per-device rows of one block, blocks of one chunk."""
 
-    items_per_chunk: int
-    rows_per_chunk: int
     items_per_block: int
-    rows_per_block: int
+    rows_per_block: int  # per device
+    item_blocks: int  # per chunk
+    row_blocks: int  # per chunk
+
+    @property
+    def items_per_chunk(self) -> int:
+        return self.items_per_block * self.item_blocks
+
+    @property
+    def rows_per_chunk(self) -> int:
+        return self.rows_per_block * self.row_blocks
 
 
-def _plan(n_items: int, n_rows: int, row_bytes: float, budget: int, n_devices: int,
-          block_bytes: float | None = None) -> _Plan:
-    """Chunk sizes that fit ``budget`` bytes, split into blocks of about ``block_bytes``.
-
-    ``block_bytes=None`` makes each chunk one block (accelerators, several devices).
-    """
-    rows_fit = max(1, int(budget // row_bytes))
-    block_rows = rows_fit if block_bytes is None else max(1, int(block_bytes // row_bytes))
-    block_rows = min(block_rows, rows_fit)
-    if n_rows <= block_rows:
-        rows_per_block = rows_per_chunk = n_devices * math.ceil(n_rows / n_devices)
-        items_per_block = max(1, min(n_items, block_rows // max(rows_per_chunk, 1)))
-        blocks_fit = max(1, rows_fit // (items_per_block * rows_per_chunk))
-        n_blocks = math.ceil(n_items / items_per_block)
-        blocks_per_chunk = min(n_blocks, blocks_fit)
-        # Balance the chunks so the last one is not mostly padding.
-        n_chunks = math.ceil(n_blocks / blocks_per_chunk)
-        blocks_per_chunk = math.ceil(n_blocks / n_chunks)
-        items_per_block = math.ceil(n_items / (n_chunks * blocks_per_chunk))
-        return _Plan(items_per_block * blocks_per_chunk, rows_per_chunk, items_per_block,
-                     rows_per_block)
-    n_row_blocks = math.ceil(n_rows / block_rows)
-    rows_per_block = n_devices * math.ceil(math.ceil(n_rows / n_row_blocks) / n_devices)
-    blocks_per_chunk = max(1, min(n_row_blocks, rows_fit // rows_per_block))
-    n_chunks = math.ceil(n_row_blocks / blocks_per_chunk)
-    blocks_per_chunk = math.ceil(n_row_blocks / n_chunks)
-    return _Plan(1, rows_per_block * blocks_per_chunk, 1, rows_per_block)
-
-
-def _mesh(predictor: Predictor, devices) -> Mesh | None:
-    if predictor.host:
-        return None
-    devices = list(jax.devices() if devices is None else devices)
-    if len(devices) <= 1:
-        return None
-    return Mesh(np.asarray(devices), ("rows",))
+def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
+           budget: float, block_rows: int, group: int) -> _Sizes:
+    """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and the budget;
+    a chunk's partials and its in-flight blocks fit the budget."""
+    rows_fit = max(1, int(budget // (2 * row_bytes)))
+    block_total = max(1, min(block_rows, rows_fit))
+    rows_per_block = max(1, min(n_local, block_total // (n_devices * group)))
+    if rows_per_block >= n_local:  # every row in one block: put several items in it
+        rows_per_block = n_local
+        items = max(1, block_total // max(1, n_local * n_devices))
+        items = max(group, items // group * group)
+        items_per_block = min(items, math.ceil(n_items / group) * group)
+        row_blocks = 1
+    else:
+        items_per_block = group
+        row_blocks = math.ceil(n_local / rows_per_block)
+        rows_per_block = math.ceil(n_local / row_blocks)
+    item_blocks_total = math.ceil(n_items / items_per_block)
+    # partial sums of a chunk (one per block) stay within a quarter of the budget
+    per_block = max(1.0, partial_bytes * items_per_block)
+    blocks_fit = max(1, int(budget // 4 // per_block))
+    blocks = max(1, min(_MAX_BLOCKS_PER_CHUNK, blocks_fit))
+    row_blocks_per_chunk = min(row_blocks, blocks)
+    item_blocks = max(1, min(item_blocks_total, blocks // row_blocks_per_chunk))
+    n_chunks = math.ceil(item_blocks_total / item_blocks)
+    item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
+    return _Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
 
 
-def _chunk_function(predictor: Predictor, per_row: bool, keep_rows: bool, mesh: Mesh | None,
-                    plan: _Plan):
-    """The jitted evaluation of one chunk of (items x rows), cached per predictor.
+def _model_dtype(predictor: Predictor):
+    dtype = getattr(predictor, "dtype", None)
+    if dtype is not None:
+        return np.dtype(dtype)
+    return np.dtype(np.float32)
 
-    The chunk is a grid of blocks (items_per_block x rows_per_block) run by ``lax.map``; a
-    block's predictions are reduced to weighted row sums at once (``reduce="mean"``) so that
-    only one block's activations are alive. Output: ``(item blocks, row blocks, items per
-    block, o)`` sums, or ``(items, rows, o)`` predictions.
-    """
-    cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
-    key = (per_row, keep_rows, predictor.n_outputs, plan,
-           None if mesh is None else tuple(mesh.devices.flat))
-    if key in cache:
-        return cache[key]
-    n_out, apply = predictor.n_outputs, predictor.apply
-    ib, rb = plan.items_per_block, plan.rows_per_block
-    n_ib, n_rb = plan.items_per_chunk // ib, plan.rows_per_chunk // rb
 
-    def block(params, X, masks, values, item_mask, item_value, source_rows, rows, row_weights):
-        base = X[rows]  # (rb, c)
-        mask = masks[item_mask][:, None, :]  # (ib, 1, c)
-        if per_row:
-            replacement = X[source_rows]  # (ib, rb, c)
-        else:
-            replacement = values[item_value][:, None, :]  # (ib, 1, c)
-        X_rep = jnp.where(mask, replacement, base[None])
-        if mesh is not None:
-            X_rep = jax.lax.with_sharding_constraint(
-                X_rep, NamedSharding(mesh, PartitionSpec(None, "rows", None))
-            )
-        n_cols = X_rep.shape[-1]
-        pred = apply(params, X_rep.reshape(ib * rb, n_cols)).reshape(ib, rb, n_out)
-        if keep_rows:
-            return pred
-        # Weighted row sums of float32 products by a full-precision dot; blocks and chunks
-        # are added in float64 on the host.
-        return jnp.einsum("bno,n->bo", pred, row_weights, precision=jax.lax.Precision.HIGHEST)
+def _available_host_bytes() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float("inf")
 
-    def chunk(params, X, masks, values, item_mask, item_value, source_rows, rows, row_weights):
-        if n_ib * n_rb == 1:
-            out = block(params, X, masks, values, item_mask, item_value, source_rows, rows,
-                        row_weights)
-            return out if keep_rows else out[None, None]
-        # Lay the blocks out along one leading axis: (item block, row block) pairs.
-        item_mask_b = jnp.repeat(item_mask.reshape(n_ib, 1, ib), n_rb, axis=1)
-        item_value_b = jnp.repeat(item_value.reshape(n_ib, 1, ib), n_rb, axis=1)
-        rows_b = jnp.broadcast_to(rows.reshape(1, n_rb, rb), (n_ib, n_rb, rb))
-        weights_b = jnp.broadcast_to(row_weights.reshape(1, n_rb, rb), (n_ib, n_rb, rb))
-        if per_row:
-            src_b = source_rows.reshape(n_ib, ib, n_rb, rb).transpose(0, 2, 1, 3)
-        else:
-            src_b = jnp.zeros((n_ib, n_rb, 1), jnp.int32)
-        flat = [a.reshape(n_ib * n_rb, *a.shape[2:]) for a in
-                (item_mask_b, item_value_b, src_b, rows_b, weights_b)]
-        out = jax.lax.map(lambda a: block(params, X, masks, values, *a), flat)
-        if keep_rows:  # (n_ib * n_rb, ib, rb, o) -> (items, rows, o)
-            out = out.reshape(n_ib, n_rb, ib, rb, n_out).transpose(0, 2, 1, 3, 4)
-            return out.reshape(n_ib * ib, n_rb * rb, n_out)
-        return out.reshape(n_ib, n_rb, ib, n_out)
 
-    cache[key] = jax.jit(chunk)
-    return cache[key]
+def _check_result_fits(result_bytes: float, what: str, fix: str) -> None:
+    available = _available_host_bytes()
+    if result_bytes > 0.8 * available:
+        raise MemoryError(
+            f"the result ({what}) needs {result_bytes / 2**30:.2f} GiB but only "
+            f"{available / 2**30:.2f} GiB of memory is available; {fix}"
+        )
 
 
 def evaluate(
     predictor: Predictor,
-    X,
-    masks,
-    item_mask,
+    data,
+    plan: Plan,
+    reducer: Reducer,
     *,
-    values=None,
-    item_value=None,
-    source_rows=None,
-    reduce: Literal["mean", "none"] | Callable = "mean",
-    weights=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
     devices=None,
     label: str = "jaximp",
+    result_hint: str = "use fewer items (features, grid points, repeats) or rows",
 ) -> np.ndarray:
-    """Evaluate ``predictor`` on a batch of modified copies of ``X`` and reduce over rows.
+    """Evaluate ``predictor`` on the items of ``plan`` and reduce the predictions by ``reducer``.
 
     Parameters
     ----------
     predictor : Predictor
         The model, from :func:`jaximp.as_predictor`.
-    X : array of shape (n, c)
-        Data; cast to float32.
-    masks : bool array of shape (m, c)
-        Column masks; True marks a replaced column.
-    item_mask : int array of shape (b,)
-        Which mask each item uses.
-    values, item_value : arrays of shape (v, c) and (b,), optional
-        Fixed replacement rows and which one each item uses (same values for all rows).
-    source_rows : int array of shape (b, n), optional
-        Per-row replacement: item ``b`` takes row ``i``'s replaced columns from
-        ``X[source_rows[b, i]]``. Exactly one of ``values`` and ``source_rows`` is given.
-    reduce : {"mean", "none"} or callable
-        ``"mean"``: weighted mean over rows, shape (b, o), float64. ``"none"``: every
-        prediction, shape (b, n, o), float32. A callable ``reduce(predictions (n, o)) -> array``
-        (a loss against ``y``, say, with ``y`` and any weights closed over) is applied to each
-        item's predictions, ``vmap``-ped over items in memory-bounded groups; shape (b, ...).
-    weights : array of shape (n,), optional
-        Case weights for the mean.
+    data : Dataset or array of shape (n, c)
+        The data (:func:`jaximp.as_dataset`); host models get their batches built from the
+        user's own data it holds.
+    plan : Plan
+        What to evaluate: see :mod:`jaximp._plans`.
+    reducer : Reducer
+        What to keep: see :mod:`jaximp._reducers`.
     memory_budget : int, optional
-        Bytes one chunk may use (default :func:`default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`default_memory_budget`). Results (kept predictions, replicate matrices) that
+        cannot fit in memory are refused before any evaluation.
     progress : bool, optional
-        Show a progress line on stderr (default: only in an interactive terminal with more than
-        one chunk, or when ``JAXIMP_PROGRESS=1``).
+        Progress line on stderr (default: in an interactive terminal with more than one chunk,
+        or when ``JAXIMP_PROGRESS=1``; process 0 only).
     devices : sequence of jax.Device, optional
-        Devices to shard rows over (default: all visible devices).
+        Devices to shard rows over (default: all devices of all processes).
+    label : str
+        Name on the progress line.
+    result_hint : str
+        How to shrink a result that cannot fit, for the error message.
 
     Returns
     -------
     ndarray
-        (b, o) means or (b, n, o) predictions.
+        ``reducer.finalize`` of the float64 totals: (b, ...) for a reducer of single items.
     """
-    if callable(reduce):
-        predictions = evaluate(
-            predictor, X, masks, item_mask, values=values, item_value=item_value,
-            source_rows=source_rows, reduce="none", weights=weights,
-            memory_budget=memory_budget, progress=progress, devices=devices, label=label,
-        )
-        return _reduce_items(reduce, predictions, _validate_budget(memory_budget))
-    if reduce not in ("mean", "none"):
-        raise ValueError(f"reduce must be 'mean', 'none' or a callable; got {reduce!r}.")
-    if (values is None) == (source_rows is None):
-        raise ValueError("give exactly one of values (fixed rows) and source_rows (per row).")
-    X = np.asarray(X, dtype=np.float32)
+    if not isinstance(data, Dataset):
+        data = as_dataset(np.asarray(data, dtype=np.float64))
+    X = data.X
     n, c = X.shape
-    masks = np.asarray(masks, dtype=bool).reshape(-1, c)
-    item_mask = np.asarray(item_mask, dtype=np.int32).reshape(-1)
-    n_items = item_mask.shape[0]
-    per_row = source_rows is not None
-    if per_row:
-        source_rows = np.asarray(source_rows, dtype=np.int32)
-        if source_rows.shape != (n_items, n):
-            raise ValueError(
-                f"source_rows must have shape (items, rows) = ({n_items}, {n}); got "
-                f"{source_rows.shape}."
-            )
-        values = np.zeros((1, c), np.float32)
-        item_value = np.zeros(n_items, np.int32)
-    else:
-        values = np.asarray(values, dtype=np.float32).reshape(-1, c)
-        item_value = np.asarray(item_value, dtype=np.int32).reshape(-1)
-        if item_value.shape != (n_items,):
-            raise ValueError(f"item_value must have shape ({n_items},); got {item_value.shape}.")
-        source_rows = np.zeros((n_items, 1), np.int32)
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    if n_items == 0:
-        shape = (0, predictor.n_outputs) if reduce == "mean" else (0, n, predictor.n_outputs)
-        return np.zeros(shape)
-
-    mesh = _mesh(predictor, devices)
-    n_devices = 1 if mesh is None else mesh.devices.size
+    if plan.n_columns != c:
+        raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
     budget = _validate_budget(memory_budget)
-    row_bytes = _bytes_per_row(predictor, c)
-    first_device = jax.devices()[0] if devices is None else list(devices)[0]
-    on_cpu = mesh is None and not predictor.host and first_device.platform == "cpu"
-    plan = _plan(n_items, n, row_bytes, budget, n_devices,
-                 block_bytes=_CPU_BLOCK_BYTES if on_cpu else None)
-    items_per_chunk, rows_per_chunk = plan.items_per_chunk, plan.rows_per_chunk
-    if reduce == "none":
-        output_bytes = 4.0 * n_items * n * predictor.n_outputs
-        if output_bytes > 8 * budget:
-            raise MemoryError(
-                f"keeping every prediction needs {output_bytes / 2**30:.2f} GiB (items={n_items}"
-                f", rows={n}, outputs={predictor.n_outputs}); raise memory_budget above "
-                f"{output_bytes / 8:.0f} bytes, subsample rows, or use fewer grid points."
-            )
-
-    # Pad items and rows to whole chunks; padded rows carry weight 0 and are dropped.
-    n_item_chunks = math.ceil(n_items / items_per_chunk)
-    n_row_chunks = math.ceil(n / rows_per_chunk)
-    items_pad = n_item_chunks * items_per_chunk - n_items
-    rows_pad = n_row_chunks * rows_per_chunk - n
-    item_mask_p = np.pad(item_mask, (0, items_pad))
-    item_value_p = np.pad(item_value, (0, items_pad))
-    w_p = np.pad(w, (0, rows_pad)).astype(np.float32)  # padded rows weigh 0
-    if per_row:
-        source_rows = np.pad(source_rows, ((0, items_pad), (0, rows_pad)))
-
-    replicated = None if mesh is None else NamedSharding(mesh, PartitionSpec())
-    put = (lambda a: jax.device_put(a, replicated)) if mesh else jnp.asarray
-    X_d, masks_d, values_d = put(X), put(masks), put(values)
-    params_d = jax.tree_util.tree_map(put, predictor.params)
-    row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
-    chunk = _chunk_function(predictor, per_row, reduce == "none", mesh, plan)
-
-    n_out = predictor.n_outputs
-    if reduce == "mean":
-        sums = np.zeros((n_item_chunks * items_per_chunk, n_out), np.float64)
+    if plan.n_items == 0:
+        raise ValueError("the plan has no items to evaluate.")
+    if reducer.combine == "items":
+        return _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, label)
+    o = predictor.n_outputs
+    if reducer.combine == "keep":
+        _check_result_fits(4.0 * plan.n_items * n * o,
+                           f"{plan.n_items} items x {n} rows x {o} outputs of predictions",
+                           result_hint + ".")
     else:
-        kept = np.zeros((n_item_chunks * items_per_chunk, n_row_chunks * rows_per_chunk, n_out),
-                        np.float32)
-    meter = _Progress(n_item_chunks * n_row_chunks, progress, label)
-    pending: collections.deque = collections.deque()
-
-    def collect():
-        (i0, r0), result = pending.popleft()
-        block = np.asarray(result)
-        i1 = i0 + items_per_chunk
-        if reduce == "mean":  # (item blocks, row blocks, items per block, o)
-            sums[i0:i1] += block.astype(np.float64).sum(axis=1).reshape(-1, n_out)
-        else:
-            kept[i0:i1, r0 : r0 + rows_per_chunk] = block
-        meter.update()
-
-    for ic in range(n_item_chunks):
-        i0 = ic * items_per_chunk
-        items = slice(i0, i0 + items_per_chunk)
-        for rc in range(n_row_chunks):
-            r0 = rc * rows_per_chunk
-            rows = np.arange(r0, r0 + rows_per_chunk, dtype=np.int32)
-            rows = np.where(rows < n, rows, 0)  # padded rows read row 0 with weight 0
-            src = source_rows[items, r0 : r0 + rows_per_chunk] if per_row else source_rows[items]
-            row_weights = w_p[r0 : r0 + rows_per_chunk]
-            if mesh:
-                rows = jax.device_put(rows, row_sharding)
-                row_weights = jax.device_put(row_weights, row_sharding)
-            result = chunk(params_d, X_d, masks_d, values_d, item_mask_p[items],
-                           item_value_p[items], src, rows, row_weights)
-            pending.append(((i0, r0), result))
-            if len(pending) > 2:  # keep the device busy while the host collects
-                collect()
-    while pending:
-        collect()
-
-    if reduce == "mean":
-        out = sums[:n_items] / w.sum()
+        size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
+        _check_result_fits(size, "reduced values", result_hint + ".")
+    if predictor.host:
+        out = _run_host(predictor, data, plan, reducer, budget, progress, label)
     else:
-        out = kept[:n_items, :n]
-    if not np.all(np.isfinite(out)):
+        out = _run_jax(predictor, X, plan, reducer, budget, progress, devices, label)
+    if not np.all(np.isfinite(out)) and not reducer.key()[0] == "GroupedMean":
         raise FloatingPointError(
             f"the model {predictor.name} returned NaN or infinite predictions on the modified "
             "data; check that it is defined over the replacement values (grid range, "
@@ -408,29 +279,303 @@ def evaluate(
     return out
 
 
-def _reduce_items(reducer: Callable, predictions: np.ndarray, budget: int) -> np.ndarray:
-    """``reducer`` on each item's (n, o) predictions, vmapped over groups that fit ``budget``."""
-    n_items = predictions.shape[0]
-    if n_items == 0:
-        raise ValueError("a callable reduce needs at least one item.")
-    group = max(1, min(n_items, int(budget // max(predictions[0].nbytes, 1))))
-    batched = jax.jit(jax.vmap(reducer))
-    return np.concatenate(
-        [np.asarray(batched(predictions[i : i + group])) for i in range(0, n_items, group)]
-    )
+def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, label):
+    """Whole items, as many at a time as fit half the budget, through ``reducer.fn``."""
+    n = data.n_rows
+    per_item = 4.0 * n * predictor.n_outputs
+    group = max(1, min(plan.n_items, int(budget // 2 // per_item)))
+    outputs = []
+    for start in range(0, plan.n_items, group):
+        kept = evaluate(predictor, data, plan.items(start, min(plan.n_items, start + group)),
+                        Keep(), memory_budget=max(budget // 2, 1 << 16), progress=progress,
+                        devices=devices, label=label)
+        outputs.append(np.asarray(reducer.fn(kept)))
+        del kept
+    return np.concatenate(outputs, axis=0)
 
 
-def predict_rows(predictor: Predictor, X, **kwargs) -> np.ndarray:
-    """Predictions on ``X`` itself, shape (n, o), through the engine's chunking."""
-    c = np.shape(X)[1]
-    out = evaluate(
-        predictor,
-        X,
-        np.zeros((1, c), bool),
-        np.zeros(1, np.int32),
-        values=np.zeros((1, c)),
-        item_value=np.zeros(1, np.int32),
-        reduce="none",
-        **kwargs,
-    )
-    return out[0]
+# ---------------------------------------------------------------------------------------------
+# JAX models: jitted chunks on the devices.
+# ---------------------------------------------------------------------------------------------
+
+
+def _source_index(index: str, key, streams, g, n, cdf=None):
+    """Source data rows (ib, ...) for items with stream labels (ib, s) at global rows g."""
+    seeds = jax.vmap(lambda s: _streams.seed_of(key, s))(streams)
+    if index == "permutation":
+        return jax.vmap(lambda seed: _streams.feistel_permutation(seed, g, n))(seeds)
+    if cdf is None:
+        return jax.vmap(lambda seed: _streams.uniform_rows(seed, g, n))(seeds)
+    return jax.vmap(lambda seed: _streams.weighted_rows(seed, g, cdf, n))(seeds)
+
+
+def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
+                    mesh, dtype):
+    """The jitted evaluation of one chunk, cached per model apply function and geometry."""
+    cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
+    key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
+           np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
+    if key in cache:
+        return cache[key]
+    apply, o = predictor.apply, predictor.n_outputs
+    ib, rbl = sizes.items_per_block, sizes.rows_per_block
+    n_rb = sizes.row_blocks
+    row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
+
+    def block(params, X, tables, rowdata, consts, counts, item0, row0):
+        n, n_local = counts[0], counts[1]
+        n_dev = X.shape[0]
+        items = item0 + jnp.arange(ib)
+        local = row0 + jnp.arange(rbl)  # (rbl,)
+        g = jnp.arange(n_dev)[:, None] * n_local + local[None, :]  # (D, rbl) global rows
+        valid = (local[None, :] < n_local) & (g < n)
+        g = jnp.where(valid, g, 0)
+        base = jax.lax.dynamic_slice_in_dim(X, row0, rbl, axis=1)  # (D, rbl, c)
+        mask = tables["masks"][tables["item_mask"][items]][:, None, None, :]  # (ib,1,1,c)
+        if index == "item":
+            values = tables["table"][tables["item_index"][items]][:, None, None, :]
+        elif index == "code":
+            codes = jax.lax.dynamic_slice_in_dim(rowdata["_codes"], row0, rbl, axis=1)
+            picked = jnp.take(codes, tables["item_code"][items], axis=2)  # (D, rbl, ib)
+            idx = tables["item_index"][items][:, None, None] + jnp.moveaxis(picked, 2, 0)
+            values = tables["table"][idx]  # (ib, D, rbl, c)
+        else:
+            src = _source_index(index, tables["key"], tables["stream"][items], g, n,
+                                tables.get("cdf"))  # (ib, D, rbl)
+            values = X[src // n_local, src % n_local]  # (ib, D, rbl, c)
+        modified = jnp.where(mask, values, base[None]).astype(dtype)  # (ib, D, rbl, c)
+        flat = jnp.moveaxis(modified, 1, 0).reshape(n_dev * ib * rbl, -1)
+        if row_sharding is not None:
+            flat = jax.lax.with_sharding_constraint(flat, row_sharding)
+        pred = apply(params, flat).reshape(n_dev, ib, rbl, o)
+        pred = jnp.moveaxis(pred, 0, 1).reshape(ib, n_dev * rbl, o)
+        valid_flat = valid.reshape(-1)
+        pred = jnp.where(valid_flat[None, :, None], pred, 0).astype(dtype)
+        rows = {name: jax.lax.dynamic_slice_in_dim(a, row0, rbl, axis=1).reshape(
+            n_dev * rbl, *a.shape[2:]) for name, a in rowdata.items() if name != "_codes"}
+        return reducer.partial(pred, rows, valid_flat.astype(dtype), items, consts, jnp)
+
+    def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
+        def one(k):
+            return block(params, X, tables, rowdata, consts, counts,
+                         item0 + (k // n_rb) * ib, row0 + (k % n_rb) * rbl)
+
+        n_blocks = sizes.item_blocks * n_rb
+        if n_blocks == 1:
+            return one(0)[None]
+        return jax.lax.map(one, jnp.arange(n_blocks))
+
+    cache[key] = jax.jit(chunk)
+    return cache[key]
+
+
+def _layout(array: np.ndarray, n_devices: int, n_local: int, n_local_pad: int, dtype=None):
+    """(n, ...) -> (devices, n_local_pad, ...): device d holds rows d*n_local .. +n_local.
+
+    Padding rows repeat row 0, so a model sees only real rows (their weight is 0)."""
+    array = np.asarray(array, dtype=dtype)
+    out = np.empty((n_devices, n_local_pad, *array.shape[1:]), array.dtype)
+    out[...] = array[0]
+    for d in range(n_devices):
+        part = array[d * n_local:(d + 1) * n_local]
+        out[d, : part.shape[0]] = part
+    return out
+
+
+def _pad_items(array: np.ndarray, size: int) -> np.ndarray:
+    pad = [(0, size - array.shape[0])] + [(0, 0)] * (array.ndim - 1)
+    return np.pad(array, pad)
+
+
+def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
+    n, c = X.shape
+    o = predictor.n_outputs
+    dtype = _model_dtype(predictor)
+    mesh = _distributed.global_mesh(devices)
+    n_dev = 1 if mesh is None else mesh.devices.size
+    first = jax.local_devices()[0] if devices is None else list(devices)[0]
+    row_bytes = _bytes_per_row(predictor, c, dtype)
+    partial_bytes = 4.0 * (math.prod(reducer.partial_shape(o)) if reducer.combine == "sum"
+                           else 0) / reducer.group
+    block_rows = _CPU_BLOCK_ROWS if first.platform == "cpu" and mesh is None else 1 << 40
+    if first.platform == "cpu" and mesh is None:
+        block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
+    # The plan is a pure function of global shapes and a budget agreed by every process.
+    budget = _distributed.agree_min(budget)
+    n_local = math.ceil(n / n_dev)
+    n_local_pad = _bucket(n_local)
+    sizes = _sizes(plan.n_items, n_local_pad, n_dev, row_bytes, partial_bytes, budget,
+                   block_rows, reducer.group)
+    # whole row chunks over the padded rows (so a new n in the bucket reuses the compile)
+    n_row_chunks = math.ceil(n_local_pad / sizes.rows_per_chunk)
+    n_local_pad = n_row_chunks * sizes.rows_per_chunk
+    n_item_chunks = math.ceil(plan.n_items / sizes.items_per_chunk)
+    items_pad = _bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)
+    items_pad = math.ceil(items_pad / sizes.items_per_chunk) * sizes.items_per_chunk
+
+    put_rows = (lambda a: _distributed.shard_rows(a, mesh))
+    put_whole = (lambda a: _distributed.replicate(a, mesh))
+    X_dev = put_rows(_layout(X, n_dev, n_local, n_local_pad, dtype))
+    tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
+    if plan.table is not None:
+        tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
+                                               - len(plan.table)), (0, 0))).astype(dtype)
+    for name in ("item_index", "item_code"):
+        value = getattr(plan, name)
+        if value is not None:
+            tables[name] = _pad_items(value, items_pad)
+    if plan.item_stream is not None:
+        tables["stream"] = _pad_items(plan.item_stream, items_pad)
+        tables["key"] = plan.key_bits
+    if plan.draw_cdf is not None:
+        tables["cdf"] = plan.draw_cdf.astype(np.float32)
+    tables = {k: put_whole(v) for k, v in tables.items()}
+    rowdata = {k: put_rows(_layout(v, n_dev, n_local, n_local_pad))
+               for k, v in reducer.row_arrays().items()}
+    if plan.row_codes is not None:
+        rowdata["_codes"] = put_rows(_layout(plan.row_codes.T, n_dev, n_local, n_local_pad))
+    consts = {k: put_whole(_pad_items(v, items_pad) if k == "item_code" else v)
+              for k, v in reducer.consts().items()}
+    params = jax.tree_util.tree_map(put_whole, predictor.params)
+    counts = put_whole(np.asarray([n, n_local], np.int32))
+    chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype)
+
+    b = plan.n_items
+    keep = reducer.combine == "keep"
+    if keep:
+        result = np.zeros((b, n, o), dtype)
+    else:
+        per_chunk = sizes.items_per_chunk // reducer.group
+        result = np.zeros((n_item_chunks * per_chunk, *reducer.partial_shape(o)), np.float64)
+    meter = _Progress(n_item_chunks * n_row_chunks, progress, label)
+    pending: collections.deque = collections.deque()
+
+    def collect():
+        (i0, r0), out = pending.popleft()
+        if keep and not (out.is_fully_addressable or out.is_fully_replicated):
+            # kept rows live on several processes: every process gets the whole result
+            from jax.experimental import multihost_utils
+
+            out = multihost_utils.process_allgather(out, tiled=True)
+        block = _distributed.to_host(out)
+        if keep:
+            _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev)
+        else:  # (item blocks * row blocks, per block, ...) -> sum over row blocks
+            block = block.reshape(sizes.item_blocks, sizes.row_blocks, *block.shape[1:])
+            block = block.astype(np.float64).sum(axis=1).reshape(-1, *block.shape[3:])
+            g0 = i0 // reducer.group
+            result[g0:g0 + block.shape[0]] += block
+        meter.update()
+
+    for ic in range(n_item_chunks):
+        i0 = ic * sizes.items_per_chunk
+        for rc in range(n_row_chunks):
+            r0 = rc * sizes.rows_per_chunk
+            out = chunk(params, X_dev, tables, rowdata, consts, counts, np.int32(i0),
+                        np.int32(r0))
+            pending.append(((i0, r0), out))
+            if len(pending) > 2:  # keep the devices busy while the host folds
+                collect()
+    while pending:
+        collect()
+    if keep:
+        return result
+    return reducer.finalize(result[: math.ceil(b / reducer.group)])
+
+
+def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):
+    """Write a chunk's kept predictions (blocks, ib, D * rbl, o) into result (b, n, o)."""
+    ib, rbl = sizes.items_per_block, sizes.rows_per_block
+    b = result.shape[0]
+    for k in range(block.shape[0]):
+        items = i0 + (k // sizes.row_blocks) * ib + np.arange(ib)
+        local = r0 + (k % sizes.row_blocks) * rbl + np.arange(rbl)
+        g = (np.arange(n_dev)[:, None] * n_local + local[None, :]).reshape(-1)
+        ok_rows = ((local[None, :] < n_local) & (g.reshape(n_dev, rbl) < n)).reshape(-1)
+        ok_items = items < b
+        if ok_items.any() and ok_rows.any():
+            result[np.ix_(items[ok_items], g[ok_rows])] = block[k][ok_items][:, ok_rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# Host models: batches built on the host in the user's types, reduced in float64.
+# ---------------------------------------------------------------------------------------------
+
+
+_host_indices = jax.jit(_source_index, static_argnums=0)
+
+
+def _run_host(predictor, data, plan, reducer, budget, progress, label):
+    from ._host import HostData, call_host
+
+    X = data.X
+    n, c = X.shape
+    o = predictor.n_outputs
+    host_data = HostData(X if data.source is None else data.source, data)
+    row_bytes = 8.0 * (4 * c + 4 * o) + 64
+    block_total = max(reducer.group, min(_HOST_BLOCK_ROWS, int(budget // (2 * row_bytes))))
+    rows_per_block = min(n, block_total)
+    ib = reducer.group
+    if rows_per_block == n:
+        ib = max(reducer.group, block_total // n // reducer.group * reducer.group)
+    ib = min(ib, math.ceil(plan.n_items / reducer.group) * reducer.group)
+    b = plan.n_items
+    keep = reducer.combine == "keep"
+    row_arrays = {k: np.asarray(v, np.float64) if v.dtype.kind == "f" else v
+                  for k, v in reducer.row_arrays().items()}
+    consts = reducer.consts()
+    if "item_code" in consts:
+        consts["item_code"] = _pad_items(consts["item_code"], math.ceil(b / ib) * ib)
+    if keep:
+        result = np.zeros((b, n, o), np.float64)
+    else:
+        result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)))
+    item_blocks = math.ceil(b / ib)
+    row_blocks = math.ceil(n / rows_per_block)
+    meter = _Progress(item_blocks * row_blocks, progress, label)
+    for kb in range(item_blocks):
+        items = kb * ib + np.arange(ib)
+        live = np.minimum(items, b - 1)  # padded items repeat the last one, then are dropped
+        masks = plan.masks[plan.item_mask[live]]  # (ib, c)
+        columns = np.flatnonzero(masks.any(axis=0))
+        for kr in range(row_blocks):
+            rows = np.arange(kr * rows_per_block, min(n, (kr + 1) * rows_per_block))
+            values = np.broadcast_to(X[rows][None], (ib, rows.size, c)).copy()
+            if columns.size:
+                replacement = _host_replacement(plan, X, live, rows, n)
+                values = np.where(masks[:, None, :], replacement, values)
+            batch = host_data.batch(np.tile(rows, ib), values.reshape(-1, c), columns)
+            preds = call_host(predictor.host_fn, batch, predictor.name).reshape(ib, rows.size, o)
+            if keep:
+                ok = items < b
+                result[items[ok][:, None], rows[None, :]] = preds[ok]
+            else:
+                sliced = {k: v[rows] for k, v in row_arrays.items()}
+                part = reducer.partial(preds, sliced, np.ones(rows.size), items, consts, np)
+                g0 = kb * ib // reducer.group
+                stop = min(result.shape[0], g0 + part.shape[0])
+                result[g0:stop] += part[: stop - g0]
+            meter.update()
+    return result if keep else reducer.finalize(result)
+
+
+def _host_replacement(plan: Plan, X, items, rows, n):
+    """Replacement values (ib, rows, c) in float64 for host models."""
+    if plan.index == "item":
+        return plan.table[plan.item_index[items]][:, None, :]
+    if plan.index == "code":
+        idx = plan.item_index[items][:, None] + plan.row_codes[plan.item_code[items]][:, rows]
+        return plan.table[idx]
+    cdf = None if plan.draw_cdf is None else plan.draw_cdf.astype(np.float32)
+    src = np.asarray(_host_indices(plan.index, plan.key_bits, plan.item_stream[items],
+                                   rows.astype(np.int32), np.int32(n), cdf))
+    return X[src]
+
+
+def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=None,
+                 devices=None, label: str = "predict") -> np.ndarray:
+    """Predictions on the data itself (a Dataset or an array), shape (n, o), float32."""
+    c = data.X.shape[1] if isinstance(data, Dataset) else np.shape(data)[1]
+    plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
+    return evaluate(predictor, data, plan, Keep(), memory_budget=memory_budget,
+                    progress=progress, devices=devices, label=label)[0]

@@ -4,9 +4,10 @@ Every PD is evaluated at the data rows themselves with the same rows as backgrou
 a feature set S puts row ``i``'s values of S into every row, so one feature set costs ``n x n``
 model evaluations. All feature sets (1-D, complements, pairs, triples) go to the engine in one
 call, which chunks, shards and reduces them; each 1-D PD is computed once and reused by every
-pair, triple, overall and total statistic that needs it. With bootstrap replicates the engine
-keeps the ``n x n`` prediction matrices (``reduce="none"``) and every replicate re-weights both
-axes of them with its row counts, vmapped over replicates, without evaluating the model again.
+pair, triple, overall and total statistic that needs it. A bootstrap replicate is another
+weighting of the rows: the engine's mean reducer averages every PD under all weightings at
+once (memory O(sets x n x replicates)), and the H algebra re-weights the outer rows, so the
+model is evaluated once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from jaximp.kernels import _pd_stats as K
 from ._common import as_key, prepare, select_outputs
 from ._data import Feature
 from ._engine import evaluate, predict_rows
+from ._plans import at_values
+from ._reducers import Mean
 from ._pd_importance import (
     _replicate_weights,
     _row_weights,
@@ -178,13 +181,6 @@ def _h_batch(pds, prediction, singles, joint_index, parts_index, signs, weights,
     return K.h_value(num, den, normalized, squared, eps), num, den
 
 
-@jax.jit
-def _reweight_sets(matrices, weights):
-    """PDs at the rows for each weighting: (m, n, n, o), (r, n) -> (m, o, r, n)."""
-    per_output = jax.vmap(lambda mat: K.pd_at_rows(mat, weights), in_axes=2)
-    return jax.vmap(per_output)(matrices)
-
-
 # ---------------------------------------------------------------------------------------------
 # Edge validation.
 # ---------------------------------------------------------------------------------------------
@@ -313,10 +309,10 @@ def h_statistic(
     sample_weight : array of shape (n,), optional
         Case weights: every mean over rows (PD backgrounds, centring, sums) is weighted.
     n_bootstrap : int, default 0
-        Bootstrap replicates over the rows (0: none, else >= 2). A replicate re-weights both axes
-        of the stored ``n x n`` prediction matrices by its row counts (vmapped over replicates),
-        so the model is evaluated only once; the matrices of all feature sets must fit in
-        memory (``sets x n^2`` floats).
+        Bootstrap replicates over the rows (0: none, else >= 2). A replicate re-weights both
+        row axes of the PDs by its row counts: the engine averages every PD under every
+        replicate's weights in the same pass, so the model is evaluated only once and memory
+        grows as ``sets x n x replicates`` (not ``n^2``).
     random_state : int or JAX PRNG key, default 0
         Seed of the row subsample and of the bootstrap.
     feature_names, categorical, groups
@@ -394,7 +390,8 @@ def h_statistic(
         rows = np.sort(np.asarray(jax.random.choice(key_rows, n, (n_max,), replace=False)))
     else:
         rows = np.arange(n)
-    Xs = dataset.X[rows]
+    data = dataset.take(rows)
+    Xs = data.X
     ws = _row_weights(dataset)[rows]
     if ws.sum() <= 0:
         raise ValueError(
@@ -408,34 +405,24 @@ def h_statistic(
     # The prediction F, and an offset removed from every PD so that float32 keeps the digits
     # that matter (every statistic is invariant to a common shift).
     engine_kw = dict(memory_budget=memory_budget, progress=progress)
-    pred = predict_rows(predictor, Xs, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
+    pred = predict_rows(predictor, data, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
     offset = (ws @ pred) / ws.sum()  # (o,)
     sets = _FeatureSets(dataset.X.shape[1])
     blocks: list[np.ndarray] = []  # PDs at the rows, (m_block, o, r, n) per engine call
 
     def run_pending() -> None:
-        """Evaluate the feature sets not evaluated yet, in one engine call."""
+        """Evaluate the feature sets not evaluated yet, in one engine call: row ``i`` of set S
+        put into every background row, averaged under every weighting (the case weights, then
+        each bootstrap replicate), so a bootstrap keeps (sets x n x replicates) means, not the
+        n x n predictions."""
         todo = sets.masks[sum(b.shape[0] for b in blocks):]
         if not todo:
             return
         m = len(todo)
-        item_mask = np.repeat(np.arange(m), n_s)
-        common = dict(values=Xs, item_value=np.tile(np.arange(n_s), m), label="H-statistic",
-                      **engine_kw)
-        if n_bootstrap == 0:
-            out = evaluate(predictor, Xs, np.stack(todo), item_mask, reduce="mean", weights=ws,
-                           **common)
-            out = out[:, out_idx].reshape(m, n_s, -1) - offset  # (m, n, o)
-            blocks.append(np.transpose(out, (0, 2, 1))[:, :, None, :].astype(np.float32))
-        else:
-            # Every prediction (m * n, n, o): row i of set S in every background row b.
-            full = evaluate(predictor, Xs, np.stack(todo), item_mask, reduce="none", **common)
-            if out_idx != list(range(full.shape[-1])):
-                full = full[..., out_idx]
-            full = full.reshape(m, n_s, n_s, -1)
-            full -= offset.astype(np.float32)
-            blocks.append(np.asarray(_reweight_sets(jnp.asarray(full), weights_d)))
-            del full
+        plan = at_values(np.stack(todo), np.repeat(np.arange(m), n_s), Xs, np.tile(np.arange(n_s), m))
+        out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic", **engine_kw)
+        out = out[..., out_idx].reshape(m, n_s, weights.shape[0], -1) - offset  # (m, n, r, o)
+        blocks.append(np.transpose(out, (0, 3, 2, 1)).astype(np.float32))  # (m, o, r, n)
 
     def compute(statistics: list[_Stat]) -> dict[str, tuple]:
         """Every statistic in one batched kernel call; results grouped by kind."""

@@ -8,14 +8,17 @@ Two variants share the loss machinery of :mod:`jaximp._permutation`:
   ``fit`` is jaximp's own :func:`jaximp.fit_mlp` (or a ``functools.partial`` of it), the full
   model and all refits train as ONE ``vmap``-ped Optax job (:func:`train_mlp_params` under
   ``jax.vmap``) in which the dropped columns are masked to zero, every fit with the same
-  explicit PRNG key, and their predictions come from one engine call.
+  explicit PRNG key. A user ``fit`` marked ``traceable_fit=True`` (a pure JAX function
+  returning a pytree model) is ``vmap``-ped over column masks the same way. Either way the
+  refits come back as one stacked pytree and their predictions from one engine call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 import jax
 import jax.numpy as jnp
@@ -25,9 +28,10 @@ import pandas as pd
 from ._common import as_key, check_choice, prepare
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate, predict_rows
-from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, mlp_forward, train_mlp_params
-from ._model import Predictor, as_predictor
-from ._permutation import check_target, resolve_loss
+from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
+from ._model import _as_2d_float32, as_predictor
+from ._loss import check_target, resolve_loss
+from ._plans import at_values
 from ._results import FeatureImportance
 
 __all__ = ["loco_importance"]
@@ -89,15 +93,16 @@ def _train_mlps(masks, keys, x, y, *, sizes, options):
 
 
 def _fit_mlps(X: np.ndarray, y: np.ndarray, masks: np.ndarray, keys, options: dict,
-              batched: bool) -> list[MLP]:
-    """The MLPs of ``fit_mlp(X, y, input_mask=masks[m], random_state=keys[m], **options)``."""
+              batched: bool) -> MLP:
+    """The MLPs of ``fit_mlp(X, y, input_mask=masks[m], random_state=keys[m], **options)``,
+    stacked into one :class:`MLP` pytree whose leaves have a leading axis of size m."""
     train_names = _train_options()
     if not batched or any(k not in train_names and k != "hidden" for k in options):
         # an option the vmapped job cannot reproduce: fit one after another
-        return [
+        return _stack([
             fit_mlp(X, y, input_mask=mask, random_state=key, **options)
             for mask, key in zip(masks, keys)
-        ]
+        ])
     x = np.asarray(X, dtype=np.float32)
     target = np.asarray(y, dtype=np.float32)
     target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
@@ -118,44 +123,70 @@ def _fit_mlps(X: np.ndarray, y: np.ndarray, masks: np.ndarray, keys, options: di
         (x - x_mean) / x_scale, (target - y_mean) / y_scale,
         sizes=(x.shape[1], *hidden, target.shape[1]), options=train,
     )
-    return [
-        MLP(jax.tree_util.tree_map(lambda a, m=m: a[m], params), jnp.asarray(x_mean),
-            jnp.asarray(x_scale), jnp.asarray(y_mean), jnp.asarray(y_scale),
-            jnp.asarray(masks[m], jnp.float32), losses[m], activation)
-        for m in range(len(masks))
-    ]
+    m = len(masks)
+    # the fits share the standardization; repeat it so that every leaf is stacked on axis 0
+    shared = [jnp.broadcast_to(jnp.asarray(a), (m, *a.shape)) for a in (x_mean, x_scale, y_mean,
+                                                                         y_scale)]
+    return MLP(params, *shared, jnp.asarray(masks, jnp.float32), losses, activation)
 
 
-@functools.lru_cache(maxsize=None)
-def _stacked_apply(activation: str):
-    """``apply(state, X) -> (n, m * o)``: all m MLPs of ``state`` on X (one per activation, so
-    the engine's compiled chunks are reused across calls)."""
+def _stack(models: list):
+    """Models of one pytree structure as one pytree with a leading model axis."""
+    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *models)
 
-    def apply(state, X):
-        z = (X - state["x_mean"]) / state["x_scale"]
-        out = jax.vmap(lambda p, mask: mlp_forward(p, z * mask, activation))(
-            state["params"], state["masks"])  # (m, n, o)
-        out = out * state["y_scale"] + state["y_mean"]
+
+def _unstack(stacked, m: int) -> list:
+    return [jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], stacked) for i in range(m)]
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True, eq=False)
+class _StackedModels:
+    """m pytree models stacked on axis 0 as ONE callable pytree: ``(n, c) -> (n, m * o)``.
+
+    Model ``k`` sees ``X * masks[k]``, the data it was fitted on. Being a pytree, it goes
+    through :func:`as_predictor` like any model: its arrays are traced arguments and its
+    ``apply`` is shared by all stacks of one structure, so later LOCO runs reuse the compiled
+    chunks.
+    """
+
+    models: Any
+    masks: jax.Array  # (m, c)
+
+    def __call__(self, X):
+        out = jax.vmap(lambda model, mask: _as_2d_float32(
+            model(X * mask), X.shape[0], "refitted model"))(self.models, self.masks)  # (m, n, o)
         return jnp.transpose(out, (1, 0, 2)).reshape(X.shape[0], -1)
 
-    return apply
 
-
-def _stacked_predictions(models: list[MLP], X: np.ndarray, memory_budget, progress):
-    """Predictions (m, n, o) of MLPs sharing a standardization, in one engine call."""
-    first = models[0]
-    state = {
-        "params": jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[m.params for m in models]),
-        "masks": jnp.stack([m.input_mask for m in models]),
-        "x_mean": first.x_mean, "x_scale": first.x_scale,
-        "y_mean": first.y_mean, "y_scale": first.y_scale,
-    }
-    n_out = int(np.size(first.y_mean))
-    width = len(models) * n_out
-    predictor = Predictor(_stacked_apply(getattr(first, "activation", "relu")), state, width,
-                          tuple(f"y{i}" for i in range(width)), "stacked fit_mlp models")
+def _stacked_predictions(stacked, masks: np.ndarray, X: np.ndarray, memory_budget, progress
+                         ) -> np.ndarray:
+    """Predictions (m, n, o) of m stacked models, model k on ``X * masks[k]``, in one engine
+    call."""
+    m, c = masks.shape
+    predictor = as_predictor(_StackedModels(stacked, jnp.asarray(masks, jnp.float32)),
+                             n_features=c)
     flat = predict_rows(predictor, X, memory_budget=memory_budget, progress=progress)
-    return np.transpose(flat.reshape(X.shape[0], len(models), n_out), (1, 0, 2))
+    return np.transpose(flat.reshape(X.shape[0], m, -1), (1, 0, 2))
+
+
+def _traced_fits(fit: Callable, X: jax.Array, y: jax.Array, masks: jax.Array):
+    """``fit(X * mask, y)`` for every mask as one jitted ``vmap``: the models stacked on axis 0.
+
+    ``fit`` is a static argument, so repeated runs with the same ``fit`` compile once.
+    """
+    try:
+        hash(fit)
+    except TypeError:  # an unhashable callable object: compiled afresh
+        return jax.jit(lambda *a: _vmapped_fits(fit, *a))(X, y, masks)
+    return _jitted_fits(fit, X, y, masks)
+
+
+def _vmapped_fits(fit, X, y, masks):
+    return jax.vmap(lambda mask: fit(X * mask, y))(masks)
+
+
+_jitted_fits = jax.jit(_vmapped_fits, static_argnums=0)
 
 
 def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -199,6 +230,7 @@ def loco_importance(
     sample_weight=None,
     random_state: int | jax.Array = 0,
     batched: bool = True,
+    traceable_fit: bool = False,
     greater_is_better: bool | None = None,
     feature_names=None,
     categorical=None,
@@ -252,6 +284,14 @@ def loco_importance(
         another by :func:`fit_mlp` with the same keys (False). The two agree up to float
         rounding; note that Adam, run long enough to fit noise, can amplify rounding
         differences into visibly different networks.
+    traceable_fit : bool, default False
+        ``fit`` is a pure JAX function of ``(X, y) -> pytree model``, e.g. an Optax loop or a
+        closed-form solve returning a registered dataclass; the refits run as one ``vmap`` over
+        column masks (under ``jit``), the dropped columns set to 0 instead of removed, so
+        ``fit`` gets ``X`` as a JAX array with all ``c`` columns. Each refit is then evaluated
+        on ``X`` with its columns set to 0 as well. For least squares with an intercept a zero
+        column is the same as a dropped one; for other fits it is the usual masking
+        approximation. Ignored when ``fit`` is :func:`jaximp.fit_mlp` (always batched).
     feature_names, categorical, groups, variables, memory_budget, progress
         As in :func:`permutation_importance`.
 
@@ -262,6 +302,8 @@ def loco_importance(
         ``kind``, ``baseline`` (metric of the full model, shape (o,)), ``losses`` (metric of
         each refit or replacement, shape (p, o)), and ``models`` (name -> refitted model) with
         ``full_model`` for ``"refit"``, or ``values`` (name -> replacement row) otherwise.
+        With ``traceable_fit=True`` a refit in ``models`` expects its feature's columns set
+        to 0 in its input (it was fitted that way).
 
     Examples
     --------
@@ -280,6 +322,12 @@ def loco_importance(
     check_choice(kind, "kind", _KINDS)
     if not isinstance(batched, bool):
         raise ValueError(f"batched must be True or False; got {batched!r}.")
+    if not isinstance(traceable_fit, bool):
+        raise ValueError(f"traceable_fit must be True or False; got {traceable_fit!r}.")
+    if traceable_fit and strategy != "refit":
+        raise ValueError(
+            f"traceable_fit is used by strategy='refit' only; got it with strategy={strategy!r}."
+        )
     key = as_key(random_state)
     if strategy == "refit":
         if fit is None or not callable(fit):
@@ -303,8 +351,9 @@ def loco_importance(
     p = len(chosen)
     info: dict = {"strategy": strategy}
 
+    metric = None
     if strategy != "refit":
-        _, predictor = prepare(
+        dataset, predictor = prepare(
             model, X, feature_names=feature_names, categorical=categorical, groups=groups,
             sample_weight=sample_weight, variables=variables,
         )
@@ -313,16 +362,21 @@ def loco_importance(
         for j, feat in enumerate(chosen):
             masks[j, list(feat.columns)] = True
             values[j, list(feat.columns)] = _replacement(dataset, feat, strategy)
-        predictions = evaluate(
-            predictor, dataset.X, masks, np.r_[p, np.arange(p)], values=values,
-            item_value=np.r_[p, np.arange(p)], reduce="none", memory_budget=memory_budget,
-            progress=progress, label="LOCO",
-        )
+        spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
+        engine = dict(memory_budget=memory_budget, progress=progress)
+        reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine))
+        plan = at_values(masks, np.r_[p, np.arange(p)], values, np.r_[p, np.arange(p)])
+        metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         info["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
     elif mlp_options is not None:
         predictor, predictions, models, full = _refit_mlps(
             model, X, target, dataset, chosen, key, mlp_options, batched, variables,
             memory_budget, progress,
+        )
+        info["models"], info["full_model"] = models, full
+    elif traceable_fit:
+        predictor, predictions, models, full = _refit_traceable(
+            model, target, dataset, chosen, fit, variables, memory_budget, progress
         )
         info["models"], info["full_model"] = models, full
     else:
@@ -331,8 +385,10 @@ def loco_importance(
         )
         info["models"], info["full_model"] = models, full
 
-    spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
-    metric = spec.values(predictions)  # (1 + p, o): the full model first
+    if metric is None:
+        spec = resolve_loss(loss, target, predictor, output, dataset.weights,
+                            greater_is_better)
+        metric = spec.values(predictions)  # (1 + p, o): the full model first
     baseline, dropped = metric[0], metric[1:]
     importances = spec.importance(dropped, baseline[None], kind)
     info.update({"loss": spec.name, "kind": kind, "baseline": baseline, "losses": dropped})
@@ -345,31 +401,70 @@ def loco_importance(
     )
 
 
+def _refit_masks(c: int, chosen, with_full: bool) -> np.ndarray:
+    """(m, c) column masks: all ones for the full model (if fitted here), then 0 on each
+    chosen feature's columns."""
+    masks = [np.ones(c, np.float32)] if with_full else []
+    for feat in chosen:
+        mask = np.ones(c, np.float32)
+        mask[list(feat.columns)] = 0.0
+        masks.append(mask)
+    return np.stack(masks)
+
+
 def _refit_mlps(model, X, target, dataset, chosen, key, options, batched, variables,
                 memory_budget, progress):
     """Full model and refits with :func:`fit_mlp`; predictions (1 + p, n, o) in the baseline-
     first order."""
     if target.dtype.kind not in "biuf":
         raise ValueError(f"fit_mlp fits numeric targets; y has dtype {target.dtype}.")
-    n, c = dataset.X.shape
-    masks = [np.ones(c, np.float32)] if model is None else []
-    for feat in chosen:
-        mask = np.ones(c, np.float32)
-        mask[list(feat.columns)] = 0.0
-        masks.append(mask)
+    masks = _refit_masks(dataset.X.shape[1], chosen, model is None)
     keys = [key] * len(masks)  # common random numbers: same initial weights and minibatches
-    fitted = _fit_mlps(dataset.X, target, np.stack(masks), keys, options, batched)
-    predictions = _stacked_predictions(fitted, dataset.X, memory_budget, progress)
+    stacked = _fit_mlps(dataset.X, target, masks, keys, options, batched)
+    return _collect_stacked(model, stacked, masks, dataset, chosen, variables, "fit_mlp",
+                            memory_budget, progress)
+
+
+def _refit_traceable(model, target, dataset, chosen, fit, variables, memory_budget, progress):
+    """Full model and refits by a JAX-traceable ``fit``: one jitted ``vmap`` over the column
+    masks (dropped columns set to 0), then one engine call for all refits."""
+    if target.dtype.kind not in "biuf":
+        raise ValueError(
+            f"traceable_fit=True needs a numeric y; got dtype {target.dtype}. Encode the "
+            "labels as numbers or pass traceable_fit=False."
+        )
+    masks = _refit_masks(dataset.X.shape[1], chosen, model is None)
+    X = jnp.asarray(dataset.X)  # float32, or float64 under jax_enable_x64
+    try:
+        stacked = _traced_fits(fit, X, jnp.asarray(target), jnp.asarray(masks, X.dtype))
+    except Exception as err:  # noqa: BLE001 - re-raised with what traceable_fit needs
+        first_line = (str(err).strip().splitlines() or [""])[0].rstrip(".")
+        raise ValueError(
+            "traceable_fit=True needs fit(X, y) to be a pure JAX function returning a pytree "
+            "of arrays (e.g. a registered dataclass); tracing it under jax.vmap failed with "
+            f"{type(err).__name__}: {first_line}. Pass traceable_fit=False to call fit on the "
+            "host, once per feature."
+        ) from err
+    return _collect_stacked(model, stacked, masks, dataset, chosen, variables, "fit",
+                            memory_budget, progress)
+
+
+def _collect_stacked(model, stacked, masks, dataset, chosen, variables, what, memory_budget,
+                     progress):
+    """Predictor, predictions (1 + p, n, o) baseline first, refits by name and full model,
+    from the stacked fits (the full model first when ``model`` is None)."""
+    c = dataset.X.shape[1]
+    predictions = _stacked_predictions(stacked, masks, dataset.X, memory_budget, progress)
+    fitted = _unstack(stacked, len(masks))
     if model is None:
-        full = fitted[0]
-        refits = fitted[1:]
+        full, refits = fitted[0], fitted[1:]
         predictor = as_predictor(full, n_features=c)
     else:
         full, refits = model, fitted
         predictor = as_predictor(model, n_features=c, variables=variables)
         base = predict_rows(predictor, dataset.X, memory_budget=memory_budget,
                             progress=progress)
-        _check_outputs(base.shape[1], predictions.shape[2], "fit_mlp")
+        _check_outputs(base.shape[1], predictions.shape[2], what)
         predictions = np.concatenate([base[None], predictions], axis=0)
     models = {f.name: m for f, m in zip(chosen, refits)}
     return predictor, predictions, models, full

@@ -1,7 +1,9 @@
 """A small multilayer perceptron trained with Optax, used by the demo, LOCO and the notebooks.
 
 Parameters are a plain pytree (a list of ``{"kernel", "bias"}`` dicts), so that many fits
-(e.g. the p refits of LOCO) can be run as one ``vmap``-ped training job.
+(e.g. the p refits of LOCO) can be run as one ``vmap``-ped training job. A fitted :class:`MLP`
+is itself a pytree (its arrays are the leaves, the activation is static), so that adapters pass
+its arrays to compiled code as arguments and fits of one architecture share compilations.
 """
 
 from __future__ import annotations
@@ -75,9 +77,14 @@ def train_mlp_params(params, x, y, input_mask, key, *, steps, learning_rate, wei
     return params, losses
 
 
+@jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True, eq=False)
 class MLP:
     """A fitted MLP: ``model(X)`` predicts on raw (unstandardized) inputs.
+
+    A JAX pytree: the arrays below are its leaves and ``activation`` is static, so MLPs can be
+    passed through ``jax.jit``, stacked with ``jax.tree_util.tree_map`` and ``vmap``-ped, and two
+    MLPs of the same architecture share one compiled evaluation.
 
     Attributes
     ----------
@@ -100,7 +107,8 @@ class MLP:
     y_scale: jax.Array
     input_mask: jax.Array
     losses: jax.Array
-    activation: str = "relu"
+    # static: part of the tree structure, so a different activation is a different program
+    activation: str = dataclasses.field(default="relu", metadata={"static": True})
 
     def __call__(self, X) -> jax.Array:
         z = (jnp.asarray(X, jnp.float32) - self.x_mean) / self.x_scale * self.input_mask

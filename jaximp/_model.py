@@ -32,8 +32,17 @@ class Predictor:
     name : str
         Description of the wrapped model, used in error messages.
     host : bool
-        True when predictions run on the host (NumPy / scikit-learn models); the engine then
-        evaluates on one device.
+        True when predictions run on the host (NumPy / scikit-learn models): the engine then
+        calls ``host_fn`` on batches built on the host in the user's own types (a DataFrame
+        stays a DataFrame, float64 stays float64) and reduces in float64.
+    host_fn : callable or None
+        The host model's prediction function (``predict`` or ``predict_proba``).
+    dtype : numpy dtype
+        The float dtype the model computes in: float64 when ``jax_enable_x64`` is on and a
+        floating parameter is float64 (JAX would promote the computation to float64), else
+        float32. A JAX model without floating parameters (a plain function or closure)
+        follows the input: float64 under x64, float32 otherwise. A host model is float64
+        (NumPy's default). ``apply`` still returns float32.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -42,6 +51,8 @@ class Predictor:
     output_names: tuple[str, ...]
     name: str
     host: bool = False
+    dtype: np.dtype = np.dtype(np.float32)
+    host_fn: Callable | None = None
 
     def __call__(self, X) -> jax.Array:
         return self.apply(self.params, X)
@@ -70,6 +81,66 @@ def _stable_apply(key, make: Callable[[], Callable]) -> Callable:
     if len(_APPLY_CACHE) > _APPLY_CACHE_SIZE:
         _APPLY_CACHE.popitem(last=False)
     return apply
+
+
+def _x64_enabled() -> bool:
+    """Whether float64 arrays stay float64 (``jax_enable_x64``, also inside ``jax.enable_x64``)."""
+    return jax.dtypes.canonicalize_dtype(np.float64) == np.float64
+
+
+def _compute_dtype(params) -> np.dtype:
+    """float64 if x64 is on and a floating leaf of ``params`` is float64 (or there is none)."""
+    if not _x64_enabled():
+        return np.dtype(np.float32)
+    floating = [
+        np.dtype(leaf.dtype) for leaf in jax.tree_util.tree_leaves(params)
+        if hasattr(leaf, "dtype") and np.issubdtype(leaf.dtype, np.floating)
+    ]
+    if floating and all(dtype != np.float64 for dtype in floating):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def _is_array(leaf) -> bool:
+    return isinstance(leaf, (jax.Array, np.ndarray, np.generic))
+
+
+def _pytree_parts(model):
+    """``(arrays, treedef, static)`` of a pytree model with array leaves, else None.
+
+    ``static`` holds ``(position, leaf)`` for the non-array leaves (strings, Python numbers,
+    functions), which are compiled in like Equinox's ``eqx.partition(model, eqx.is_array)``.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(model)
+    if jax.tree_util.treedef_is_leaf(treedef):  # not a registered pytree: a function, jit...
+        return None
+    arrays = tuple(leaf for leaf in leaves if _is_array(leaf))
+    if not arrays:
+        return None
+    static = tuple((i, leaf) for i, leaf in enumerate(leaves) if not _is_array(leaf))
+    return arrays, treedef, static
+
+
+def _pytree_apply(treedef, static: tuple, name: str) -> Callable:
+    """``apply(arrays, X)`` rebuilding the model from its array leaves, one per structure.
+
+    Keyed by the tree structure and the static leaves (not by the model), so every model of
+    one architecture gets the same function and the engine's compiled chunks are reused.
+    """
+
+    def make():
+        n_leaves = treedef.num_leaves
+        fixed = dict(static)
+
+        def apply_pytree(arrays, X):
+            it = iter(arrays)
+            leaves = [fixed[i] if i in fixed else next(it) for i in range(n_leaves)]
+            module = jax.tree_util.tree_unflatten(treedef, leaves)
+            return _as_2d_float32(module(X), X.shape[0], name)
+
+        return apply_pytree
+
+    return _stable_apply(("pytree", treedef, static, name), make)
 
 
 def _as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
@@ -115,7 +186,34 @@ def _host_predict(model) -> tuple[Callable, str]:
             is_classifier = False
     if is_classifier and hasattr(model, "predict_proba"):
         return model.predict_proba, f"{type(model).__name__}.predict_proba"
+    classes = getattr(model, "classes_", None)
+    if is_classifier and classes is not None and np.asarray(classes).dtype.kind not in "biuf":
+        # labels that are not numbers (e.g. "yes"/"no"): one 0/1 column per class instead
+        return _OneHotLabels(model.predict, np.asarray(classes)), \
+            f"{type(model).__name__}.predict"
     return model.predict, f"{type(model).__name__}.predict"
+
+
+class _OneHotLabels:
+    """A classifier's ``predict`` whose labels are not numbers (strings, objects), as one 0/1
+    column per class of ``classes_``: the hard-label analogue of ``predict_proba``."""
+
+    def __init__(self, predict: Callable, classes: np.ndarray):
+        self.predict, self.classes = predict, classes
+
+    def __call__(self, X) -> np.ndarray:
+        labels = np.asarray(self.predict(X))
+        if labels.ndim != 1:
+            return labels  # call_host reports the shape
+        onehot = labels[:, None] == self.classes[None, :]
+        found = onehot.sum(axis=1) == 1
+        if not np.all(found):
+            raise ValueError(
+                f"the classifier's predict returned labels {labels[~found][:3].tolist()} that "
+                f"are not among its classes_ {self.classes.tolist()[:10]}; jaximp reads one "
+                "label of classes_ per row."
+            )
+        return onehot.astype(np.float64)
 
 
 def as_predictor(
@@ -125,6 +223,7 @@ def as_predictor(
     n_features: int | None = None,
     output_names: Sequence[str] | None = None,
     batched: bool | None = None,
+    sample=None,
 ) -> Predictor:
     """Turn a model into a :class:`Predictor`.
 
@@ -138,7 +237,12 @@ def as_predictor(
           rows unless ``batched=True``;
         - any object with ``predict`` (``predict_proba`` for a scikit-learn classifier, the
           class axis kept as outputs), called on NumPy arrays through ``jax.pure_callback``.
-          Wrap a plain NumPy function as an object with a ``predict`` method.
+          Wrap a plain NumPy function as an object with a ``predict`` method;
+        - a callable pytree with array leaves (a :class:`jaximp.MLP`, a dataclass registered
+          with ``jax.tree_util.register_dataclass``...) called on a batch: its array leaves
+          become ``params`` (traced arguments, not compiled-in constants) and ``apply``
+          rebuilds the model from them, so models of the same structure share one ``apply``
+          and their compiled evaluations.
         A :class:`Predictor` is returned unchanged.
     variables : pytree, optional
         The variables of a linen module (``module.apply(variables, X)``).
@@ -149,6 +253,9 @@ def as_predictor(
         ``y0, y1, ...``).
     batched : bool, optional
         Only for Equinox modules: ``True`` if the module already takes a batch.
+    sample : DataFrame or array, optional
+        A few real rows of the data, in the user's types: host models are probed on them
+        (default: zeros of width ``n_features``).
 
     Returns
     -------
@@ -200,7 +307,12 @@ def as_predictor(
 
         apply = _stable_apply((static, bool(batched)), make_equinox_apply)
     elif hasattr(model, "predict") and not isinstance(model, type):
-        return _host_predictor(model, n_features, output_names)
+        return _host_predictor(model, n_features, output_names, sample)
+    elif callable(model) and not isinstance(model, type) and (
+            parts := _pytree_parts(model)) is not None:
+        params, treedef, static = parts
+        name = type(model).__name__
+        apply = _pytree_apply(treedef, static, name)
     elif callable(model):
         function, params = model, None
         name = getattr(model, "__name__", type(model).__name__)
@@ -254,6 +366,7 @@ def _check_output_shape(shape: tuple, m: int, name: str) -> int:
 
 def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
             ) -> Predictor:
+    """Validate ``output_names`` against ``n_outputs`` and build the :class:`Predictor`."""
     if output_names is not None:
         output_names = tuple(str(o) for o in output_names)
         if n_outputs is not None and len(output_names) != n_outputs:
@@ -271,26 +384,32 @@ def _finish(apply, params, n_outputs, output_names, name, classes=None, host=Fal
             output_names = ("y",)
         else:
             output_names = tuple(f"y{i}" for i in range(n_outputs))
-    return Predictor(apply, params, n_outputs, output_names, name, host)
+    return Predictor(apply, params, n_outputs, output_names, name, host, _compute_dtype(params))
 
 
-def _host_predictor(model, n_features, output_names) -> Predictor:
+def _host_predictor(model, n_features, output_names, sample=None) -> Predictor:
+    """A host model, probed on ``sample`` (real rows of the data, in the user's types)."""
+    from ._host import call_host
+
     host_fn, name = _host_predict(model)
-    classes = getattr(model, "classes_", None) if name.endswith("predict_proba") else None
-    if n_features is None:
-        raise ValueError(f"n_features is needed to wrap the host model {name}.")
-    probe = np.zeros((2, n_features), dtype=np.float32)
+    classes = getattr(model, "classes_", None) if (
+        name.endswith("predict_proba") or isinstance(host_fn, _OneHotLabels)) else None
+    if sample is None:
+        if n_features is None:
+            raise ValueError(f"n_features is needed to wrap the host model {name}.")
+        sample = np.zeros((2, n_features))
     try:
-        out = np.asarray(host_fn(probe))
-    except Exception as err:  # noqa: BLE001
-        raise ValueError(
-            f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
-        ) from err
-    n_outputs = _check_output_shape(out.shape, 2, name)
+        out = call_host(host_fn, sample, name)
+    except Exception as err:
+        # the model's own exception, unchanged (type, arguments, attributes), with context
+        err.add_note(f"(raised by the model {name} on {np.shape(sample)[0]} rows of the data, "
+                     "while jaximp probed its outputs)")
+        raise
+    n_outputs = out.shape[1]
 
     def make_host_apply():
         def callback(X):
-            result = np.asarray(_host_predict(model)[0](np.asarray(X)), dtype=np.float32)
+            result = np.asarray(host_fn(np.asarray(X)), dtype=np.float32)
             return result.reshape(result.shape[0], -1)
 
         def apply_host(_, X):
@@ -300,4 +419,5 @@ def _host_predictor(model, n_features, output_names) -> Predictor:
         return apply_host
 
     apply = _stable_apply((model, n_outputs), make_host_apply)
-    return _finish(apply, None, n_outputs, output_names, name, classes, host=True)
+    predictor = _finish(apply, None, n_outputs, output_names, name, classes, host=True)
+    return dataclasses.replace(predictor, host_fn=host_fn, dtype=np.dtype(np.float64))

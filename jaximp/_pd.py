@@ -14,6 +14,8 @@ from ._data import Dataset, Feature
 from ._engine import evaluate
 from ._grid import feature_grid, validate_grid_options
 from ._model import Predictor
+from ._plans import at_values
+from ._reducers import Keep, Mean
 
 __all__ = ["PartialDependence", "partial_dependence", "partial_dependence_all"]
 
@@ -131,8 +133,15 @@ def compute_pd(
     memory_budget=None,
     progress=None,
     devices=None,
+    weightings=None,
 ) -> list[PartialDependence]:
-    """PDs of several feature sets in ONE engine call (internal; inputs already validated)."""
+    """PDs of several feature sets in ONE engine call (internal; inputs already validated).
+
+    ``weightings`` (r, n), for ``kind="average"``: the PD under every weighting (e.g.
+    bootstrap replicates) is kept in ``info``-free form: the function then returns
+    ``(results, per_set)`` with ``per_set[s]`` of shape (g_1, ..., g_k, r, o) and the results'
+    averages from the first weighting.
+    """
     c = dataset.X.shape[1]
     grids: dict[str, tuple[np.ndarray, tuple]] = {}
     masks, item_mask, values = [], [], []
@@ -161,26 +170,26 @@ def compute_pd(
         masks.append(mask)
         shapes.append(tuple(len(g) for g in per_feature))
     keep = kind in ("individual", "both")
-    out = evaluate(
-        predictor,
-        dataset.X,
-        np.stack(masks),
-        np.asarray(item_mask),
-        values=np.stack(values),
-        item_value=np.arange(len(values)),
-        reduce="none" if keep else "mean",
-        weights=dataset.weights,
-        memory_budget=memory_budget,
-        progress=progress,
-        devices=devices,
-        label="partial dependence",
-    )
-    out_idx = select_outputs(predictor.output_names, output)
-    results, start = [], 0
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
+    weightings = w[None] if weightings is None else np.asarray(weightings, np.float64)
+    plan = at_values(np.stack(masks), item_mask, np.stack(values), np.arange(len(values)))
+    out = evaluate(
+        predictor, dataset, plan, Keep() if keep else Mean(weightings),
+        memory_budget=memory_budget, progress=progress, devices=devices,
+        label="partial dependence",
+        result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
+    )
+    replicated = None
+    if not keep:
+        replicated, out = out, out[:, 0]
+    out_idx = select_outputs(predictor.output_names, output)
+    results, per_set, start = [], [], 0
     for features, shape in zip(feature_sets, shapes):
         size = int(np.prod(shape))
         block = out[start : start + size][..., out_idx]
+        if replicated is not None:
+            per_set.append(replicated[start : start + size][..., out_idx].reshape(
+                *shape, replicated.shape[1], len(out_idx)))
         start += size
         average = individual = None
         if keep:
@@ -205,7 +214,7 @@ def compute_pd(
                 feature_kinds=tuple(f.kind for f in features),
             )
         )
-    return results
+    return results if weightings.shape[0] == 1 or keep else (results, per_set)
 
 
 def _check_kind(kind) -> None:

@@ -166,6 +166,13 @@ def _flatness_outputs(average_go: jax.Array, measure: str) -> jax.Array:
     return jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)(average_go)
 
 
+@functools.partial(jax.jit, static_argnames=("measure",))
+def _flatness_replicates(average_gro: jax.Array, measure: str) -> jax.Array:
+    """Flatness of a PD for each output and weighting: (g, r, o) -> (o, r)."""
+    per_output = jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)
+    return jax.vmap(per_output, in_axes=1, out_axes=1)(average_gro)
+
+
 @functools.partial(jax.jit, static_argnames=("measure", "average", "trim", "ice"))
 def _importance_replicates(ice_ngo, weights_rn, measure, average, trim, ice):
     """PD (or ICE) importance for each output and weighting, and the PD of the first weighting.
@@ -188,6 +195,13 @@ def _importance_replicates(ice_ngo, weights_rn, measure, average, trim, ice):
 def _interaction_outputs(pd_abo, measures):
     """PD interaction of one pair for each output: (g1, g2, o) -> (o,)."""
     return jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)(pd_abo)
+
+
+@functools.partial(jax.jit, static_argnames=("measures",))
+def _interaction_replicates_pd(pd_abro, measures):
+    """PD interaction of one pair for each output and weighting: (g1, g2, r, o) -> (o, r)."""
+    per_output = jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)
+    return jax.vmap(per_output, in_axes=2, out_axes=1)(pd_abro)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "measures", "average", "trim"))
@@ -333,14 +347,20 @@ def pd_importance(
         sample_weight=sample_weight, variables=variables,
     )
     chosen = dataset.resolve(features)
-    keep_ice = bool(ice) or average != "mean" or n_bootstrap > 0
+    # ICE curves are kept only where the statistic needs each row's curve; a bootstrap of the
+    # PD re-weights rows inside the engine (O(replicates x grid) memory).
+    keep_ice = bool(ice) or average != "mean"
+    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
+    weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
         grid=grid, grid_resolution=grid_resolution, percentiles=percentiles, output=output,
         memory_budget=memory_budget, progress=progress,
+        weightings=None if keep_ice else weights,
     )
-    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
-    weights_d = jnp.asarray(weights, jnp.float32)
+    replicated = None
+    if isinstance(results, tuple):
+        results, replicated = results
     measures, estimates, curves = [], [], {}
     for feat, result in zip(chosen, results):
         m = _measure_for(feat, measure)
@@ -353,6 +373,9 @@ def pd_importance(
                 bool(ice),
             )
             curves[feat.name] = np.asarray(curve, np.float64) + shift
+        elif replicated is not None:  # (g, r, o) PDs, one per weighting
+            est = np.asarray(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
+            curves[feat.name] = result.average
         else:
             est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
             curves[feat.name] = result.average
@@ -456,15 +479,19 @@ def pd_interaction(
     )
     chosen = dataset.resolve(features)
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)
-    keep_ice = average != "mean" or n_bootstrap > 0
+    keep_ice = average != "mean"
+    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
+    weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [list(pair) for pair in pair_list],
         kind="individual" if keep_ice else "average", grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, output=output,
         memory_budget=memory_budget, progress=progress,
+        weightings=None if keep_ice else weights,
     )
-    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
-    weights_d = jnp.asarray(weights, jnp.float32)
+    replicated = None
+    if isinstance(results, tuple):
+        results, replicated = results
     estimates, surfaces = [], {}
     for (fa, fb), result in zip(pair_list, results):
         measures = (_measure_for(fa, measure), _measure_for(fb, measure))
@@ -479,6 +506,10 @@ def pd_interaction(
             )
             surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
                 *shape, o)
+        elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
+            est = np.asarray(_interaction_replicates_pd(
+                _shifted(replicated[len(surfaces)], (0, 1)), measures))
+            surfaces[(fa.name, fb.name)] = result.average
         else:
             est = np.asarray(_interaction_outputs(_shifted(result.average, (0, 1)), measures))
             est = est[:, None]

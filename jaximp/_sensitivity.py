@@ -21,8 +21,11 @@ import numpy as np
 from ._common import as_key, check_choice, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._engine import evaluate
-from ._permutation import check_target, key_bits, rng_stream
+from ._loss import check_target
+from ._plans import at_drawn_rows, at_values
+from ._reducers import Spread
 from ._results import FeatureImportance
+from ._rng import key_bits, rng_stream
 
 __all__ = ["sensitivity_importance"]
 
@@ -106,9 +109,10 @@ def sensitivity_importance(
         Case weights: rows and target pairs are drawn with probability proportional to them,
         and ``D_p`` is a weighted mean over rows.
     random_state : int or jax PRNG key, default 0
-        The draws of feature ``j`` (its position in ``X``) come from a NumPy generator seeded
-        with the key's bits and ``j``, the target pairs from one seeded with the bits alone:
-        results do not depend on chunking or on which other features are scored.
+        The draws of feature ``j`` (its position in ``X``) are computed on the device from the
+        key, the label ``(j, repeat, draw)`` and the row number; the target pairs come from a
+        NumPy generator seeded with the key's bits: results do not depend on chunking, devices
+        or on which other features are scored.
     feature_names, categorical, groups, variables, memory_budget, progress
         As in :func:`permutation_importance`.
 
@@ -137,7 +141,8 @@ def sensitivity_importance(
     check_choice(variant, "variant", _VARIANTS)
     n_repeats = check_int(n_repeats, "n_repeats")
     n_values = check_int(n_values, "n_values", 2)
-    bits = key_bits(as_key(random_state))
+    key = as_key(random_state)
+    bits = key_bits(key)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
@@ -166,24 +171,15 @@ def sensitivity_importance(
     outputs = tuple(predictor.output_names[i] for i in out_idx)
 
     if variant == "max":
-        values, item_mask, spans = [], [], []
-        for j, feat in enumerate(chosen):
-            rows = _max_values(dataset, feat, n_values)
-            block = np.zeros((rows.shape[0], c))
-            block[:, list(feat.columns)] = rows
-            values.append(block)
-            item_mask += [j] * rows.shape[0]
-            spans.append(rows.shape[0])
-        values = np.concatenate(values)
-        preds = evaluate(
-            predictor, dataset.X, masks, np.asarray(item_mask), values=values,
-            item_value=np.arange(len(values)), reduce="none", **common,
-        )[..., out_idx].astype(np.float64)
-        starts = np.cumsum([0, *spans])
-        d_max = np.stack([
-            np.ptp(preds[starts[j]:starts[j + 1]], axis=0) for j in range(p)
-        ])  # (p, n, o)
-        d_p = np.einsum("pno,n->po", d_max, w / w.sum())
+        grids = [_max_values(dataset, feat, n_values) for feat in chosen]
+        size = max(g.shape[0] for g in grids)
+        values = np.zeros((p * size, c))
+        for j, (feat, rows) in enumerate(zip(chosen, grids)):
+            # a shorter grid repeats its last value: the range over the group is unchanged
+            padded = np.concatenate([rows, np.repeat(rows[-1:], size - rows.shape[0], axis=0)])
+            values[j * size:(j + 1) * size][:, list(feat.columns)] = padded
+        plan = at_values(masks, np.repeat(np.arange(p), size), values, np.arange(p * size))
+        d_p = evaluate(predictor, dataset, plan, Spread(w, size), **common)[:, out_idx]
         d_y = np.ptp(target, axis=0)
         if np.any(d_y == 0):
             raise ValueError("y is constant; its range D_y = 0 cannot scale the importances.")
@@ -195,14 +191,12 @@ def sensitivity_importance(
 
     prob = None if dataset.weights is None else w / w.sum()
     feature_ids = [dataset.features.index(f) for f in chosen]
-    draws = np.stack([_draw(rng_stream(bits, 3, j), n, prob, (n_repeats, 2, n))
-                      for j in feature_ids]).astype(np.int32)  # (p, r, 2, n)
-    preds = evaluate(
-        predictor, dataset.X, masks, np.repeat(np.arange(p), 2 * n_repeats),
-        source_rows=draws.reshape(p * n_repeats * 2, n), reduce="none", **common,
-    )[..., out_idx].astype(np.float64)
-    preds = preds.reshape(p, n_repeats, 2, n, o)
-    d_p = np.einsum("prno,n->por", np.abs(preds[:, :, 0] - preds[:, :, 1]), w / w.sum())
+    streams = [(feature_ids[j], r, k) for j in range(p) for r in range(n_repeats)
+               for k in range(2)]
+    plan = at_drawn_rows(masks, np.repeat(np.arange(p), 2 * n_repeats), key, streams,
+                         weights=dataset.weights)
+    d_p = evaluate(predictor, dataset, plan, Spread(w, 2), **common)[:, out_idx]
+    d_p = d_p.reshape(p, n_repeats, o).transpose(0, 2, 1)  # (p, o, r)
     pair_rng = rng_stream(bits, 4)
     d_y = np.empty((o, n_repeats))
     for r in range(n_repeats):  # one repeat at a time: N = 10 n pairs can be large

@@ -1,5 +1,7 @@
 """Model adapters and input validation at the edge."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -134,3 +136,61 @@ def test_bad_pd_arguments(data3):
         jaximp.partial_dependence(f, constant, "x2")
     with pytest.raises(ValueError, match="output must be one of"):
         jaximp.partial_dependence(f, data3, "x0", output="z")
+
+
+# Models as pytrees: arrays are traced arguments, one apply per structure.
+
+
+def test_mlp_is_a_pytree_with_static_activation():
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    model = jaximp.fit_mlp(X, X[:, 0], hidden=(4,), steps=20, activation="tanh")
+    leaves, treedef = jax.tree_util.tree_flatten(model)
+    assert len(leaves) == 4 + 6  # two layers of (kernel, bias), 4 scalings, mask, losses
+    assert all(isinstance(leaf, jax.Array) for leaf in leaves)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert isinstance(rebuilt, jaximp.MLP) and rebuilt.activation == "tanh"
+    relu = jaximp.fit_mlp(X, X[:, 0], hidden=(4,), steps=20, activation="relu")
+    assert jax.tree_util.tree_structure(relu) != treedef  # the activation is structure
+    jitted = jax.jit(lambda m, Z: m(Z))(model, X)
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(model(X)), rtol=1e-6, atol=1e-6)
+    stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), model, model)
+    both = jax.vmap(lambda m: m(X))(stacked)
+    np.testing.assert_allclose(np.asarray(both[1]), np.asarray(model(X)), rtol=1e-6, atol=1e-6)
+    assert [W.shape for W, _ in rebuilt.weights()] == [(2, 4), (4, 1)]
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class TanhNet:
+    W1: jax.Array
+    W2: jax.Array
+    scale: float = 1.0  # a non-array leaf: compiled in, part of the apply's key
+
+    def __call__(self, X):
+        return self.scale * (jnp.tanh(X @ self.W1) @ self.W2)[:, 0]
+
+
+def test_registered_dataclass_model(weights, data3):
+    W1, W2 = (jnp.asarray(w) for w in weights)
+    f = lambda X: (jnp.tanh(X @ W1) @ W2)[:, 0]  # noqa: E731
+    np.testing.assert_allclose(pd_values(TanhNet(W1, W2), data3), pd_values(f, data3),
+                               atol=1e-6)
+    p1 = jaximp.as_predictor(TanhNet(W1, W2), n_features=3)
+    p2 = jaximp.as_predictor(TanhNet(2 * W1, W2), n_features=3)
+    p3 = jaximp.as_predictor(TanhNet(W1, W2, scale=2.0), n_features=3)
+    assert p1.apply is p2.apply and p1.apply is not p3.apply
+    assert p1.name == "TanhNet" and len(p1.params) == 2  # the arrays only
+    X = jnp.asarray(data3, jnp.float32)
+    np.testing.assert_allclose(p3(X), 2 * p1(X), rtol=1e-6)
+    np.testing.assert_allclose(p2(X)[:, 0], TanhNet(2 * W1, W2)(X), rtol=1e-6)
+
+
+def test_predictor_dtype(weights):
+    W1, W2 = (jnp.asarray(w) for w in weights)
+    assert jaximp.as_predictor(TanhNet(W1, W2), n_features=3).dtype == np.float32
+    assert jaximp.as_predictor(lambda X: X.sum(1), n_features=3).dtype == np.float32
+    with jax.enable_x64(True):
+        net64 = TanhNet(jnp.asarray(weights[0], jnp.float64), jnp.asarray(weights[1], jnp.float64))
+        assert jaximp.as_predictor(net64, n_features=3).dtype == np.float64
+        assert jaximp.as_predictor(TanhNet(W1, W2), n_features=3).dtype == np.float32
+        assert jaximp.as_predictor(lambda X: X.sum(1), n_features=3).dtype == np.float64

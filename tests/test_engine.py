@@ -12,65 +12,156 @@ import pytest
 
 import jaximp
 import jaximp._engine
-from jaximp._engine import _plan, evaluate
 
 
-def permutation_batch(n, n_items, seed=0):
-    rng = np.random.default_rng(seed)
-    return np.stack([rng.permutation(n) for _ in range(n_items)])
+from jaximp._engine import _bucket, _sizes, evaluate, predict_rows
+from jaximp._plans import at_coded_values, at_drawn_rows, at_permuted_rows, at_values
+from jaximp._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Spread
+from jaximp.kernels import _streams
 
 
-@pytest.mark.parametrize("block_bytes", [16 << 20, 3000])
-def test_chunked_equals_unchunked(mlp3, data3, block_bytes, monkeypatch):
-    monkeypatch.setattr(jaximp._engine, "_CPU_BLOCK_BYTES", block_bytes)
+@jax.jit
+def _permutation_of(bits, stream, rows, n):
+    return _streams.feistel_permutation(_streams.seed_of(bits, stream), rows, n)
+
+
+def engine_permutations(plan, n):
+    """The permutations the engine uses for each item of a permutation plan, (b, n)."""
+    bits, rows = jnp.asarray(plan.key_bits), jnp.arange(n)
+    return np.stack([np.asarray(_permutation_of(bits, jnp.asarray(s), rows, jnp.int32(n)))
+                     for s in plan.item_stream])
+
+
+@pytest.fixture
+def permuted(mlp3, data3):
     f_jax, f_np, _ = mlp3
     pred = jaximp.as_predictor(f_jax, n_features=3)
-    masks = np.eye(3, dtype=bool)
-    items = np.repeat(np.arange(3), 4)
-    src = permutation_batch(len(data3), len(items))
-    whole = evaluate(pred, data3, masks, items, source_rows=src, reduce="none")
-    tiny = evaluate(pred, data3, masks, items, source_rows=src, reduce="none",
-                    memory_budget=1 << 16)
+    plan = at_permuted_rows(np.eye(3, dtype=bool), np.repeat(np.arange(3), 4), jax.random.key(3),
+                            [(j, r) for j in range(3) for r in range(4)])
+    return pred, f_np, plan, engine_permutations(plan, len(data3))
+
+
+@pytest.mark.parametrize("block_rows", [12288, 7])
+def test_chunked_equals_unchunked_and_float64_reference(permuted, data3, block_rows,
+                                                       monkeypatch):
+    monkeypatch.setattr(jaximp._engine, "_CPU_BLOCK_ROWS", block_rows)
+    pred, f_np, plan, src = permuted
+    whole = evaluate(pred, data3, plan, Keep())
+    tiny = evaluate(pred, data3, plan, Keep(), memory_budget=1 << 16)
     np.testing.assert_allclose(whole, tiny, atol=1e-6)
-    # float64 reference for every item
-    for b, (m, s) in enumerate(zip(items, src)):
+    for b, (m, s) in enumerate(zip(plan.item_mask, src)):
         Xb = data3.copy()
         Xb[:, m] = data3[s, m]
         np.testing.assert_allclose(whole[b, :, 0], f_np(Xb), atol=2e-5)
-    means = evaluate(pred, data3, masks, items, source_rows=src, memory_budget=1 << 16)
-    np.testing.assert_allclose(means, whole.mean(1), atol=1e-6)
+    means = evaluate(pred, data3, plan, Mean(np.ones((1, len(data3)))), memory_budget=1 << 16)
+    np.testing.assert_allclose(means[:, 0], whole.mean(1), atol=1e-6)
 
 
-@pytest.mark.parametrize("n_items, n_rows, block", [(1000, 10_000, None), (1000, 10_000, 2e5),
-                                                    (7, 100, 5e3), (3, 10**6, 1e6)])
-def test_plan_respects_budget_and_blocks(n_items, n_rows, block):
-    plan = _plan(n_items=n_items, n_rows=n_rows, row_bytes=100.0, budget=10**7, n_devices=4,
-                 block_bytes=block)
-    assert plan.items_per_chunk * plan.rows_per_chunk * 100 <= 10**7 + 400 * plan.items_per_chunk
-    assert plan.rows_per_chunk % 4 == 0 and plan.rows_per_block % 4 == 0
-    assert plan.items_per_chunk % plan.items_per_block == 0
-    assert plan.rows_per_chunk % plan.rows_per_block == 0
-    if block is not None:
-        assert plan.items_per_block * plan.rows_per_block * 100 <= max(block, 100 * n_rows)
-    whole = _plan(n_items=10, n_rows=100, row_bytes=10.0, budget=10**9, n_devices=1)
-    assert (whole.items_per_chunk, whole.rows_per_chunk) == (10, 100)
+def test_permutations_are_bijections_and_independent_of_other_items(permuted, data3):
+    _, _, plan, src = permuted
+    n = len(data3)
+    assert all(sorted(p.tolist()) == list(range(n)) for p in src)
+    assert len({p.tobytes() for p in src}) == len(src)  # every (feature, repeat) differs
+    alone = engine_permutations(plan.items(5, 6), n)
+    np.testing.assert_array_equal(alone[0], src[5])
 
 
-def test_callable_reducer_is_a_loss_per_item(mlp3, data3):
+def test_bootstrap_weightings_in_one_pass(permuted, data3):
+    pred, _, plan, _ = permuted
+    rng = np.random.default_rng(0)
+    weights = rng.integers(0, 3, size=(4, len(data3))).astype(float)
+    means = evaluate(pred, data3, plan, Mean(weights), memory_budget=1 << 16)
+    kept = evaluate(pred, data3, plan, Keep())[..., 0].astype(np.float64)
+    np.testing.assert_allclose(means[..., 0], kept @ weights.T / weights.sum(1), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["mse", "rmse", "mae", "r2"])
+def test_loss_sums_equal_the_loss_of_kept_predictions(permuted, data3, name):
+    pred, f_np, plan, src = permuted
+    y = f_np(data3) + 0.1
+    w = np.random.default_rng(1).uniform(size=len(y))
+    total = np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    reducer = LossSums(name, y[:, None], w, (0,), r2_total=np.array([total]))
+    losses = evaluate(pred, data3, plan, reducer, memory_budget=1 << 16)[:, 0]
+    for b, (m, s) in enumerate(zip(plan.item_mask, src)):
+        Xb = data3.copy()
+        Xb[:, m] = data3[s, m]
+        err = f_np(Xb) - y
+        mse = np.average(err**2, weights=w)
+        expected = {"mse": mse, "rmse": np.sqrt(mse), "mae": np.average(np.abs(err), weights=w),
+                    "r2": 1 - np.sum(w * err**2) / total}[name]
+        assert abs(losses[b] - expected) < 1e-5 * max(1, abs(expected))
+
+
+def test_itemwise_reducer_sees_whole_items(permuted, data3):
+    pred, f_np, plan, src = permuted
+    out = evaluate(pred, data3, plan, Itemwise(lambda p: np.median(p[..., 0], axis=1)),
+                   memory_budget=1 << 16)
+    for b, (m, s) in enumerate(zip(plan.item_mask, src)):
+        Xb = data3.copy()
+        Xb[:, m] = data3[s, m]
+        assert abs(out[b] - np.median(f_np(Xb))) < 2e-5
+
+
+def test_drawn_rows_and_spread_over_pairs(mlp3, data3):
     f_jax, f_np, _ = mlp3
     pred = jaximp.as_predictor(f_jax, n_features=3)
-    y = f_np(data3) + 0.1
-    src = permutation_batch(len(data3), 3, seed=3)
-
-    def mse(predictions):
-        return jnp.mean((predictions[:, 0] - y) ** 2)
-
-    losses = evaluate(pred, data3, np.eye(3, dtype=bool), np.arange(3), source_rows=src,
-                      reduce=mse, memory_budget=1 << 16)
-    for b in range(3):
+    n = len(data3)
+    plan = at_drawn_rows(np.eye(3, dtype=bool)[[0, 0]], [0, 1], jax.random.key(0),
+                         [(0, 0), (0, 1)])
+    kept = evaluate(pred, data3, plan, Keep())[..., 0].astype(np.float64)
+    bits = jnp.asarray(plan.key_bits)
+    for b, stream in enumerate(plan.item_stream):
+        src = np.asarray(_streams.uniform_rows(_streams.seed_of(bits, jnp.asarray(stream)),
+                                               jnp.arange(n), jnp.int32(n)))
         Xb = data3.copy()
-        Xb[:, b] = data3[src[b], b]
-        assert abs(losses[b] - np.mean((f_np(Xb) - y) ** 2)) < 1e-5
+        Xb[:, 0] = data3[src, 0]
+        np.testing.assert_allclose(kept[b], f_np(Xb), atol=2e-5)
+    spread = evaluate(pred, data3, plan, Spread(np.ones(n), 2), memory_budget=1 << 16)
+    np.testing.assert_allclose(spread[0, 0], np.abs(kept[0] - kept[1]).mean(), atol=1e-5)
+
+
+def test_coded_values_and_grouped_mean(mlp3, data3):
+    """Values chosen per row (bin edges) and means per group (bin), as ALE needs them."""
+    f_jax, f_np, _ = mlp3
+    pred = jaximp.as_predictor(f_jax, n_features=3)
+    edges = np.quantile(data3[:, 0], [0, 0.25, 0.5, 0.75, 1])
+    bins = np.clip(np.searchsorted(edges, data3[:, 0], side="right") - 1, 0, 3)
+    table = np.zeros((5, 3))
+    table[:, 0] = edges
+    mask = np.array([[True, False, False]])
+    plan = at_coded_values(mask, [0, 0], table, bins, [0, 0], [0, 1])  # lower, upper edge
+    kept = evaluate(pred, data3, plan, Keep())[..., 0].astype(np.float64)
+    for b, offset in enumerate([0, 1]):
+        Xb = data3.copy()
+        Xb[:, 0] = edges[bins + offset]
+        np.testing.assert_allclose(kept[b], f_np(Xb), atol=2e-5)
+    w = np.random.default_rng(0).uniform(size=len(data3))
+    grouped = evaluate(pred, data3, plan, GroupedMean(bins[None], np.zeros(2, int), 4, w),
+                       memory_budget=1 << 16)
+    for k in range(4):
+        sel = bins == k
+        np.testing.assert_allclose(grouped[:, k, 0], kept[:, sel] @ w[sel] / w[sel].sum(),
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("n_items, n_local, devices, block", [
+    (1000, 10_000, 4, 1 << 40), (1000, 10_000, 1, 2000), (7, 100, 1, 5000), (3, 10**6, 1, 12288),
+    (9, 50, 1, 12288)])
+def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
+    for group in (1, 3):
+        sizes = _sizes(n_items, n_local, devices, row_bytes=100.0, partial_bytes=8.0,
+                       budget=10**7, block_rows=block, group=group)
+        rows = sizes.items_per_block * sizes.rows_per_block * devices
+        assert rows * 100 <= max(10**7 / 2, 100 * devices * group)  # a block fits the budget
+        assert rows <= max(block, group * devices)
+        assert sizes.items_per_block % group == 0
+        assert sizes.rows_per_chunk * sizes.item_blocks <= sizes.row_blocks * sizes.item_blocks \
+            * n_local
+
+
+def test_bucket_sizes_reuse_compiles():
+    assert [_bucket(n) for n in (1, 8, 9, 12, 13, 100, 1000)] == [8, 8, 12, 12, 16, 128, 1024]
 
 
 def test_eager_equals_jit(mlp3, data3):
@@ -78,10 +169,11 @@ def test_eager_equals_jit(mlp3, data3):
     pred = jaximp.as_predictor(f_jax, n_features=3)
     vals = np.zeros((5, 3))
     vals[:, 0] = np.linspace(-1, 1, 5)
-    args = (pred, data3, np.array([[True, False, False]]), np.zeros(5, int))
-    jitted = evaluate(*args, values=vals, item_value=np.arange(5))
+    plan = at_values(np.array([[True, False, False]]), np.zeros(5, int), vals, np.arange(5))
+    reducer = Mean(np.ones((1, 20)))
+    jitted = evaluate(pred, data3[:20], plan, reducer)
     with jax.disable_jit():
-        eager = evaluate(*args, values=vals, item_value=np.arange(5))
+        eager = evaluate(pred, data3[:20], plan, reducer)
     np.testing.assert_allclose(jitted, eager, atol=1e-6)
 
 
@@ -90,10 +182,17 @@ def test_weighted_mean_accuracy_on_many_float32_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(loc=100.0, size=(400_000, 2))
     pred = jaximp.as_predictor(lambda X: X[:, 0] * 1000.0 + X[:, 1], n_features=2)
-    out = evaluate(pred, X, np.zeros((1, 2), bool), np.zeros(1, int), values=np.zeros((1, 2)),
-                   item_value=np.zeros(1, int))
+    plan = at_values(np.zeros((1, 2), bool), [0], np.zeros((1, 2)), [0])
+    out = evaluate(pred, X, plan, Mean(np.ones((1, len(X)))))
     exact = np.mean(X.astype(np.float32).astype(np.float64) @ np.array([1000.0, 1.0]))
-    assert abs(out[0, 0] - exact) / abs(exact) < 1e-6
+    assert abs(out[0, 0, 0] - exact) / abs(exact) < 1e-6
+
+
+def test_predict_rows_matches_the_model(mlp3, data3):
+    f_jax, f_np, _ = mlp3
+    pred = jaximp.as_predictor(f_jax, n_features=3)
+    np.testing.assert_allclose(predict_rows(pred, data3, memory_budget=1 << 16)[:, 0],
+                               f_np(data3), atol=2e-5)
 
 
 def test_nonfinite_predictions_are_an_error():
@@ -102,23 +201,21 @@ def test_nonfinite_predictions_are_an_error():
         jaximp.partial_dependence(lambda X: jnp.log(X[:, 0]), X, "x0")
 
 
-def test_reduce_and_source_validation(mlp3, data3):
+def test_plan_and_budget_validation(mlp3, data3):
     pred = jaximp.as_predictor(mlp3[0], n_features=3)
-    with pytest.raises(ValueError, match="reduce must be 'mean', 'none' or a callable; got 'sum'"):
-        evaluate(pred, data3, np.ones((1, 3), bool), [0], values=np.zeros((1, 3)),
-                 item_value=[0], reduce="sum")
-    with pytest.raises(ValueError, match="give exactly one of values"):
-        evaluate(pred, data3, np.ones((1, 3), bool), [0])
+    plan = at_values(np.ones((1, 3), bool), [0], np.zeros((1, 3)), [0])
     with pytest.raises(ValueError, match="memory_budget must be at least 65536 bytes; got 10"):
-        evaluate(pred, data3, np.ones((1, 3), bool), [0], values=np.zeros((1, 3)),
-                 item_value=[0], memory_budget=10)
+        evaluate(pred, data3, plan, Keep(), memory_budget=10)
+    with pytest.raises(ValueError, match="the plan's masks have 2 columns but X has 3"):
+        evaluate(pred, data3, at_values(np.ones((1, 2), bool), [0], np.zeros((1, 2)), [0]),
+                 Keep())
+    with pytest.raises(ValueError, match="item_index must have 2 entries"):
+        at_values(np.ones((1, 3), bool), [0, 0], np.zeros((1, 3)), [0])
 
 
-def test_progress_line(mlp3, data3, capsys):
-    pred = jaximp.as_predictor(mlp3[0], n_features=3)
-    evaluate(pred, data3, np.eye(3, dtype=bool), np.arange(3),
-             source_rows=permutation_batch(len(data3), 3), memory_budget=1 << 16,
-             progress=True, label="test")
+def test_progress_line(permuted, data3, capsys):
+    pred, _, plan, _ = permuted
+    evaluate(pred, data3, plan, Keep(), memory_budget=1 << 16, progress=True, label="test")
     assert "test: chunk" in capsys.readouterr().err
 
 

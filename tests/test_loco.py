@@ -1,5 +1,6 @@
 """LOCO: replacement closed forms, refits with a user fit, one vmapped job for fit_mlp."""
 
+import dataclasses
 import functools
 
 import jax
@@ -188,3 +189,86 @@ def test_validation_messages(linear):
         loco_importance(None, X, y, strategy="zero")
     with pytest.raises(ValueError, match="fit returned None for the data without 'x0'"):
         loco_importance(f_linear, X, y, fit=lambda A, b: None)
+
+
+# Refits by a JAX-traceable fit: one vmap over column masks.
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class LinearModel:
+    coef: jax.Array
+    intercept: jax.Array
+
+    def __call__(self, X):
+        return X @ self.coef + self.intercept
+
+
+def fit_lstsq(X, y):
+    """Least squares with an intercept, as a pure JAX function returning a pytree model."""
+    A = jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X], axis=1)
+    solution = jnp.linalg.lstsq(A, y)[0]
+    return LinearModel(solution[1:], solution[0])
+
+
+def lstsq_mse_np(A, y):
+    """float64 NumPy reference: in-sample MSE of least squares with an intercept."""
+    A1 = np.c_[np.ones(len(A)), A]
+    resid = y - A1 @ np.linalg.lstsq(A1, y, rcond=None)[0]
+    return np.mean(resid ** 2)
+
+
+def test_traceable_fit_matches_float64_numpy_reference(linear):
+    X, y = linear
+    result = loco_importance(None, X, y, fit=fit_lstsq, traceable_fit=True)
+    zeroed = [np.where(np.arange(4) == j, 0.0, X) for j in range(4)]
+    expected = np.array([lstsq_mse_np(Z, y) for Z in zeroed]) - lstsq_mse_np(X, y)
+    # a zero column is a dropped column for least squares with an intercept
+    dropped = [lstsq_mse_np(np.delete(X, j, axis=1), y) - lstsq_mse_np(X, y) for j in range(4)]
+    np.testing.assert_allclose(expected, dropped, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-3, atol=2e-4)
+    np.testing.assert_allclose(result.info["baseline"], [lstsq_mse_np(X, y)], rtol=1e-3)
+    assert result.method == "loco" and result.top(2) == ["x0", "x1"]
+    full, refit = result.info["full_model"], result.info["models"]["x1"]
+    assert isinstance(full, LinearModel) and full.coef.shape == (4,)
+    np.testing.assert_allclose(np.asarray(full.coef), np.linalg.lstsq(
+        np.c_[np.ones(len(X)), X], y, rcond=None)[0][1:], rtol=1e-3, atol=1e-3)
+    assert abs(float(refit.coef[1])) < 1e-3  # fitted with x1 set to 0
+
+
+def test_traceable_fit_with_given_model_and_feature_subset(linear):
+    X, y = linear
+    full = fit_lstsq(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32))
+    both = loco_importance(None, X, y, fit=fit_lstsq, traceable_fit=True)
+    subset = loco_importance(full, X, y, fit=fit_lstsq, traceable_fit=True,
+                             features=["x1", "x3"], kind="ratio")
+    assert subset.feature_names == ("x1", "x3") and set(subset.info["models"]) == {"x1", "x3"}
+    ratio = (both.info["losses"][[1, 3]] / both.info["baseline"])[:, 0]
+    np.testing.assert_allclose(subset.importances_mean[:, 0], ratio, rtol=1e-4)
+
+
+def test_traceable_fit_errors_name_the_fix(linear):
+    X, y = linear
+
+    def host_fit(A, b):  # NumPy inside: not traceable
+        return LinearRegression().fit(np.asarray(A), np.asarray(b))
+
+    with pytest.raises(ValueError, match=r"traceable_fit=True needs fit\(X, y\) to be a pure JAX "
+                       r"function returning a pytree of arrays .* Pass traceable_fit=False"):
+        loco_importance(None, X, y, fit=host_fit, traceable_fit=True)
+    with pytest.raises(ValueError) as err:
+        loco_importance(None, X, y, fit=fit_lstsq, traceable_fit=1)
+    assert str(err.value) == "traceable_fit must be True or False; got 1."
+    with pytest.raises(ValueError) as err:
+        loco_importance(f_linear, X, y, strategy="mean", traceable_fit=True)
+    assert str(err.value) == ("traceable_fit is used by strategy='refit' only; got it with "
+                              "strategy='mean'.")
+
+
+def test_mlp_refits_are_one_stacked_pytree(friedman, batched_and_sequential):
+    """fit_mlp refits come from one stacked MLP pytree: every refit has the same structure."""
+    batched, _ = batched_and_sequential
+    models = list(batched.info["models"].values()) + [batched.info["full_model"]]
+    treedefs = {jax.tree_util.tree_structure(m) for m in models}
+    assert len(treedefs) == 1
+    assert all(m.x_mean.shape == (6,) and m.input_mask.shape == (6,) for m in models)

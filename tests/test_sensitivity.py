@@ -6,8 +6,10 @@ import pandas as pd
 import pytest
 
 import jaximp
-from jaximp._sensitivity import _draw, sensitivity_importance
-from jaximp._permutation import rng_stream
+from jaximp._common import as_key
+from jaximp._plans import at_drawn_rows
+from jaximp._sensitivity import sensitivity_importance
+from jaximp.kernels import _streams
 
 TABLE2_LINEAR = np.array([0.72, 0.54, 0.37, 0.19])  # seed 004, Table 2, linear regression
 
@@ -54,13 +56,17 @@ def test_linear_model_closed_form_with_empirical_draws(table2):
     b = np.asarray(ols(jnp.eye(4)) - ols(jnp.zeros((4, 4))))
     result = sensitivity_importance(ols, X, y, n_repeats=2, random_state=5)
     x = X.to_numpy()
-    from jaximp._permutation import as_key, key_bits
+    n = len(y)
+    bits = jnp.asarray(at_drawn_rows(np.ones((1, 4), bool), [0], as_key(5), [0]).key_bits)
 
-    bits = key_bits(as_key(5))
+    def draws(*label):  # the engine's draws for item label (feature, repeat, draw)
+        seed = _streams.seed_of(bits, jnp.asarray(label))
+        return np.asarray(_streams.uniform_rows(seed, jnp.arange(n), jnp.int32(n)))
+
     for j in range(4):
-        draws = _draw(rng_stream(bits, 3, j), len(y), None, (2, 2, len(y)))
         for r in range(2):
-            expected = abs(b[j]) * np.mean(np.abs(x[draws[r, 0], j] - x[draws[r, 1], j]))
+            first, second = draws(j, r, 0), draws(j, r, 1)
+            expected = abs(b[j]) * np.mean(np.abs(x[first, j] - x[second, j]))
             np.testing.assert_allclose(result.info["D_p"][j, 0, r], expected, rtol=2e-5)
 
 
@@ -114,9 +120,9 @@ def test_groups_are_drawn_from_one_row_and_categorical_max_uses_levels():
 
 
 def test_weighted_draws_skip_zero_weight_rows():
-    prob = np.r_[np.zeros(5), np.ones(5)] / 5
-    draws = _draw(np.random.default_rng(0), 10, prob, (2, 1000))
-    assert draws.min() >= 5
+    cdf = jnp.asarray(np.cumsum(np.r_[np.zeros(5), np.ones(5)] / 5), jnp.float32)
+    draws = _streams.weighted_rows(jnp.uint32(0), jnp.arange(2000), cdf, jnp.int32(10))
+    assert int(draws.min()) == 5 and int(draws.max()) == 9
     X = np.random.default_rng(0).normal(size=(10, 1))
     X[:5] = 100.0  # rows of weight 0: never drawn, so D_p stays small
     w = np.r_[np.zeros(5), np.ones(5)]

@@ -1,0 +1,293 @@
+"""The loss layer: targets and losses validated at the edge, and their reducers.
+
+:func:`resolve_loss` checks a loss (a name in :data:`LOSSES` or a callable) against the targets
+and the model's outputs; :meth:`LossSpec.reducer` gives the engine a streaming reducer for it:
+weighted sums over rows for losses that decompose (:class:`jaximp._reducers.LossSums`), whole
+items group by group for AUC and user callables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaximp.kernels import _losses
+
+from ._common import select_outputs
+from ._model import Predictor
+from ._reducers import ROW_LOSSES, Itemwise, LossSums
+
+__all__ = ["LOSSES", "LossSpec", "check_target", "resolve_loss"]
+
+#: Built-in losses and scores, by name.
+LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
+_REGRESSION = {
+    "mse": _losses.mean_squared_error,
+    "rmse": _losses.root_mean_squared_error,
+    "mae": _losses.mean_absolute_error,
+    "r2": _losses.r2_score,
+}
+_CLASSIFICATION = {
+    "log_loss": _losses.log_loss,
+    "accuracy": _losses.accuracy_score,
+    "auc": _losses.roc_auc_score,
+}
+_SCORES = ("r2", "accuracy", "auc")
+
+
+# ----------------------------------------------------------------------------- edge checks
+
+
+def check_target(y, n: int) -> np.ndarray:
+    """``y`` as an array with n rows (pandas Series/DataFrame accepted)."""
+    if y is None:
+        raise ValueError(f"y must be an array of {n} targets; got None.")
+    values = np.asarray(y)
+    if values.ndim == 0 or values.ndim > 2:
+        raise ValueError(f"y must have shape (n,) or (n, outputs); got shape {values.shape}.")
+    if values.shape[0] != n:
+        raise ValueError(f"y must have n = {n} rows like X; got {values.shape[0]}.")
+    if values.dtype.kind in "fc" and not np.all(np.isfinite(values)):
+        raise ValueError("y contains NaN or infinite values; drop or impute those rows.")
+    return values
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LossSpec:
+    """A validated loss bound to its targets (internal).
+
+    ``values`` of predictions are raw metric values (a loss, or a score when ``score``);
+    :meth:`importance` turns baseline and perturbed values into importances.
+    """
+
+    name: str
+    task: str  # "regression" | "classification" | "callable"
+    score: bool
+    bounded: bool  # a built-in score whose best value is 1
+    output_names: tuple[str, ...]
+    out_idx: tuple[int, ...]
+    y: np.ndarray
+    weights: np.ndarray | None
+    classes: np.ndarray | None = None  # single-column classification: the labels of y
+    fn: Callable | None = None
+
+    def values(self, predictions: np.ndarray) -> np.ndarray:
+        """Metric of every item: predictions (b, n, o_model) -> (b, o_result), float64."""
+        preds = np.asarray(predictions)[..., list(self.out_idx)]
+        w = None if self.weights is None else jnp.asarray(self.weights, jnp.float32)
+        if self.task == "regression":
+            out = _regression_items(self.name, jnp.asarray(self.y, jnp.float32),
+                                    jnp.asarray(preds), w)
+        elif self.task == "classification":
+            out = _classification_items(self.name, jnp.asarray(self.y, jnp.int32),
+                                        jnp.asarray(self._class_predictions(preds)), w)
+        else:
+            out = self._callable_values(preds)
+        out = np.asarray(out, dtype=np.float64)
+        out = out.reshape(out.shape[0], -1)
+        if self.task == "callable" and out.shape[1] not in (1, len(self.out_idx)):
+            raise ValueError(
+                f"the loss callable must return a scalar or one value per output "
+                f"({len(self.out_idx)}); got {out.shape[1]} values."
+            )
+        return out
+
+    def reducer(self, baseline_predictions: Callable[[], np.ndarray]):
+        """The engine reducer that scores items like :meth:`values`. A one-column classifier's
+        predictions on the intact data (``baseline_predictions()``, (n, o_model)) decide
+        whether the column holds labels or a probability."""
+        if self.task == "callable" or self.name not in ROW_LOSSES:
+            return Itemwise(self.values)
+        w = np.ones(self.y.shape[0]) if self.weights is None else self.weights
+        if self.task == "regression":
+            total = None
+            if self.name == "r2":
+                center = np.average(self.y, axis=0, weights=w)
+                total = np.einsum("nk,n->k", (self.y - center) ** 2, w)
+            return LossSums(self.name, self.y, w, self.out_idx, r2_total=total)
+        labels = None
+        if self.classes is not None and len(self.out_idx) == 1:
+            base = baseline_predictions()
+            self._class_predictions(base[None][..., list(self.out_idx)])  # checks the column
+            if np.all(np.isin(base[:, self.out_idx[0]], self.classes)):
+                labels = self.classes.astype(np.float64)
+        return LossSums(self.name, self.y, w, self.out_idx, labels=labels)
+
+    def result_names(self, width: int) -> tuple[str, ...]:
+        """Output names of metric values with ``width`` columns."""
+        if width == len(self.output_names):
+            return self.output_names
+        return ("y",)
+
+    def _class_predictions(self, preds: np.ndarray) -> np.ndarray:
+        if self.classes is None or preds.shape[-1] != 1:
+            return preds
+        baseline = preds[0, :, 0]
+        if np.all(np.isin(baseline, self.classes)):  # one column of class labels
+            codes = np.searchsorted(self.classes, preds[..., 0])
+            codes = np.clip(codes, 0, len(self.classes) - 1)
+            found = self.classes[codes] == preds[..., 0]
+            codes = np.where(found, codes, -1)
+            if self.name == "accuracy":
+                return codes.astype(np.float32)
+            onehot = codes[..., None] == np.arange(len(self.classes))
+            return onehot.astype(np.float32)
+        if len(self.classes) > 2:
+            raise ValueError(
+                f"the model returns one column and y has {len(self.classes)} classes; one "
+                "column must hold class labels (values of y), but the model returned other "
+                "values. Return one probability column per class."
+            )
+        return preds
+
+    def _callable_values(self, preds: np.ndarray) -> np.ndarray:
+        y = self.y
+        take_weights = _takes_weights(self.fn)
+        per_item = preds[..., 0] if preds.shape[-1] == 1 else preds
+        args = () if not take_weights else (self.weights,)
+        try:
+            y_dev = jnp.asarray(y) if y.dtype.kind in "biuf" else None
+        except TypeError:
+            y_dev = None
+        if y_dev is not None:
+            w_dev = () if not take_weights else (
+                None if self.weights is None else jnp.asarray(self.weights),)
+            try:
+                batched = jax.jit(jax.vmap(lambda p: jnp.asarray(self.fn(y_dev, p, *w_dev))))
+                return np.asarray(batched(jnp.asarray(per_item)))
+            except Exception:  # noqa: BLE001 - not traceable: call it on NumPy arrays below
+                pass
+        return np.stack([np.asarray(self.fn(y, p, *args), dtype=np.float64) for p in per_item])
+
+    def importance(self, perturbed: np.ndarray, baseline: np.ndarray, kind: str) -> np.ndarray:
+        """Importance of perturbed metric values against the baseline (broadcast)."""
+        if kind == "difference":
+            return baseline - perturbed if self.score else perturbed - baseline
+        if self.bounded:  # a score with best value 1: its loss is 1 - score
+            perturbed, baseline = 1.0 - perturbed, 1.0 - baseline
+        elif self.score:
+            perturbed, baseline = baseline, perturbed
+        if np.any(baseline == 0):
+            raise ValueError(
+                f"kind='ratio' divides by the baseline {self.name} loss, which is 0 (the model "
+                "fits these data exactly); use kind='difference'."
+            )
+        return perturbed / baseline
+
+
+@functools.partial(jax.jit, static_argnames=("name",))
+def _regression_items(name, y, preds, w):
+    """(n, o) targets, (b, n, o) predictions -> (b, o) metric values."""
+    kernel = _REGRESSION[name]
+    per_output = jax.vmap(kernel, in_axes=(1, 1, None))
+    return jax.vmap(per_output, in_axes=(None, 0, None))(y, preds, w)
+
+
+@functools.partial(jax.jit, static_argnames=("name",))
+def _classification_items(name, y, preds, w):
+    """(n,) class codes, (b, n[, o]) predictions -> (b, 1) metric values."""
+    return jax.vmap(_CLASSIFICATION[name], in_axes=(None, 0, None))(y, preds, w)[:, None]
+
+
+def _takes_weights(fn: Callable) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3
+
+
+def _class_codes(y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Class codes 0..k-1 of labels ``y`` for a model with one output column per class."""
+    k = len(names)
+    classes = np.unique(y)
+    keys = []
+    for c in classes:
+        if isinstance(c, (float, np.floating)) and float(c).is_integer():
+            keys.append(str(int(c)))
+        else:
+            keys.append(str(c))
+    if all(key in names for key in keys):
+        lookup = dict(zip(classes.tolist(), [names.index(key) for key in keys]))
+        return np.asarray([lookup[v] for v in y.tolist()], dtype=np.int32)
+    if y.dtype.kind in "biuf" and np.all(y == np.round(y)) and y.min() >= 0 and y.max() < k:
+        return y.astype(np.int32)
+    raise ValueError(
+        f"y holds the classes {classes.tolist()[:10]}, which do not match the model's {k} "
+        f"output columns {list(names)}; y must hold those column names or codes 0..{k - 1}."
+    )
+
+
+def resolve_loss(
+    loss,
+    y: np.ndarray,
+    predictor: Predictor,
+    output,
+    weights: np.ndarray | None,
+    greater_is_better: bool | None = None,
+) -> LossSpec:
+    """Validate ``loss`` against the targets and the model's outputs (internal)."""
+    out_idx = tuple(select_outputs(predictor.output_names, output))
+    names = tuple(predictor.output_names[i] for i in out_idx)
+    o = len(out_idx)
+    if callable(loss) and not isinstance(loss, str):
+        if greater_is_better is not None and not isinstance(greater_is_better, bool):
+            raise ValueError(f"greater_is_better must be True or False; got {greater_is_better!r}.")
+        if weights is not None and not _takes_weights(loss):
+            raise ValueError(
+                "sample_weight was given but the loss callable takes only (y, prediction); "
+                "give it a third parameter, weights."
+            )
+        name = getattr(loss, "__name__", type(loss).__name__)
+        return LossSpec(name, "callable", bool(greater_is_better), False, names,
+                        out_idx, y, weights, fn=loss)
+    if greater_is_better is not None:
+        raise ValueError(
+            f"greater_is_better applies to a callable loss only; got it with loss={loss!r}."
+        )
+    if not isinstance(loss, str) or loss not in LOSSES:
+        raise ValueError(
+            f"loss must be one of {LOSSES} or a callable (y, prediction[, weights]); got "
+            f"{loss!r:.60}."
+        )
+    score = loss in _SCORES
+    if loss in _REGRESSION:
+        if y.dtype.kind not in "biuf":
+            raise ValueError(
+                f"loss={loss!r} needs numeric targets; y has dtype {y.dtype}. For class labels "
+                "use loss='log_loss', 'accuracy' or 'auc'."
+            )
+        target = y.astype(np.float64).reshape(y.shape[0], -1)
+        if target.shape[1] != o:
+            raise ValueError(
+                f"y has {target.shape[1]} column(s) but {o} model output(s) are scored; pass y "
+                f"of shape (n, {o}) or choose outputs with output=..."
+            )
+        return LossSpec(loss, "regression", score, score, names, out_idx, target, weights)
+    if y.ndim == 2:
+        if y.shape[1] != 1:
+            raise ValueError(
+                f"loss={loss!r} needs y of class labels, shape (n,); got shape {y.shape}."
+            )
+        y = y[:, 0]
+    if o == 1:
+        classes = np.unique(y)
+        codes = np.searchsorted(classes, y).astype(np.int32)
+        return LossSpec(loss, "classification", score, score, ("y",), out_idx, codes, weights,
+                        classes=classes)
+    return LossSpec(loss, "classification", score, score, ("y",), out_idx,
+                    _class_codes(y, names), weights)
+
+

@@ -1,0 +1,125 @@
+"""Warnings for feature values that a low-precision model cannot tell apart.
+
+Grids and replacement values are built in float64, but a JAX model usually computes in float32:
+a timestamp-like feature (1.6e9 + a few hundred seconds) has float32 steps of 128, so a
+20-point grid over its range reaches the model as a handful of distinct values and the partial
+dependence is a staircase (or flat). :func:`check_collapse` detects that cheaply and says how to
+fix it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["PrecisionWarning", "check_collapse"]
+
+#: a spread narrower than this many steps of the model's dtype is not resolved at all
+_MIN_STEPS = 4.0
+#: lost distinct values are reported when the dtype resolves the spread this coarsely or worse
+_COARSE_STEPS = 1024.0
+
+_FIX = (
+    "centre or scale the feature inside the model, or enable float64 with "
+    "jax.config.update('jax_enable_x64', True) and float64 model parameters"
+)
+
+
+class PrecisionWarning(UserWarning):
+    """Distinct float64 feature values collapse in the model's (lower) precision."""
+
+
+def _finfo(dtype: np.dtype):
+    """``finfo`` of a floating dtype with less than 64 bits (NumPy or ml_dtypes), else None."""
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+    else:
+        try:
+            import ml_dtypes  # bfloat16 and friends, installed with JAX
+        except ImportError:  # pragma: no cover - JAX depends on ml_dtypes
+            return None
+        try:
+            info = ml_dtypes.finfo(dtype)
+        except (TypeError, ValueError, KeyError):
+            return None
+    return info if info.bits < 64 else None
+
+
+def check_collapse(
+    feature_name: str, values: np.ndarray, dtype, what: str, *, stacklevel: int = 2
+) -> None:
+    """Warn when distinct float64 feature values collapse in the model's dtype.
+
+    Parameters
+    ----------
+    feature_name : str
+        Feature named in the message.
+    values : array-like of float64
+        The values the model will see for this feature: a grid, or the feature's observed
+        values (for permutation). Any shape; non-finite values are ignored.
+    dtype : dtype-like
+        The model's input dtype (``np.float32`` typically). Nothing is checked for float64,
+        integer or unknown dtypes.
+    what : str
+        What ``values`` are, as a plural noun phrase for the message: ``"grid points"``,
+        ``"observed values"``.
+    stacklevel : int, default 2
+        Passed to :func:`warnings.warn`.
+
+    Warns
+    -----
+    PrecisionWarning
+        When casting to ``dtype`` leaves fewer distinct values and the dtype resolves the
+        values' spread in fewer than about 1000 steps, when the spread (max - min) is below
+        a few steps of ``dtype`` at the values' magnitude, or when values overflow ``dtype``.
+        Ordinary data that merely loses a few near-duplicate values (e.g. millions of rows in
+        [0, 1]) does not warn: its spread is resolved in millions of float32 steps.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> grid = np.linspace(1.6e9, 1.6e9 + 900, 20)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_collapse("timestamp", grid, np.float32, "grid points")
+    >>> print(str(caught[0].message).split(" (")[0])
+    feature 'timestamp': 20 grid points give 8 distinct float32 values
+    >>> check_collapse("timestamp", grid, np.float64, "grid points")  # silent
+    """
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return
+    info = _finfo(dt)
+    if info is None:
+        return
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    uniques = np.unique(flat[np.isfinite(flat)])
+    n_before = uniques.size
+    if n_before < 2:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        n_after = np.unique(uniques.astype(dt)).size
+    low, high = uniques[0], uniques[-1]
+    spread = high - low
+    scale = max(abs(low), abs(high))
+    step = max(
+        float(info.eps) * 2.0 ** np.floor(np.log2(scale)), float(info.smallest_subnormal)
+    )
+    steps = spread / step
+    overflow = scale > float(info.max)
+    if not (overflow or steps < _MIN_STEPS or (n_after < n_before and steps < _COARSE_STEPS)):
+        return
+    detail = (
+        f"values beyond {float(info.max):.3g} become inf in {dt.name}"
+        if overflow
+        else f"their spread {spread:.3g} at magnitude {scale:.3g} is about {steps:.3g} "
+        f"{dt.name} steps of {step:.3g}"
+    )
+    warnings.warn(
+        f"feature {feature_name!r}: {n_before} {what} give {n_after} distinct {dt.name} values "
+        f"({detail}), so the model barely sees this feature vary; to fix it, {_FIX}.",
+        PrecisionWarning,
+        stacklevel=stacklevel,
+    )

@@ -1,0 +1,247 @@
+"""Streaming reducers: what the engine keeps of the predictions of each item.
+
+A reducer turns the predictions of one block (``ib`` items x ``rows`` rows x ``o`` outputs) into
+a *partial* per item (or per group of items), which the engine adds up over row blocks and
+chunks in float64; :meth:`Reducer.finalize` turns the totals into the result. Partials are
+written once with ``xp`` standing for ``jax.numpy`` (inside the jitted chunk) or ``numpy``
+(host models, in float64), so JAX and host models share one implementation.
+
+``combine`` says how partials meet: ``"sum"`` (they add up), ``"keep"`` (every prediction is
+written into one preallocated result) or ``"items"`` (a non-decomposable function of all of an
+item's predictions, e.g. AUC: the engine keeps whole items, group by group, and applies it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Reducer", "Mean", "Keep", "LossSums", "Spread", "GroupedMean", "Itemwise"]
+
+_HIGHEST = "highest"
+
+
+def _einsum(xp, spec, *arrays):
+    if xp is np:
+        return np.einsum(spec, *arrays)
+    return xp.einsum(spec, *arrays, precision=_HIGHEST)
+
+
+class Reducer:
+    """Base class: a decomposable reduction over rows, one partial per item."""
+
+    combine = "sum"
+    group = 1  # items reduced together; they always share a block
+
+    def row_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays with one entry per data row (weights, targets...), sliced per block."""
+        return {}
+
+    def consts(self) -> dict[str, np.ndarray]:
+        """Small arrays every block sees whole."""
+        return {}
+
+    def key(self) -> tuple:
+        """Static description for the compile cache (shapes of the arrays are keyed by jit)."""
+        return (type(self).__name__,)
+
+    def partial_shape(self, n_outputs: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        """(ib, rows, o) predictions -> (ib // group, *partial_shape) partial sums."""
+        raise NotImplementedError
+
+    def finalize(self, total: np.ndarray) -> np.ndarray:
+        return total
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Mean(Reducer):
+    """Weighted means over rows, for one or several weightings (bootstrap replicates).
+
+    ``weights`` (r, n): the result is (b, r, o) with ``[k, j] = sum_i w_ji f_ki / sum_i w_ji``.
+    Memory is O(items x r), whatever n.
+    """
+
+    weights: np.ndarray
+
+    def row_arrays(self):
+        return {"w": np.ascontiguousarray(self.weights.T, dtype=np.float32)}
+
+    def partial_shape(self, n_outputs):
+        return (self.weights.shape[0], n_outputs)
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        w = rows["w"] * valid[:, None]
+        return _einsum(xp, "bno,nr->bro", preds, w)
+
+    def finalize(self, total):
+        return total / self.weights.sum(axis=1)[None, :, None]
+
+
+class Keep(Reducer):
+    """Every prediction, written into one (b, n, o) float32 result (ICE curves)."""
+
+    combine = "keep"
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        return preds
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Spread(Reducer):
+    """Weighted mean over rows of each row's range (max - min) across a group of ``group``
+    consecutive items: ``mean_i |f(x*) - f(x**)|`` for pairs, or the largest difference over a
+    grid. Result (b // group, o)."""
+
+    weights: np.ndarray
+    group: int = 2
+
+    def row_arrays(self):
+        return {"w": np.asarray(self.weights, np.float32)}
+
+    def key(self):
+        return ("Spread", self.group)
+
+    def partial_shape(self, n_outputs):
+        return (n_outputs,)
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        ib, n, o = preds.shape
+        grouped = preds.reshape(ib // self.group, self.group, n, o)
+        spread = grouped.max(axis=1) - grouped.min(axis=1)
+        return _einsum(xp, "gno,n->go", spread, rows["w"] * valid)
+
+    def finalize(self, total):
+        return total / self.weights.sum()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GroupedMean(Reducer):
+    """Weighted means over the rows of each group (e.g. ALE bins): item ``k`` groups row ``i``
+    by ``row_codes[item_code[k], i]`` in ``0..n_groups-1``. Result (b, n_groups, o), NaN for
+    an empty group; ``finalize`` also leaves the group weights in ``self`` unused."""
+
+    row_codes: np.ndarray  # (q, n)
+    item_code: np.ndarray  # (b,)
+    n_groups: int
+    weights: np.ndarray
+
+    def row_arrays(self):
+        return {"w": np.asarray(self.weights, np.float32),
+                "codes": np.ascontiguousarray(self.row_codes.T, dtype=np.int32)}
+
+    def consts(self):
+        return {"item_code": np.asarray(self.item_code, np.int32)}
+
+    def key(self):
+        return ("GroupedMean", self.n_groups)
+
+    def partial_shape(self, n_outputs):
+        return (self.n_groups, n_outputs + 1)
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        codes = rows["codes"][:, consts["item_code"][items]].T  # (ib, n)
+        onehot = (codes[..., None] == xp.arange(self.n_groups)).astype(preds.dtype)
+        w = rows["w"] * valid
+        sums = _einsum(xp, "bno,bng,n->bgo", preds, onehot, w)
+        counts = _einsum(xp, "bng,n->bg", onehot, w)
+        return xp.concatenate([sums, counts[..., None]], axis=-1)
+
+    def finalize(self, total):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total[..., :-1] / total[..., -1:]
+
+
+# Losses that are weighted means of a per-row term, and how the mean becomes the metric.
+ROW_LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LossSums(Reducer):
+    """A decomposable loss against targets, accumulated as weighted sums over rows.
+
+    ``name`` in :data:`ROW_LOSSES`. Regression: ``y`` (n, k) values scored against the model's
+    outputs ``columns`` (k of them), one metric per column. Classification (``log_loss``,
+    ``accuracy``): ``y`` (n,) class codes; the outputs ``columns`` are class probabilities (one
+    column: the probability of class 1 of two), or, with ``labels`` given, one column of class
+    labels that are mapped to codes. Result (b, k): the metric (a loss, or R^2 as a score).
+    """
+
+    name: str
+    y: np.ndarray
+    weights: np.ndarray
+    columns: tuple[int, ...]
+    labels: np.ndarray | None = None
+    r2_total: np.ndarray | None = None  # weighted sum of squares of y about its mean, (k,)
+
+    def row_arrays(self):
+        y = self.y.astype(np.float64 if self.name not in ("log_loss", "accuracy") else np.int32)
+        return {"w": np.asarray(self.weights, np.float64),
+                "y": y.reshape(y.shape[0], -1) if y.ndim > 1 or self.name in
+                ("mse", "rmse", "mae", "r2") else y}
+
+    def consts(self):
+        out = {"columns": np.asarray(self.columns, np.int32)}
+        if self.labels is not None:
+            out["labels"] = np.asarray(self.labels, np.float64)
+        return out
+
+    def key(self):
+        return ("LossSums", self.name, self.labels is not None)
+
+    def partial_shape(self, n_outputs):
+        return (len(self.columns) if self.name in ("mse", "rmse", "mae", "r2") else 1,)
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        p = preds[..., consts["columns"]]  # (ib, n, k)
+        w = rows["w"].astype(preds.dtype) * valid
+        y = rows["y"]
+        if self.name in ("mse", "rmse", "r2"):
+            terms = (p - y.astype(p.dtype)[None]) ** 2
+        elif self.name == "mae":
+            terms = xp.abs(p - y.astype(p.dtype)[None])
+        else:
+            terms = self._class_terms(p, y, consts, xp)[..., None]
+        # a plain reduction sums every item in the same order: equal predictions, equal losses
+        return (terms * w[None, :, None]).sum(axis=1)
+
+    def _class_terms(self, p, y, consts, xp):
+        """Per-row log loss or correctness, (ib, n)."""
+        if "labels" in consts:  # one column of labels: their codes, -1 when not a class
+            labels = consts["labels"].astype(p.dtype)
+            hits = p[..., :1] == labels  # (ib, n, classes)
+            codes = xp.where(hits.any(axis=-1), xp.argmax(hits, axis=-1), -1)
+            if self.name == "accuracy":
+                return (codes == y[None]).astype(p.dtype)
+            proba = (codes == y[None]).astype(p.dtype)
+        else:
+            if p.shape[-1] == 1:  # probability of class 1 of two
+                p = xp.concatenate([1 - p, p], axis=-1)
+            if self.name == "accuracy":
+                return (xp.argmax(p, axis=-1) == y[None]).astype(p.dtype)
+            proba = xp.take_along_axis(p, xp.broadcast_to(y[None, :, None], p.shape[:2] + (1,))
+                                       .astype(xp.int32), axis=-1)[..., 0]
+        eps = np.finfo(np.float32 if p.dtype == np.float32 else np.float64).eps
+        return -xp.log(xp.clip(proba, eps, 1 - eps))
+
+    def finalize(self, total):
+        mean = total / np.sum(self.weights)
+        if self.name == "rmse":
+            return np.sqrt(mean)
+        if self.name == "r2":
+            return 1.0 - total / self.r2_total[None]
+        return mean
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Itemwise(Reducer):
+    """A function of all of an item's predictions at once (AUC, a user's loss): the engine
+    keeps whole items, as many as fit the budget at a time, and calls
+    ``fn(predictions (g, n, o)) -> (g, ...)`` on each group."""
+
+    fn: Callable[[np.ndarray], np.ndarray]
+    combine = "items"

@@ -1,0 +1,24 @@
+"""Host-side random streams: one NumPy generator per labelled stream of a JAX key.
+
+Used for the few draws made on the host (row subsamples, target pairs); the engine draws its
+row indices on the device from the same key (:mod:`jaximp.kernels._streams`).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+__all__ = ["key_bits", "rng_stream"]
+
+
+def key_bits(key: jax.Array) -> list[int]:
+    """The raw bits of a PRNG key, as Python ints (one device read)."""
+    return np.asarray(jax.random.key_data(key), dtype=np.uint32).reshape(-1).tolist()
+
+
+def rng_stream(bits: list[int], *indices: int) -> np.random.Generator:
+    """A NumPy generator for one labelled stream of a key: seeded by the key's ``bits`` and
+    ``indices`` (a stream tag, then e.g. a feature's position), so each stream depends only on
+    the key and its labels."""
+    return np.random.default_rng([*bits, *[int(i) for i in indices]])

@@ -1,0 +1,330 @@
+"""Host models (scikit-learn and other NumPy predictors) through the public API, each checked
+against an independent reference (scikit-learn itself, closed forms, or the model's own score).
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+
+from sklearn.cluster import KMeans  # noqa: E402
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.ensemble import GradientBoostingRegressor  # noqa: E402
+from sklearn.inspection import partial_dependence as sk_partial_dependence  # noqa: E402
+from sklearn.linear_model import LinearRegression, Ridge  # noqa: E402
+from sklearn.neighbors import RadiusNeighborsClassifier  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
+from sklearn.svm import SVC  # noqa: E402
+
+import jaximp  # noqa: E402
+from jaximp._precision import PrecisionWarning  # noqa: E402
+
+# ------------------------------------------------------------------ 1. Pipeline vs sklearn
+
+
+def _mixed_frame(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.integers(0, 40, size=n),
+            "c": pd.Categorical(rng.choice(["x", "y", "z"], size=n)),
+        },
+        index=np.arange(1000, 1000 + n),  # a non-default index must not matter
+    )
+    y = 2 * df["a"] + np.sin(df["b"] / 5) + 1.5 * (df["c"] == "y") + 0.1 * rng.normal(size=n)
+    return df, y.to_numpy()
+
+
+def _pipeline(model):
+    prep = ColumnTransformer(
+        [("num", StandardScaler(), ["a", "b"]), ("cat", OneHotEncoder(), ["c"])]
+    )
+    return Pipeline([("prep", prep), ("model", model)])
+
+
+@pytest.fixture(scope="module", params=["ridge", "gbr"])
+def fitted_pipeline(request):
+    df, y = _mixed_frame()
+    model = Ridge(alpha=0.5) if request.param == "ridge" else GradientBoostingRegressor(
+        n_estimators=25, max_depth=3, random_state=0)
+    return _pipeline(model).fit(df, y), df
+
+
+def _sklearn_pd(pipe, df, feature, grid_resolution, kind="average"):
+    # scikit-learn refuses integer columns for partial dependence; the pipeline computes the
+    # same thing on the column as float64 (StandardScaler casts it anyway).
+    df_float = df.astype({"b": np.float64})
+    return sk_partial_dependence(
+        pipe, df_float, [feature], kind=kind, grid_resolution=grid_resolution, method="brute",
+        categorical_features=["c"] if feature == "c" else None,
+    )
+
+
+@pytest.mark.parametrize("feature", ["a", "b", "c"])
+@pytest.mark.parametrize("grid_resolution", [20, 100])
+def test_pipeline_pd_matches_sklearn(fitted_pipeline, feature, grid_resolution):
+    pipe, df = fitted_pipeline
+    ref = _sklearn_pd(pipe, df, feature, grid_resolution)
+    ref_grid = ref["grid_values"][0]
+    expected = ref["average"][0]
+
+    # grid="sklearn" reproduces scikit-learn's grid (levels for the category)
+    got = jaximp.partial_dependence(pipe, df, feature, grid="sklearn",
+                                    grid_resolution=grid_resolution)
+    assert list(got.grid_values[0]) == list(ref_grid)
+    assert got.average.shape == (len(ref_grid), 1)
+    np.testing.assert_allclose(got.average[:, 0], expected, rtol=1e-10, atol=1e-12)
+
+    if feature != "c":  # explicit grid values
+        got = jaximp.partial_dependence(pipe, df, feature, grid={feature: ref_grid})
+        np.testing.assert_allclose(got.average[:, 0], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_pipeline_sklearn_grid_when_uniques_equal_resolution(fitted_pipeline):
+    # scikit-learn switches to the distinct values only when there are FEWER than
+    # grid_resolution of them; with exactly as many it uses the percentile linspace.
+    pipe, df = fitted_pipeline
+    k = df["b"].nunique()
+    ref = _sklearn_pd(pipe, df, "b", k)
+    got = jaximp.partial_dependence(pipe, df, "b", grid="sklearn", grid_resolution=k)
+    np.testing.assert_array_equal(np.asarray(got.grid_values[0]), ref["grid_values"][0])
+    np.testing.assert_allclose(got.average[:, 0], ref["average"][0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("feature", ["a", "c"])
+def test_pipeline_ice_matches_sklearn(fitted_pipeline, feature):
+    pipe, df = fitted_pipeline
+    ref = _sklearn_pd(pipe, df, feature, 10, kind="individual")
+    got = jaximp.partial_dependence(pipe, df, feature, grid="sklearn", grid_resolution=10,
+                                    kind="individual")
+    np.testing.assert_allclose(got.individual[..., 0], ref["individual"][0], rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_pipeline_frame_batches_keep_user_types():
+    df, y = _mixed_frame(n=60)
+    seen = []
+
+    class Spy:
+        def predict(self, X):
+            seen.append(X)
+            return X["a"].to_numpy() + X["b"].to_numpy() + X["c"].cat.codes.to_numpy()
+
+    jaximp.partial_dependence(Spy(), df, "c")
+    assert len(seen) >= 2
+    for batch in seen:
+        assert isinstance(batch, pd.DataFrame)
+        assert list(batch.columns) == ["a", "b", "c"]
+        assert batch["a"].dtype == np.float64
+        assert batch["b"].dtype == df["b"].dtype
+        assert batch["c"].dtype == df["c"].dtype
+
+
+# ------------------------------------------------------------------ 2. timestamps, float64
+
+
+def test_linear_regression_on_timestamps_is_exact_and_float64():
+    rng = np.random.default_rng(0)
+    n = 300
+    t = 1.6e9 + rng.uniform(0, 1000, n)
+    z = rng.normal(size=n)
+    X = np.column_stack([t, z])
+    slope = 0.003
+    y = slope * (t - 1.6e9) + 2.0 * z + 1.0
+    model = LinearRegression().fit(X, y)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        pd_t = jaximp.partial_dependence(model, X, "x0", grid_resolution=20)
+        pi = jaximp.permutation_importance(model, X, y, loss="mse", n_repeats=3)
+
+    values = pd_t.average[:, 0]
+    grid = np.asarray(pd_t.grid_values[0])
+    assert values.shape == (20,)
+    assert len(np.unique(grid)) == 20
+    spacing = np.diff(grid)
+    scale = slope * spacing.mean()
+    assert np.allclose(np.diff(values, 2), 0, atol=1e-6 * scale)
+    np.testing.assert_allclose(np.diff(values) / spacing, slope, rtol=1e-6)
+    # reference: the model itself on the data with the column set to each grid point
+    ref = [model.predict(np.column_stack([np.full(n, g), z])).mean() for g in grid]
+    np.testing.assert_allclose(values, ref, rtol=1e-12)
+
+    assert pi.info["baseline"].shape == (1,)
+    assert pi.info["baseline"][0] < 1e-10
+    assert pi.importances_mean[0, 0] > 0 and pi.importances_mean[1, 0] > 0
+
+
+# ------------------------------------------------------------------ 3. KMeans labels
+
+
+def test_kmeans_labels_in_partial_dependence():
+    X = np.random.default_rng(3).normal(size=(150, 3))
+    km = KMeans(n_clusters=3, n_init=3, random_state=0).fit(X)
+    result = jaximp.partial_dependence(km, X, 0, grid_resolution=10)
+    assert result.average.shape == (10, 1)
+    assert np.all((result.average >= 0) & (result.average <= 2))
+    # reference: mean predicted label with column 0 set to each grid point
+    ref = []
+    for g in result.grid_values[0]:
+        Xg = X.copy()
+        Xg[:, 0] = g
+        ref.append(km.predict(Xg).mean())
+    np.testing.assert_allclose(result.average[:, 0], ref, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ 4. no neighbours at zero
+
+
+def test_radius_neighbors_is_probed_on_real_rows():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(200, 2)) + 10.0  # zeros have no neighbours within the radius
+    y = (X[:, 0] > 10.5).astype(int)
+    model = RadiusNeighborsClassifier(radius=0.5).fit(X, y)
+    with pytest.raises(ValueError):
+        model.predict_proba(np.zeros((2, 2)))  # what probing with zeros would hit
+
+    result = jaximp.partial_dependence(model, X, 0, grid_resolution=8)
+    assert result.average.shape == (8, 2)
+    assert result.output_names == ("0", "1")
+    assert np.all((result.average >= 0) & (result.average <= 1))
+    ref = []
+    for g in result.grid_values[0]:
+        Xg = X.copy()
+        Xg[:, 0] = g
+        ref.append(model.predict_proba(Xg).mean(axis=0))
+    np.testing.assert_allclose(result.average, ref, rtol=1e-12)
+
+    pi = jaximp.permutation_importance(model, X, y, loss="accuracy", n_repeats=3)
+    assert pi.info["baseline"][0] == model.score(X, y)
+    assert pi.importances_mean[0, 0] > pi.importances_mean[1, 0]
+
+
+# ------------------------------------------------------------------ 5. string labels, no proba
+
+
+def test_svc_string_labels_accuracy():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] + 0.2 * X[:, 1] > 0, "yes", "no")
+    model = SVC().fit(X, y)
+    assert not hasattr(model, "predict_proba")
+
+    pi = jaximp.permutation_importance(model, X, y, loss="accuracy", n_repeats=5,
+                                       random_state=1)
+    assert pi.info["baseline"][0] == model.score(X, y)
+    assert pi.info["baseline"][0] > 0.9
+    assert np.argmax(pi.importances_mean[:, 0]) == 0
+    assert pi.importances_mean[0, 0] > 0.2
+    # reference: sklearn's accuracy on the same permuted data is not available (jaximp's
+    # permutations are its own), but every importance is a difference of accuracies on n rows
+    n = X.shape[0]
+    np.testing.assert_allclose(pi.importances * n, np.round(pi.importances * n), atol=1e-9)
+
+    # also through a DataFrame and in partial dependence (fraction predicted per class)
+    df = pd.DataFrame(X, columns=["u", "v", "w"])
+    model_df = SVC().fit(df, y)
+    pi_df = jaximp.permutation_importance(model_df, df, y, loss="accuracy", n_repeats=5,
+                                          random_state=1)
+    np.testing.assert_array_equal(pi_df.importances, pi.importances)
+    pd_u = jaximp.partial_dependence(model_df, df, "u", grid_resolution=6)
+    assert pd_u.average.shape[0] == 6
+    np.testing.assert_allclose(pd_u.average.sum(axis=-1), 1.0)
+    yes = list(pd_u.output_names).index("yes")
+    ref = []
+    for g in pd_u.grid_values[0]:
+        Xg = df.copy()
+        Xg["u"] = g
+        ref.append(np.mean(model_df.predict(Xg) == "yes"))
+    np.testing.assert_allclose(pd_u.average[:, yes], ref, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ 6. the model's own errors
+
+
+class _FailsOnBigBatches:
+    def predict(self, X):
+        if np.shape(X)[0] > 2:
+            raise ValueError("boom")
+        return np.asarray(X)[:, 0]
+
+
+class _CustomError(Exception):
+    def __init__(self, code, detail):  # not constructible from one message
+        super().__init__(code, detail)
+        self.code = code
+
+
+class _FailsAtProbe:
+    def __init__(self, error):
+        self.error = error
+
+    def predict(self, X):
+        raise self.error
+
+
+def test_model_error_after_probe_propagates():
+    X = np.random.default_rng(6).normal(size=(30, 2))
+    with pytest.raises(ValueError, match="boom"):
+        jaximp.partial_dependence(_FailsOnBigBatches(), X, 0, grid_resolution=5)
+    y = X[:, 0]
+    with pytest.raises(ValueError, match="boom"):
+        jaximp.permutation_importance(_FailsOnBigBatches(), X, y)
+
+
+@pytest.mark.parametrize("error", [ValueError("boom"), KeyError("boom"),
+                                   _CustomError(7, "boom"), ZeroDivisionError("boom")])
+def test_model_error_at_probe_keeps_its_type(error):
+    X = np.random.default_rng(6).normal(size=(30, 2))
+    with pytest.raises(type(error), match="boom") as info:
+        jaximp.partial_dependence(_FailsAtProbe(error), X, 0, grid_resolution=5)
+    if isinstance(error, _CustomError):
+        assert info.value.code == 7
+
+
+# ------------------------------------------------------------------ 7. memory budget
+
+
+@pytest.mark.parametrize("loss", ["mse", "r2"])
+def test_small_memory_budget_gives_same_permutation_importance(loss):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(700, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.normal(size=700)
+    model = Ridge(alpha=1.0).fit(X, y)
+    default = jaximp.permutation_importance(model, X, y, loss=loss, n_repeats=4,
+                                            random_state=3)
+    small = jaximp.permutation_importance(model, X, y, loss=loss, n_repeats=4,
+                                          random_state=3, memory_budget=1 << 16)
+    np.testing.assert_allclose(small.importances, default.importances, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(small.info["baseline"], default.info["baseline"], rtol=1e-12)
+
+
+def test_small_memory_budget_gives_same_pd_for_a_pipeline():
+    df, y = _mixed_frame(n=300)
+    pipe = _pipeline(Ridge()).fit(df, y)
+    default = jaximp.partial_dependence(pipe, df, "a", grid_resolution=30, kind="both")
+    small = jaximp.partial_dependence(pipe, df, "a", grid_resolution=30, kind="both",
+                                      memory_budget=1 << 16)
+    np.testing.assert_allclose(small.average, default.average, rtol=1e-12)
+    np.testing.assert_allclose(small.individual, default.individual, rtol=1e-12)
+
+
+def test_string_and_integer_labels_give_the_same_importances():
+    # integer labels reach the loss as one column of labels, strings as one 0/1 column per
+    # class: the accuracy is the same either way
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(150, 3))
+    codes = np.digitize(X[:, 0] + 0.3 * X[:, 2], [-0.5, 0.5])
+    names = np.array(["low", "mid", "high"])[codes]
+    by_code = SVC().fit(X, codes)
+    by_name = SVC().fit(X, names)
+    a = jaximp.permutation_importance(by_code, X, codes, loss="accuracy", n_repeats=3)
+    b = jaximp.permutation_importance(by_name, X, names, loss="accuracy", n_repeats=3)
+    assert a.info["baseline"][0] == by_code.score(X, codes)
+    assert b.info["baseline"][0] == by_name.score(X, names)
+    np.testing.assert_array_equal(a.importances, b.importances)

@@ -1,0 +1,94 @@
+"""Float64 grids at large magnitudes and precision-collapse warnings (jaximp._precision)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from jaximp import _precision
+from jaximp._data import as_dataset
+from jaximp._grid import feature_grid
+from jaximp._precision import PrecisionWarning, check_collapse
+
+FIX = (
+    "centre or scale the feature inside the model, or enable float64 with "
+    "jax.config.update('jax_enable_x64', True) and float64 model parameters"
+)
+
+
+def timestamps(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([1.6e9 + rng.uniform(0, 1000, n), rng.normal(size=n)])
+
+
+def test_timestamp_grid_is_float64_and_uniform():
+    ds = as_dataset(timestamps(), feature_names=["ts", "x"])
+    rows, labels = feature_grid(ds, ds.feature("ts"), grid_resolution=20)
+    assert rows.dtype == np.float64 and rows.shape == (20, 1)
+    assert np.unique(rows).size == 20
+    np.testing.assert_allclose(np.diff(rows[:, 0]), np.diff(rows[:, 0])[0], rtol=1e-6)
+    assert 800 < rows[-1, 0] - rows[0, 0] < 1000
+    assert labels == tuple(rows[:, 0].tolist())
+
+
+def test_equal_percentiles_still_rejected():
+    X = np.column_stack([np.r_[np.full(98, 1.6e9), 1.6e9 + 1, 1.6e9 + 2], np.arange(100.0)])
+    ds = as_dataset(X)
+    with pytest.raises(ValueError, match=r"the percentiles \(0.05, 0.95\) of feature 'x0' are "
+                                         r"equal \(1.6e\+09\); widen percentiles"):
+        feature_grid(ds, ds.feature("x0"), grid_resolution=2)
+
+
+def test_timestamp_grid_warns_in_float32_only():
+    ds = as_dataset(timestamps(), feature_names=["ts", "x"])
+    rows, _ = feature_grid(ds, ds.feature("ts"), grid_resolution=20)
+    n32 = np.unique(rows.astype(np.float32)).size
+    assert n32 < 20
+    with pytest.warns(PrecisionWarning) as record:
+        check_collapse("ts", rows, np.float32, "grid points")
+    message = str(record[0].message)
+    assert message.startswith(f"feature 'ts': 20 grid points give {n32} distinct float32 values")
+    assert FIX in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_collapse("ts", rows, np.float64, "grid points")
+
+
+def test_observed_timestamps_warn():
+    with pytest.warns(PrecisionWarning, match="500 observed values give .* distinct float32"):
+        check_collapse("ts", timestamps()[:, 0], np.float32, "observed values")
+
+
+def test_ordinary_features_do_not_warn():
+    rng = np.random.default_rng(3)
+    ds = as_dataset(rng.normal(size=(200, 2)) * [1.0, 1e4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for feat in ds.features:
+            rows, _ = feature_grid(ds, feat, grid_resolution=50)
+            check_collapse(feat.name, rows, np.float32, "grid points")
+            check_collapse(feat.name, ds.X[:, feat.columns[0]], np.float32, "observed values")
+        # many rows in [0, 1] lose a few near-duplicates in float32 but are well resolved
+        check_collapse("u", rng.uniform(size=10**6), np.float32, "observed values")
+        check_collapse("i", [1.6e9, 1.6e9 + 1], np.int32, "grid points")  # not a float dtype
+        check_collapse("one", [5.0], np.float32, "grid points")  # nothing to collapse
+
+
+def test_spread_below_a_few_ulps_warns_without_losing_values():
+    values = 1.0 + np.arange(3) * 2.0**-23  # three distinct float32 values, 2 ulps apart
+    with pytest.warns(PrecisionWarning, match="3 grid points give 3 distinct float32 values"):
+        check_collapse("x", values, np.float32, "grid points")
+
+
+def test_other_low_precision_dtypes():
+    import jax.numpy as jnp
+
+    with pytest.warns(PrecisionWarning, match="give 1 distinct bfloat16 values"):
+        check_collapse("ts", np.linspace(1.6e9, 1.6e9 + 900, 20), jnp.bfloat16, "grid points")
+    with pytest.warns(PrecisionWarning, match="become inf in float16"):
+        check_collapse("big", [1e5, 2e5], np.float16, "grid points")
+
+
+def test_exports():
+    assert issubclass(PrecisionWarning, UserWarning)
+    assert set(_precision.__all__) == {"PrecisionWarning", "check_collapse"}
