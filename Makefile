@@ -23,6 +23,7 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/loco.py
 	$(PY) benchmarks/weights.py
 	$(PY) benchmarks/pd_memory.py
+	$(PY) benchmarks/memory.py
 
 clean:
 	rm -rf $(VENV) jaximp-report build *.egg-info

@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmarks: timing, machine description, the reference MLPs."""
+"""Shared helpers for the benchmarks: timing, the floor, machine description, reference MLPs."""
 
 from __future__ import annotations
 
@@ -16,16 +16,6 @@ def machine() -> str:
     kind = getattr(device, "device_kind", device.platform)
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
             f"JAX {jax.__version__} on {device.platform} ({kind}), {len(jax.devices())} device(s)")
-
-
-def best_time(fn, repeats: int = 3) -> float:
-    """Best wall time of ``repeats`` calls, each blocked until its results are ready."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def random_relu_mlp(sizes, seed=0):
@@ -74,23 +64,63 @@ def matmul_flops(layers) -> int:
     return int(sum(2 * W.shape[0] * W.shape[1] for W, _ in layers))
 
 
-def blocked_floor(f, X, total_rows: int, repeats: int = 3, blocks=(4096, 16384, 65536)):
-    """Best time of a jitted predict over ``total_rows`` rows run as back-to-back calls on
-    cache-sized blocks (best of ``blocks`` sizes): the model evaluations alone, evaluated the
-    way jaximp's engine does on CPU, without materializing all rows at once.
-
-    Returns (seconds, block rows).
-    """
-    predict = jax.jit(f)
-    best = (float("inf"), None)
-    for block in blocks:
-        rows = min(block, total_rows)
-        data = jnp.asarray(np.resize(np.asarray(X, np.float32), (rows, X.shape[1])))
-        calls = -(-total_rows // rows)
-        jax.block_until_ready(predict(data))
-        t = best_time(lambda: [predict(data) for _ in range(calls)], repeats)
-        best = min(best, (t, rows), key=lambda pair: pair[0])
+def interleaved_best(fns: dict, repeats: int, rounds: dict | None = None) -> dict:
+    """Best wall time of each zero-argument function over ``repeats`` rounds in which they are
+    called in turn (so that load from other processes hits all of them alike), each call
+    blocked until its results are ready. ``rounds`` caps the rounds of slow functions (by
+    name); a function is called in the first rounds only."""
+    rounds = rounds or {}
+    best = {name: float("inf") for name in fns}
+    for k in range(repeats):
+        for name, fn in fns.items():
+            if k >= rounds.get(name, repeats):
+                continue
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
+
+
+_FLOOR_DATA_BYTES = 256 << 20
+
+
+def scan_floor(f, X, total_rows: int, block: int = 16384):
+    """The floor: the model evaluated on ``total_rows`` rows and nothing else.
+
+    ONE jitted function runs ``jax.lax.scan`` over blocks of about ``block`` rows (the model's
+    activations of a block stay in cache on CPU), carrying only the running sum of the
+    predictions, so nothing big is kept. The blocks are prepared up front on the device as
+    (blocks, rows, c), tiled from ``X`` (float32); past 256 MiB of them the scan cycles over
+    the blocks it has. Step ``k`` reads block ``k`` with a dynamic index: no data is built
+    inside the loop.
+
+    Returns a compiled, warmed-up zero-argument callable (time it blocked until ready), with
+    attributes ``rows`` (rows evaluated: ``total_rows`` rounded up to whole blocks),
+    ``block`` (rows per block) and ``n_blocks``.
+    """
+    X32 = np.asarray(X, np.float32)
+    c = X32.shape[1]
+    n_blocks = max(1, -(-int(total_rows) // block))
+    rows = -(-int(total_rows) // n_blocks)  # about ``block`` rows, n_blocks * rows >= total
+    distinct = max(1, min(n_blocks, _FLOOR_DATA_BYTES // (rows * c * 4)))
+    data = jax.device_put(np.resize(X32, (distinct, rows, c)))
+
+    @jax.jit
+    def run(data):
+        def step(total, k):
+            x = jax.lax.dynamic_index_in_dim(data, k % distinct, axis=0, keepdims=False)
+            return total + jnp.sum(f(x), dtype=jnp.float32), None
+
+        total, _ = jax.lax.scan(step, jnp.float32(0), jnp.arange(n_blocks, dtype=jnp.int32))
+        return total
+
+    jax.block_until_ready(run(data))
+
+    def floor():
+        return run(data)
+
+    floor.rows, floor.block, floor.n_blocks = n_blocks * rows, rows, n_blocks
+    return floor
 
 
 def print_table(rows, header) -> None:

@@ -3,7 +3,7 @@
 Checks that the engine stays within its memory budget: it never holds more than one chunk of
 replaced rows and activations. Prints time, peak resident memory and the budget. A slice of
 the result is checked against a float64 NumPy computation first.
-Run: ``.venv/bin/python benchmarks/pd_memory.py [--n 1000000]``.
+Run: ``.venv/bin/python benchmarks/pd_memory.py [--n 1000000]`` (``--quick``: n = 100,000).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--p", type=int, default=20)
     parser.add_argument("--grid", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="n = 100,000 (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.n = min(args.n, 100_000)
     layers = random_relu_mlp([args.p, 64, 64, 1])
     f = jax_mlp(layers)
     X = np.random.default_rng(0).uniform(size=(args.n, args.p)).astype(np.float32)

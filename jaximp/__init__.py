@@ -1,8 +1,9 @@
 """jaximp: variable importance and interaction measures for any JAX-callable model.
 
-Every model-based method runs through one evaluation engine (:func:`evaluate`) that batches,
-chunks and shards the model evaluations; the methods differ only in what they replace and how
-they reduce.
+Every model-based method is a plan (what to replace, :func:`at_values` and friends) plus a
+streaming reducer (what to keep, :class:`Mean`, :class:`LossSums`...) run by one evaluation
+engine (:func:`evaluate`) that batches, chunks, shards and folds the model evaluations within
+a memory budget.
 """
 
 from ._data import Dataset, Feature, as_dataset
@@ -24,6 +25,9 @@ from ._model import Predictor, as_predictor
 from ._pd import PartialDependence, partial_dependence, partial_dependence_all
 from ._pd_importance import pd_importance, pd_interaction
 from ._permutation import LOSSES, permutation_importance
+from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
+from ._precision import PrecisionWarning
+from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
 
@@ -34,6 +38,15 @@ __all__ = [
     "Feature",
     "FeatureImportance",
     "FeatureInteraction",
+    "GroupedMean",
+    "Itemwise",
+    "Keep",
+    "LossSums",
+    "Mean",
+    "Plan",
+    "PrecisionWarning",
+    "Reducer",
+    "Spread",
     "HStatistic",
     "LOSSES",
     "MLP",
@@ -41,6 +54,10 @@ __all__ = [
     "PartialDependence",
     "Predictor",
     "as_dataset",
+    "at_coded_values",
+    "at_drawn_rows",
+    "at_permuted_rows",
+    "at_values",
     "as_predictor",
     "default_memory_budget",
     "evaluate",

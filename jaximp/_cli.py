@@ -30,12 +30,16 @@ def demo(out: str, n: int, steps: int, seed: int) -> str:
     import matplotlib.pyplot as plt
 
     import jaximp
+    from jaximp._distributed import is_main_process
 
-    os.makedirs(out, exist_ok=True)
+    writer = is_main_process()  # under jax.distributed, only process 0 writes files
+    if writer:
+        os.makedirs(out, exist_ok=True)
     sections = ["# jaximp demo report", ""]
 
     def log(message: str) -> None:
-        print(message, flush=True)
+        if writer:
+            print(message, flush=True)
 
     def timed(label, fn):
         start = time.perf_counter()
@@ -49,7 +53,8 @@ def demo(out: str, n: int, steps: int, seed: int) -> str:
 
     def save(fig, name: str) -> None:
         fig.tight_layout()
-        fig.savefig(os.path.join(out, name), dpi=80)
+        if writer:
+            fig.savefig(os.path.join(out, name), dpi=80)
         plt.close(fig)
         sections.extend([f"![{name}]({name})", ""])
 
@@ -138,8 +143,9 @@ def demo(out: str, n: int, steps: int, seed: int) -> str:
               + "\n".join(notes))
 
     path = os.path.join(out, "report.md")
-    with open(path, "w") as handle:
-        handle.write("\n".join(sections) + "\n")
+    if writer:
+        with open(path, "w") as handle:
+            handle.write("\n".join(sections) + "\n")
     log(f"report written to {path}")
     return path
 

@@ -123,10 +123,11 @@ class _Progress:
 
 
 def _bucket(size: int, minimum: int = 8) -> int:
-    """``size`` rounded up to 2**k or 1.5 * 2**k, so that a new size reuses compiled chunks."""
+    """``size`` rounded up to a multiple of an eighth of its power of two (at most 12.5% more),
+    so that a new size often reuses a compiled chunk."""
     size = max(int(size), minimum)
-    power = 1 << (size - 1).bit_length()
-    return power * 3 // 4 if power * 3 // 4 >= size and power >= 4 else power
+    step = max(1, 1 << max(0, (size - 1).bit_length() - 4))
+    return -(-size // step) * step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,27 +150,33 @@ class _Sizes:
 
 def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
            budget: float, block_rows: int, group: int) -> _Sizes:
-    """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and the budget;
-    a chunk's partials and its in-flight blocks fit the budget."""
+    """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and half the
+    budget; a chunk's partials (one per block) fit a quarter of it.
+
+    When one block holds every row, the rows are padded to a bucket size (a new n in the same
+    bucket reuses the compiled chunk) and several items share the block. Otherwise blocks hold
+    balanced row counts rounded up to a multiple of 256 (at most a few percent of padding).
+    """
     rows_fit = max(1, int(budget // (2 * row_bytes)))
     block_total = max(1, min(block_rows, rows_fit))
-    rows_per_block = max(1, min(n_local, block_total // (n_devices * group)))
+    rows_per_block = max(1, block_total // (n_devices * group))
     if rows_per_block >= n_local:  # every row in one block: put several items in it
-        rows_per_block = n_local
-        items = max(1, block_total // max(1, n_local * n_devices))
+        rows_per_block = min(_bucket(n_local), rows_per_block)
+        items = max(1, block_total // max(1, rows_per_block * n_devices))
         items = max(group, items // group * group)
         items_per_block = min(items, math.ceil(n_items / group) * group)
         row_blocks = 1
     else:
         items_per_block = group
         row_blocks = math.ceil(n_local / rows_per_block)
-        rows_per_block = math.ceil(n_local / row_blocks)
+        rows_per_block = min(rows_per_block, -(-math.ceil(n_local / row_blocks) // 256) * 256)
+        row_blocks = math.ceil(n_local / rows_per_block)
     item_blocks_total = math.ceil(n_items / items_per_block)
-    # partial sums of a chunk (one per block) stay within a quarter of the budget
     per_block = max(1.0, partial_bytes * items_per_block)
-    blocks_fit = max(1, int(budget // 4 // per_block))
-    blocks = max(1, min(_MAX_BLOCKS_PER_CHUNK, blocks_fit))
+    blocks = max(1, min(_MAX_BLOCKS_PER_CHUNK, int(budget // 4 // per_block)))
     row_blocks_per_chunk = min(row_blocks, blocks)
+    row_chunks = math.ceil(row_blocks / row_blocks_per_chunk)
+    row_blocks_per_chunk = math.ceil(row_blocks / row_chunks)  # balance the row chunks
     item_blocks = max(1, min(item_blocks_total, blocks // row_blocks_per_chunk))
     n_chunks = math.ceil(item_blocks_total / item_blocks)
     item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
@@ -403,11 +410,9 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = _distributed.agree_min(budget)
     n_local = math.ceil(n / n_dev)
-    n_local_pad = _bucket(n_local)
-    sizes = _sizes(plan.n_items, n_local_pad, n_dev, row_bytes, partial_bytes, budget,
+    sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
                    block_rows, reducer.group)
-    # whole row chunks over the padded rows (so a new n in the bucket reuses the compile)
-    n_row_chunks = math.ceil(n_local_pad / sizes.rows_per_chunk)
+    n_row_chunks = math.ceil(n_local / sizes.rows_per_chunk)
     n_local_pad = n_row_chunks * sizes.rows_per_chunk
     n_item_chunks = math.ceil(plan.n_items / sizes.items_per_chunk)
     items_pad = _bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)

@@ -15,6 +15,7 @@ from ._engine import evaluate
 from ._grid import feature_grid, validate_grid_options
 from ._model import Predictor
 from ._plans import at_values
+from ._precision import check_collapse
 from ._reducers import Keep, Mean
 
 __all__ = ["PartialDependence", "partial_dependence", "partial_dependence_all"]
@@ -159,6 +160,9 @@ def compute_pd(
                     dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
                     percentiles=percentiles, values=explicit,
                 )
+                if not feat.is_categorical:
+                    check_collapse(feat.name, grids[feat.name][0], predictor.dtype,
+                                   "grid points", stacklevel=4)
             mask[list(feat.columns)] = True
             per_feature.append(grids[feat.name][0])
         for combo in itertools.product(*[range(len(g)) for g in per_feature]):

@@ -95,20 +95,25 @@ def check_collapse(
     if info is None:
         return
     flat = np.asarray(values, dtype=np.float64).reshape(-1)
-    uniques = np.unique(flat[np.isfinite(flat)])
-    n_before = uniques.size
-    if n_before < 2:
+    flat = flat[np.isfinite(flat)]
+    if flat.size < 2:
         return
-    with np.errstate(over="ignore", invalid="ignore"):
-        n_after = np.unique(uniques.astype(dt)).size
-    low, high = uniques[0], uniques[-1]
+    low, high = float(flat.min()), float(flat.max())
     spread = high - low
     scale = max(abs(low), abs(high))
+    if spread == 0:
+        return
     step = max(
         float(info.eps) * 2.0 ** np.floor(np.log2(scale)), float(info.smallest_subnormal)
     )
     steps = spread / step
     overflow = scale > float(info.max)
+    if not (overflow or steps < _COARSE_STEPS):
+        return  # finely resolved: no need to count distinct values (a sort of all of them)
+    uniques = np.unique(flat)
+    n_before = uniques.size
+    with np.errstate(over="ignore", invalid="ignore"):
+        n_after = np.unique(uniques.astype(dt)).size
     if not (overflow or steps < _MIN_STEPS or (n_after < n_before and steps < _COARSE_STEPS)):
         return
     detail = (
