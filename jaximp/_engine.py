@@ -317,11 +317,12 @@ def _source_index(index: str, key, streams, g, n, cdf=None):
 
 
 def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
-                    mesh, dtype):
+                    mesh, dtype, single_column: bool):
     """The jitted evaluation of one chunk, cached per model apply function and geometry."""
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
     key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
-           np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
+           np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
+           single_column)
     if key in cache:
         return cache[key]
     apply, o = predictor.apply, predictor.n_outputs
@@ -348,8 +349,15 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
             values = tables["table"][idx]  # (ib, D, rbl, c)
         else:
             src = _source_index(index, tables["key"], tables["stream"][items], g, n,
-                                tables.get("cdf"))  # (ib, D, rbl)
-            values = X[src // n_local, src % n_local]  # (ib, D, rbl, c)
+                                tables.get("cdf"))  # (ib, D, rbl) global rows
+            if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
+                src = (src // n_local) * X.shape[1] + src % n_local
+            flat_X = X.reshape(-1, X.shape[-1])
+            if single_column:  # gather only the replaced column: 4 bytes per row, not a row
+                column = tables["column"][tables["item_mask"][items]]  # (ib,)
+                values = flat_X[src, column[:, None, None]][..., None]  # (ib, D, rbl, 1)
+            else:
+                values = flat_X[src]  # (ib, D, rbl, c)
         modified = jnp.where(mask, values, base[None]).astype(dtype)  # (ib, D, rbl, c)
         flat = jnp.moveaxis(modified, 1, 0).reshape(n_dev * ib * rbl, -1)
         if row_sharding is not None:
@@ -443,7 +451,11 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
               for k, v in reducer.consts().items()}
     params = jax.tree_util.tree_map(put_whole, predictor.params)
     counts = put_whole(np.asarray([n, n_local], np.int32))
-    chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype)
+    # every mask replaces at most one column: data-row replacements gather just that column
+    single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
+    if single_column:
+        tables["column"] = put_whole(np.argmax(plan.masks, axis=1).astype(np.int32))
+    chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column)
 
     b = plan.n_items
     keep = reducer.combine == "keep"

@@ -185,19 +185,17 @@ class LossSums(Reducer):
                 ("mse", "rmse", "mae", "r2") else y}
 
     def consts(self):
-        out = {"columns": np.asarray(self.columns, np.int32)}
-        if self.labels is not None:
-            out["labels"] = np.asarray(self.labels, np.float64)
-        return out
+        return {} if self.labels is None else {"labels": np.asarray(self.labels, np.float64)}
 
     def key(self):
-        return ("LossSums", self.name, self.labels is not None)
+        return ("LossSums", self.name, tuple(self.columns), self.labels is not None)
 
     def partial_shape(self, n_outputs):
         return (len(self.columns) if self.name in ("mse", "rmse", "mae", "r2") else 1,)
 
     def partial(self, preds, rows, valid, items, consts, xp):
-        p = preds[..., consts["columns"]]  # (ib, n, k)
+        columns = list(self.columns)
+        p = preds if columns == list(range(preds.shape[-1])) else preds[..., columns]  # (ib, n, k)
         w = rows["w"].astype(preds.dtype) * valid
         y = rows["y"]
         if self.name in ("mse", "rmse", "r2"):

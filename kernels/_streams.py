@@ -2,7 +2,7 @@
 
 The engine never stores an (items, n) index table: a chunk of rows asks for the source row of
 each of its rows, and gets the same answer whatever the chunking. A permutation of ``0..n-1`` is
-a keyed Feistel network on the smallest even number of bits that covers ``n``, restricted to
+a keyed Feistel network on a near-square mixed-radix domain ``a * b >= n``, restricted to
 ``[0, n)`` by cycle walking (values that land outside are pushed through the network again,
 which stays a bijection of ``[0, n)``). Uniform draws with replacement hash the row number.
 Every function is written for arrays of any shape, with ``xp`` left to ``jax.numpy``.
@@ -16,7 +16,7 @@ from jaxtyping import Array, Float, Int, UInt32
 
 __all__ = ["feistel_permutation", "mix32", "seed_of", "uniform_rows", "weighted_rows"]
 
-_ROUNDS = 6
+_ROUNDS = 4  # Luby-Rackoff: 4 rounds of a keyed hash; even, so the radices return to (a, b)
 _GOLDEN = 0x9E3779B9
 
 
@@ -53,21 +53,41 @@ def seed_of(key_bits: UInt32[Array, "2"], stream: Int[Array, "k"]) -> UInt32[Arr
     return h
 
 
-def _half_bits(n: Int[Array, ""]) -> Int[Array, ""]:
-    """Half the bits of the Feistel domain: the least h with 4**h >= n (at least 1)."""
-    bits = jnp.ceil(jnp.log2(jnp.maximum(n, 2).astype(jnp.float32))).astype(jnp.int32)
-    # log2 in float32 can be one short at exact powers of two: fix it up with integers.
-    bits = jnp.where(jnp.left_shift(1, bits) < n, bits + 1, bits)
-    return jnp.maximum((bits + 1) // 2, 1)
+def _radices(n: Int[Array, ""]) -> tuple[Int[Array, ""], Int[Array, ""]]:
+    """Two radices with ``a * b >= n`` for the Feistel domain: an exact factorization
+    ``a * b == n`` with ``n / 16 <= a**2 <= n`` when ``n`` has one (no spare values, so no
+    cycle walking), else the near-square ``a = ceil(sqrt(n))``, ``b = ceil(n / a)``, whose
+    spare values (fewer than ``a``) are walked back into ``0..n-1``."""
+    n = jnp.maximum(jnp.asarray(n, jnp.int32), 1)
+    root = jnp.floor(jnp.sqrt(n.astype(jnp.float32))).astype(jnp.int32)
+    root = jnp.where(root * root > n, root - 1, root)  # float32 sqrt may round up
+    root = jnp.where((root + 1) * (root + 1) <= n, root + 1, root)
+    lowest = jnp.maximum(root // 4, 1)
+
+    def not_found(a):
+        return (a >= lowest) & (n % jnp.maximum(a, 1) != 0)
+
+    divisor = jax.lax.while_loop(not_found, lambda a: a - 1, root)
+    exact = divisor >= lowest
+    near = jnp.where(root * root < n, root + 1, root)
+    a = jnp.where(exact, divisor, near)
+    b = (n + a - 1) // a
+    return a.astype(jnp.uint32), b.astype(jnp.uint32)
 
 
-def _feistel(seed, x, half):
-    mask = jnp.left_shift(jnp.uint32(1), half.astype(jnp.uint32)) - jnp.uint32(1)
-    left, right = x >> half.astype(jnp.uint32), x & mask
+def _feistel(seed, x, a, b):
+    """A keyed bijection of ``0..a*b-1``: Feistel rounds on the mixed-radix digits
+    ``x = left * b + right`` with addition modulo the digit's radix (sizes swap each round,
+    so an even number of rounds returns to (a, b))."""
+    left, right = x // b, x % b
+    size_left, size_right = a, b
     for r in range(_ROUNDS):
-        f = mix32(right ^ mix32(seed + jnp.uint32(((r + 1) * _GOLDEN) & 0xFFFFFFFF))) & mask
-        left, right = right, left ^ f
-    return (left << half.astype(jnp.uint32)) | right
+        f = mix32(right ^ (seed + jnp.uint32(((r + 1) * _GOLDEN) & 0xFFFFFFFF)))
+        # f scaled into 0..size_left-1 by a multiply-shift, then an addition modulo size_left
+        total = left + _mulhi32(f, size_left)
+        left, right = right, jnp.where(total >= size_left, total - size_left, total)
+        size_left, size_right = size_right, size_left
+    return left * b + right
 
 
 def feistel_permutation(
@@ -75,7 +95,10 @@ def feistel_permutation(
 ) -> Int[Array, "..."]:
     """Position ``pi(i)`` of each row ``i`` under the seeded permutation ``pi`` of ``0..n-1``.
 
-    Each ``i`` is mapped independently, so any subset of rows can be asked for.
+    Each ``i`` is mapped independently, so any subset of rows can be asked for. The network
+    runs on a mixed-radix domain ``a * b >= n`` (exactly ``n`` when ``n`` factors into two
+    numbers within a factor 16 of each other; otherwise fewer than ``sqrt(n)`` spare values,
+    walked back into ``0..n-1``).
 
     Examples
     --------
@@ -85,16 +108,17 @@ def feistel_permutation(
     >>> sorted(p.tolist()) == list(range(10))
     True
     """
-    half = _half_bits(jnp.asarray(n))
+    a, b = _radices(n)
+    seed = mix32(seed)
     limit = jnp.asarray(n, jnp.uint32)
-    x = _feistel(seed, jnp.asarray(rows, jnp.uint32), half)
+    x = _feistel(seed, jnp.asarray(rows, jnp.uint32), a, b)
 
     def walk(state):
         x, _ = state
         outside = x >= limit
-        return jnp.where(outside, _feistel(seed, x, half), x), outside.any()
+        return jnp.where(outside, _feistel(seed, x, a, b), x), outside.any()
 
-    x, _ = jax.lax.while_loop(lambda s: s[1], walk, (x, jnp.bool_(True)))
+    x, _ = jax.lax.while_loop(lambda s: s[1], walk, (x, (x >= limit).any()))
     return x.astype(jnp.int32)
 
 
