@@ -34,7 +34,7 @@ from ._model import Predictor
 from ._plans import Plan, at_values
 from ._reducers import Keep, Reducer
 
-__all__ = ["evaluate", "predict_rows", "default_memory_budget"]
+__all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"]
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -68,7 +68,8 @@ def default_memory_budget() -> int:
     return 1 << 30
 
 
-def _validate_budget(memory_budget) -> int:
+def resolve_budget(memory_budget) -> int:
+    """``memory_budget`` validated, or the default budget for None."""
     if memory_budget is None:
         return default_memory_budget()
     if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float)):
@@ -260,7 +261,7 @@ def evaluate(
     n, c = X.shape
     if plan.n_columns != c:
         raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
-    budget = _validate_budget(memory_budget)
+    budget = resolve_budget(memory_budget)
     if plan.n_items == 0:
         raise ValueError("the plan has no items to evaluate.")
     if reducer.combine == "items":

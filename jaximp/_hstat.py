@@ -12,6 +12,7 @@ model is evaluated once.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 from typing import Any
@@ -25,7 +26,7 @@ from jaximp.kernels import _pd_stats as K
 
 from ._common import as_key, prepare, select_outputs
 from ._data import Feature
-from ._engine import evaluate, predict_rows
+from ._engine import evaluate, predict_rows, resolve_budget
 from ._plans import at_values
 from ._reducers import Mean
 from ._pd_importance import (
@@ -155,18 +156,13 @@ class HStatistic:
 
 
 @jax.jit
-def _h_batch(pds, prediction, singles, joint_index, parts_index, signs, weights, normalized,
-             squared, eps):
+def _h_batch(store, joint_index, parts_index, signs, weights, normalized, squared, eps):
     """Many H-statistics at once, with their numerators and denominators.
 
-    pds (m, o, r, n): PDs at the rows for each output and weighting; prediction (o, r, n);
-    singles (p,): positions of the 1-D PDs of all features (summed for the total statistic).
-    The store indexed below is ``pds``, then the prediction (index m), then the sum of the 1-D
-    PDs (index m + 1). joint_index (s,), parts_index (s, k), signs (s, k) (0 pads statistics
-    with fewer parts), weights (r, n) -> value, numerator, denominator, each (s, o, r).
+    store (m, o, r, n): PDs at the rows (and the centred prediction) for each output and
+    weighting; joint_index (s,), parts_index (s, k), signs (s, k) (0 pads statistics with fewer
+    parts), weights (r, n) -> value, numerator, denominator, each (s, o, r).
     """
-    main_sum = jnp.sum(pds[singles], axis=0) if singles.shape[0] else jnp.zeros_like(prediction)
-    store = jnp.concatenate([pds, prediction[None], main_sum[None]], axis=0)
 
     def one(set_joint, set_parts, set_signs):
         joint = store[set_joint]  # (o, r, n)
@@ -407,73 +403,76 @@ def h_statistic(
     engine_kw = dict(memory_budget=memory_budget, progress=progress)
     pred = predict_rows(predictor, data, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
     offset = (ws @ pred) / ws.sum()  # (o,)
-    sets = _FeatureSets(dataset.X.shape[1])
-    blocks: list[np.ndarray] = []  # PDs at the rows, (m_block, o, r, n) per engine call
+    n_columns = dataset.X.shape[1]
+    r = weights.shape[0]
+    o = len(out_idx)
+    prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (o, r, n_s)).astype(np.float32)
+    pds: dict[Any, np.ndarray] = {"F": prediction}  # PDs at the rows, (o, r, n), by set key
+    masks: dict[Any, np.ndarray] = {}  # column mask of every feature set, by key
+    # Statistics run in groups whose PDs (new sets, the parts gathered by the kernel, the
+    # engine's float64 means) fit the memory budget: a bootstrap keeps (sets x n x replicates)
+    # values per group, not for all pairs at once.
+    set_bytes = 4.0 * o * r * n_s
+    group_size = max(1, int(resolve_budget(memory_budget) // (16 * set_bytes)))
 
-    def run_pending() -> None:
-        """Evaluate the feature sets not evaluated yet, in one engine call: row ``i`` of set S
-        put into every background row, averaged under every weighting (the case weights, then
-        each bootstrap replicate), so a bootstrap keeps (sets x n x replicates) means, not the
-        n x n predictions."""
-        todo = sets.masks[sum(b.shape[0] for b in blocks):]
+    def key_of(feats, complement=False):
+        names = frozenset(f.name for f in feats)
+        key = ("not", next(iter(names))) if complement else names
+        if key not in masks:
+            mask = np.zeros(n_columns, bool)
+            for f in feats:
+                mask[list(f.columns)] = True
+            masks[key] = ~mask if complement else mask
+        return key
+
+    def evaluate_sets(keys) -> None:
+        """The PDs at the rows of the sets not evaluated yet, in one engine call: row ``i`` of
+        set S put into every background row, averaged under every weighting (the case
+        weights, then each bootstrap replicate)."""
+        todo = [k for k in dict.fromkeys(keys) if k not in pds]
         if not todo:
             return
         m = len(todo)
-        plan = at_values(np.stack(todo), np.repeat(np.arange(m), n_s), Xs, np.tile(np.arange(n_s), m))
+        plan = at_values(np.stack([masks[k] for k in todo]), np.repeat(np.arange(m), n_s), Xs,
+                         np.tile(np.arange(n_s), m))
         out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic", **engine_kw)
-        out = out[..., out_idx].reshape(m, n_s, weights.shape[0], -1) - offset  # (m, n, r, o)
-        blocks.append(np.transpose(out, (0, 3, 2, 1)).astype(np.float32))  # (m, o, r, n)
+        out = out[..., out_idx].reshape(m, n_s, r, o)
+        for k, block in zip(todo, out):
+            pds[k] = np.ascontiguousarray(np.transpose(block - offset, (2, 1, 0)), np.float32)
 
     def compute(statistics: list[_Stat]) -> dict[str, tuple]:
-        """Every statistic in one batched kernel call; results grouped by kind."""
-        r = weights.shape[0]
-        prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (len(out_idx), r, n_s))
-        # Sizes are padded to powers of two so that one compiled kernel serves many calls.
-        m = sum(b.shape[0] for b in blocks)
-        pds = np.zeros((_bucket(m), *blocks[0].shape[1:]), np.float32)
-        pds[:m] = np.concatenate(blocks, axis=0)
-        m = pds.shape[0]
-        singles = [sets.index[frozenset([f.name])] for f in dataset.features] if overall else []
-        lookup = {"F": m, "sum": m + 1}
-
-        def position(key_) -> int:
-            return lookup[key_] if isinstance(key_, str) else sets.index[key_]
-
-        k = max(len(s.parts) for s in statistics)
-        size = _bucket(len(statistics))
-        joint = np.zeros(size, np.int32)
-        joint[: len(statistics)] = [position(s.joint) for s in statistics]
-        parts = np.zeros((size, k), np.int32)
-        signs = np.zeros((size, k), np.float32)
-        for i, s in enumerate(statistics):
-            parts[i, : len(s.parts)] = [position(p) for p in s.parts]
-            signs[i, : len(s.signs)] = s.signs
-        value, num, den = _h_batch(
-            pds, jnp.asarray(prediction, jnp.float32), np.asarray(singles, np.int32), joint,
-            parts, signs, weights_d, normalized, squared, np.float32(eps),
-        )
-        num, den, value = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den, value))
+        """Statistics in groups of one batched kernel call each; results grouped by kind.
+        After each group, PDs that no later statistic needs are dropped (1-D PDs stay)."""
+        needed_later = collections.Counter(k for st in statistics for k in (st.joint, *st.parts))
+        parts: dict[str, list] = collections.defaultdict(list)
+        for start in range(0, len(statistics), group_size):
+            group = statistics[start:start + group_size]
+            evaluate_sets([k for st in group for k in (st.joint, *st.parts)
+                           if not isinstance(k, str)])
+            for kind, values in _compute_group(group, pds, weights_d, normalized, squared,
+                                               eps).items():
+                parts[kind].append(values)
+            for st in group:
+                for k in (st.joint, *st.parts):
+                    needed_later[k] -= 1
+                    if needed_later[k] == 0 and not isinstance(k, str) and len(k) > 1:
+                        pds.pop(k, None)
+            for k in [k for k in pds if isinstance(k, tuple)]:  # complements: overall only
+                if needed_later[k] <= 0:
+                    pds.pop(k)
         grouped = {}
-        kinds = np.array([s.kind for s in statistics])
-        for kind in dict.fromkeys(kinds):
-            sel = kinds == kind
-            point, std, replicates = _summaries(value[sel])
-            grouped[kind] = (point, std, replicates, num[sel][..., 0], den[sel][..., 0])
+        for kind, chunks in parts.items():
+            value, num, den = (np.concatenate(x) for x in zip(*chunks))
+            point, std, replicates = _summaries(value)
+            grouped[kind] = (point, std, replicates, num[..., 0], den[..., 0])
         return grouped
-
-    key_of = lambda feats: frozenset(f.name for f in feats)  # noqa: E731
 
     def pair_and_triple_statistics(pair_list, triple_list) -> list[_Stat]:
         statistics = []
         for pair in pair_list:
-            for f in pair:
-                sets.need((f,))
-            sets.need(pair)
             statistics.append(_Stat("pairwise", key_of(pair),
                                     (key_of(pair[:1]), key_of(pair[1:])), (1.0, 1.0)))
         for a, b, d in triple_list:
-            for part in ((a,), (b,), (d,), (a, b), (a, d), (b, d), (a, b, d)):
-                sets.need(part)
             statistics.append(_Stat(
                 "three_way", key_of((a, b, d)),
                 tuple(key_of(p) for p in ((a, b), (a, d), (b, d), (a,), (b,), (d,))),
@@ -481,35 +480,28 @@ def h_statistic(
             ))
         return statistics
 
-    # Stage 1: the sets known up front, in one engine call.
-    statistics: list[_Stat] = []
+    results: dict[str, tuple] = {}
     if overall:
-        for f in dataset.features:
-            sets.need((f,))
-        for f in chosen:
-            sets.need((f,), complement=True)
-            statistics.append(_Stat("overall", "F", (key_of((f,)), ("not", f.name)), (1.0, 1.0)))
+        # the total statistic needs the sum of every feature's 1-D PD
+        evaluate_sets([key_of((f,)) for f in dataset.features])
+        pds["sum"] = np.sum([pds[key_of((f,))] for f in dataset.features], axis=0)
+        statistics = [_Stat("overall", "F", (key_of((f,)), key_of((f,), complement=True)),
+                            (1.0, 1.0)) for f in chosen]
         statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
-    top_m = isinstance(pair_spec, int) or isinstance(triple_spec, int)
-    if not top_m:
-        statistics += pair_and_triple_statistics(pair_spec, triple_spec)
-    run_pending()
-    results = compute(statistics) if statistics else {}
-
-    if top_m:
-        # Stage 2: pairs and triples among the top features by overall H. As in hstats, features
-        # are ranked by their overall numerator summed over outputs (the denominator is common
-        # to all features, so for one output this is the order of H2_j itself).
+        results.update(compute(statistics))
+    if isinstance(pair_spec, int) or isinstance(triple_spec, int):
+        # Pairs and triples among the top features by overall H. As in hstats, features are
+        # ranked by their overall numerator summed over outputs (the denominator is common to
+        # all features, so for one output this is the order of H2_j itself).
         ranked = [chosen[i] for i in np.argsort(-results["overall"][3].sum(axis=1),
                                                 kind="stable")]
         if isinstance(pair_spec, int):
             pair_spec = list(itertools.combinations(ranked[:pair_spec], 2))
         if isinstance(triple_spec, int):
             triple_spec = list(itertools.combinations(ranked[:triple_spec], 3))
-        later = pair_and_triple_statistics(pair_spec, triple_spec)
-        if later:
-            run_pending()
-            results.update(compute(later))
+    later = pair_and_triple_statistics(pair_spec, triple_spec)
+    if later:
+        results.update(compute(later))
 
     def interaction(kind: str, feature_sets) -> FeatureInteraction | None:
         if kind not in results:
@@ -572,21 +564,27 @@ class _Stat:
     signs: tuple
 
 
-class _FeatureSets:
-    """The feature sets to evaluate at the rows, each once: key -> position and column mask."""
-
-    def __init__(self, n_columns: int):
-        self.n_columns = n_columns
-        self.masks: list[np.ndarray] = []
-        self.index: dict[Any, int] = {}
-
-    def need(self, feats: tuple[Feature, ...], complement: bool = False) -> None:
-        names = frozenset(f.name for f in feats)
-        key = ("not", next(iter(names))) if complement else names
-        if key in self.index:
-            return
-        mask = np.zeros(self.n_columns, bool)
-        for f in feats:
-            mask[list(f.columns)] = True
-        self.index[key] = len(self.masks)
-        self.masks.append(~mask if complement else mask)
+def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, squared, eps
+                   ) -> dict[str, tuple]:
+    """Value, numerator and denominator (s, o, r) of each statistic, in one kernel call over
+    a store of just the PDs they use; sizes padded to powers of two so one compile serves many
+    groups."""
+    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
+    position = {k: i for i, k in enumerate(keys)}
+    store = np.zeros((_bucket(len(keys)), *pds[keys[0]].shape), np.float32)
+    store[: len(keys)] = [pds[k] for k in keys]
+    k = max(len(st.parts) for st in statistics)
+    size = _bucket(len(statistics))
+    joint = np.zeros(size, np.int32)
+    joint[: len(statistics)] = [position[st.joint] for st in statistics]
+    parts = np.zeros((size, k), np.int32)
+    signs = np.zeros((size, k), np.float32)
+    for i, st in enumerate(statistics):
+        parts[i, : len(st.parts)] = [position[p] for p in st.parts]
+        signs[i, : len(st.signs)] = st.signs
+    value, num, den = _h_batch(store, joint, parts, signs, weights_d, normalized, squared,
+                               np.float32(eps))
+    num, den, value = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den, value))
+    kinds = np.array([st.kind for st in statistics])
+    return {kind: (value[kinds == kind], num[kinds == kind], den[kinds == kind])
+            for kind in dict.fromkeys(kinds)}

@@ -121,14 +121,14 @@ class _Budgets:
         return budget
 
 
-_VALIDATE = jaximp._engine._validate_budget
+_VALIDATE = jaximp._engine.resolve_budget
 
 
 def _run(name, memory_budget):
     budgets = _Budgets()
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("JAXIMP_MEMORY_BUDGET", raising=False)
-        mp.setattr(jaximp._engine, "_validate_budget", budgets)
+        mp.setattr(jaximp._engine, "resolve_budget", budgets)
         result = CASES[name](memory_budget=memory_budget)
     return result, budgets.seen
 
@@ -209,7 +209,7 @@ def test_default_budget_is_used_when_none(monkeypatch):
 
     seen = _Budgets()
     monkeypatch.setattr(jaximp._engine, "default_memory_budget", fake_default)
-    monkeypatch.setattr(jaximp._engine, "_validate_budget", seen)
+    monkeypatch.setattr(jaximp._engine, "resolve_budget", seen)
     result = jaximp.partial_dependence(F, X[:5000], "x0", grid_resolution=4)
     assert calls and seen.seen and set(seen.seen) == {3 << 20}
     assert result.average.shape == (4, 1)
