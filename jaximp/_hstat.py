@@ -25,18 +25,17 @@ import pandas as pd
 from jaximp.kernels import _pd_stats as K
 
 from ._common import as_key, prepare, select_outputs
-from ._data import Feature
+from ._edge import (
+    check_n_bootstrap,
+    replicate_weights,
+    resolve_feature_sets,
+    resolve_pairs,
+    row_weights,
+    summaries,
+)
 from ._engine import evaluate, predict_rows, resolve_budget
 from ._plans import at_values
 from ._reducers import Mean
-from ._pd_importance import (
-    _replicate_weights,
-    _row_weights,
-    _summaries,
-    check_n_bootstrap,
-    resolve_feature_sets,
-    resolve_pairs,
-)
 from ._results import FeatureImportance, FeatureInteraction
 
 __all__ = ["HStatistic", "h_statistic"]
@@ -388,14 +387,14 @@ def h_statistic(
         rows = np.arange(n)
     data = dataset.take(rows)
     Xs = data.X
-    ws = _row_weights(dataset)[rows]
+    ws = row_weights(dataset)[rows]
     if ws.sum() <= 0:
         raise ValueError(
             "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
             "random_state."
         )
     n_s = rows.size
-    weights, counts = _replicate_weights(ws, n_bootstrap, key_boot)
+    weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
     weights_d = jnp.asarray(weights, jnp.float32)
 
     # The prediction F, and an offset removed from every PD so that float32 keeps the digits
@@ -463,7 +462,7 @@ def h_statistic(
         grouped = {}
         for kind, chunks in parts.items():
             value, num, den = (np.concatenate(x) for x in zip(*chunks))
-            point, std, replicates = _summaries(value)
+            point, std, replicates = summaries(value)
             grouped[kind] = (point, std, replicates, num[..., 0], den[..., 0])
         return grouped
 

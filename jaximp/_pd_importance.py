@@ -9,7 +9,6 @@ again.
 from __future__ import annotations
 
 import functools
-import itertools
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +17,14 @@ import numpy as np
 from jaximp.kernels import _pd_stats as K
 
 from ._common import as_key, check_choice, prepare
-from ._data import Dataset, Feature
+from ._edge import (
+    check_n_bootstrap,
+    replicate_weights,
+    resolve_pairs,
+    row_weights,
+    summaries,
+)
+from ._data import Feature
 from ._grid import validate_grid_options
 from ._pd import compute_pd
 from ._results import FeatureImportance, FeatureInteraction
@@ -33,19 +39,6 @@ _MEASURE_CHOICES = ("auto", *K.MEASURES)
 # ---------------------------------------------------------------------------------------------
 
 
-def check_n_bootstrap(n_bootstrap) -> int:
-    if (
-        isinstance(n_bootstrap, bool)
-        or not isinstance(n_bootstrap, (int, np.integer))
-        or n_bootstrap < 0
-        or n_bootstrap == 1
-    ):
-        raise ValueError(
-            f"n_bootstrap must be 0 (no bootstrap) or an int >= 2; got {n_bootstrap!r}."
-        )
-    return int(n_bootstrap)
-
-
 def _check_trim(trim) -> float:
     if isinstance(trim, bool) or not isinstance(trim, (int, float, np.floating)) or not (
         0 <= trim < 0.5
@@ -58,101 +51,6 @@ def _measure_for(feature: Feature, measure: str) -> str:
     if measure != "auto":
         return measure
     return "range4" if feature.is_categorical else "sd"
-
-
-def resolve_pairs(
-    dataset: Dataset, chosen: list[Feature], pairs, reference, *, allow_int: bool = False
-) -> list[tuple[Feature, Feature]] | int:
-    """Feature pairs from ``pairs`` ("all", a list of pairs, or an int m) and ``reference``.
-
-    An int is returned as is (the caller picks the top-m features later).
-    """
-    if reference is not None:
-        if not (isinstance(pairs, str) and pairs == "all"):
-            raise ValueError(
-                f"give either pairs or reference, not both; got pairs={pairs!r} with "
-                f"reference={reference!r}."
-            )
-        ref = dataset.feature(reference)
-        others = [f for f in chosen if f.name != ref.name]
-        if not others:
-            raise ValueError(
-                f"reference {ref.name!r} needs at least one other feature in features; got "
-                f"{[f.name for f in chosen]}."
-            )
-        return [(ref, f) for f in others]
-    if isinstance(pairs, str):
-        if pairs != "all":
-            extra = ", or an int m" if allow_int else ""
-            raise ValueError(f"pairs must be 'all', a list of feature pairs{extra}; got {pairs!r}.")
-        if len(chosen) < 2:
-            raise ValueError(
-                f"pairs='all' needs at least 2 features; got {[f.name for f in chosen]}."
-            )
-        return list(itertools.combinations(chosen, 2))
-    if allow_int and isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
-        if pairs < 2:
-            raise ValueError(
-                f"pairs as an int is the number m of top features whose pairs are computed; it "
-                f"must be >= 2; got {pairs}."
-            )
-        return int(pairs)
-    return resolve_feature_sets(
-        dataset, pairs, 2,
-        "pairs must be 'all'"
-        f"{', an int m' if allow_int else ''} or a non-empty list of feature pairs such as "
-        f"[('x1', 'x2')]; got {pairs!r}.",
-        "a pair must hold two different features",
-    )
-
-
-def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
-                         distinct_error: str) -> list[tuple[Feature, ...]]:
-    """A non-empty list of ``size``-tuples of distinct feature names as Feature tuples."""
-    try:
-        listed = [tuple(item) for item in listed]
-    except TypeError:
-        listed = None
-    if not listed or any(len(item) != size for item in listed):
-        raise ValueError(shape_error)
-    resolved = []
-    for item in listed:
-        feats = tuple(dataset.feature(name) for name in item)
-        if len({f.name for f in feats}) != size:
-            raise ValueError(f"{distinct_error}; got {item!r}.")
-        resolved.append(feats)
-    return resolved
-
-
-def _row_weights(dataset: Dataset) -> np.ndarray:
-    return np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
-
-
-@functools.partial(jax.jit, static_argnames=("n", "n_replicates"))
-def _bootstrap_counts(key, n, n_replicates):
-    return jax.vmap(lambda k: K.bootstrap_counts(k, n))(jax.random.split(key, n_replicates))
-
-
-def _replicate_weights(weights: np.ndarray, n_bootstrap: int, key) -> tuple[np.ndarray, np.ndarray]:
-    """(1 + r, n) row weights: the case weights, then one row per bootstrap replicate.
-
-    Replicate ``r`` draws the rows with equal probability (one key per replicate, split from
-    ``key``) and keeps their case weights: ``counts[r] * weights``, as
-    :func:`jaximp.kernels.bootstrap_weights`.
-    """
-    if n_bootstrap == 0:
-        return weights[None, :], np.zeros((0, weights.size), np.int32)
-    counts = np.asarray(_bootstrap_counts(key, weights.size, n_bootstrap))
-    return np.concatenate([weights[None, :], counts * weights[None, :]]), counts
-
-
-def _summaries(estimates: np.ndarray):
-    """Point estimate, bootstrap std and replicates from (..., 1 + r) estimates."""
-    point = estimates[..., 0]
-    if estimates.shape[-1] == 1:
-        return point, None, None
-    replicates = estimates[..., 1:]
-    return point, replicates.std(axis=-1, ddof=1), replicates
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +248,7 @@ def pd_importance(
     # ICE curves are kept only where the statistic needs each row's curve; a bootstrap of the
     # PD re-weights rows inside the engine (O(replicates x grid) memory).
     keep_ice = bool(ice) or average != "mean"
-    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
+    weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
     weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
@@ -380,7 +278,7 @@ def pd_importance(
             est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
             curves[feat.name] = result.average
         estimates.append(np.asarray(est, np.float64))
-    point, std, replicates = _summaries(np.stack(estimates))
+    point, std, replicates = summaries(np.stack(estimates))
     return FeatureImportance(
         method="ice" if ice else "pd",
         feature_names=tuple(f.name for f in chosen),
@@ -480,7 +378,7 @@ def pd_interaction(
     chosen = dataset.resolve(features)
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)
     keep_ice = average != "mean"
-    weights, counts = _replicate_weights(_row_weights(dataset), n_bootstrap, key)
+    weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
     weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [list(pair) for pair in pair_list],
@@ -515,7 +413,7 @@ def pd_interaction(
             est = est[:, None]
             surfaces[(fa.name, fb.name)] = result.average
         estimates.append(np.asarray(est, np.float64))
-    point, std, replicates = _summaries(np.stack(estimates))
+    point, std, replicates = summaries(np.stack(estimates))
     return FeatureInteraction(
         method="pd_interaction",
         feature_sets=tuple((fa.name, fb.name) for fa, fb in pair_list),

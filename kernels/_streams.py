@@ -37,7 +37,7 @@ def mix32(x: UInt32[Array, "..."]) -> UInt32[Array, "..."]:
     return x ^ (x >> 16)
 
 
-def seed_of(key_bits: UInt32[Array, "2"], stream: Int[Array, "k"]) -> UInt32[Array, ""]:
+def seed_of(key_bits: UInt32[Array, "2"], stream: Int[Array, " k"]) -> UInt32[Array, ""]:
     """One 32-bit seed from a key's two words and a stream label (e.g. feature, repeat).
 
     Examples
@@ -151,7 +151,7 @@ def _mulhi32(a, b):
 
 
 def weighted_rows(
-    seed: UInt32[Array, ""], rows: Int[Array, "..."], cdf: Float[Array, "n"], n: Int[Array, ""]
+    seed: UInt32[Array, ""], rows: Int[Array, "..."], cdf: Float[Array, " n"], n: Int[Array, ""]
 ) -> Int[Array, "..."]:
     """A row drawn with probability proportional to its weight for each row ``i``, by the
     inverse of the cumulative weights ``cdf`` (normalized to end at 1) at a 24-bit uniform.

@@ -1,0 +1,125 @@
+"""Edge code shared by the PD-based methods and the H-statistic: feature pairs and triples,
+the bootstrap's row weightings and the summaries of replicated estimates."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import jax
+import numpy as np
+
+from jaximp.kernels import _pd_stats as K
+
+from ._data import Dataset, Feature
+
+__all__ = ["check_n_bootstrap", "replicate_weights", "resolve_feature_sets", "resolve_pairs",
+           "row_weights", "summaries"]
+
+
+def check_n_bootstrap(n_bootstrap) -> int:
+    if (
+        isinstance(n_bootstrap, bool)
+        or not isinstance(n_bootstrap, (int, np.integer))
+        or n_bootstrap < 0
+        or n_bootstrap == 1
+    ):
+        raise ValueError(
+            f"n_bootstrap must be 0 (no bootstrap) or an int >= 2; got {n_bootstrap!r}."
+        )
+    return int(n_bootstrap)
+
+
+def resolve_pairs(
+    dataset: Dataset, chosen: list[Feature], pairs, reference, *, allow_int: bool = False
+) -> list[tuple[Feature, Feature]] | int:
+    """Feature pairs from ``pairs`` ("all", a list of pairs, or an int m) and ``reference``.
+
+    An int is returned as is (the caller picks the top-m features later).
+    """
+    if reference is not None:
+        if not (isinstance(pairs, str) and pairs == "all"):
+            raise ValueError(
+                f"give either pairs or reference, not both; got pairs={pairs!r} with "
+                f"reference={reference!r}."
+            )
+        ref = dataset.feature(reference)
+        others = [f for f in chosen if f.name != ref.name]
+        if not others:
+            raise ValueError(
+                f"reference {ref.name!r} needs at least one other feature in features; got "
+                f"{[f.name for f in chosen]}."
+            )
+        return [(ref, f) for f in others]
+    if isinstance(pairs, str):
+        if pairs != "all":
+            extra = ", or an int m" if allow_int else ""
+            raise ValueError(f"pairs must be 'all', a list of feature pairs{extra}; got {pairs!r}.")
+        if len(chosen) < 2:
+            raise ValueError(
+                f"pairs='all' needs at least 2 features; got {[f.name for f in chosen]}."
+            )
+        return list(itertools.combinations(chosen, 2))
+    if allow_int and isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
+        if pairs < 2:
+            raise ValueError(
+                f"pairs as an int is the number m of top features whose pairs are computed; it "
+                f"must be >= 2; got {pairs}."
+            )
+        return int(pairs)
+    return resolve_feature_sets(
+        dataset, pairs, 2,
+        "pairs must be 'all'"
+        f"{', an int m' if allow_int else ''} or a non-empty list of feature pairs such as "
+        f"[('x1', 'x2')]; got {pairs!r}.",
+        "a pair must hold two different features",
+    )
+
+
+def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
+                         distinct_error: str) -> list[tuple[Feature, ...]]:
+    """A non-empty list of ``size``-tuples of distinct feature names as Feature tuples."""
+    try:
+        listed = [tuple(item) for item in listed]
+    except TypeError:
+        listed = None
+    if not listed or any(len(item) != size for item in listed):
+        raise ValueError(shape_error)
+    resolved = []
+    for item in listed:
+        feats = tuple(dataset.feature(name) for name in item)
+        if len({f.name for f in feats}) != size:
+            raise ValueError(f"{distinct_error}; got {item!r}.")
+        resolved.append(feats)
+    return resolved
+
+
+def row_weights(dataset: Dataset) -> np.ndarray:
+    return np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
+
+
+@functools.partial(jax.jit, static_argnames=("n", "n_replicates"))
+def _bootstrap_counts(key, n, n_replicates):
+    return jax.vmap(lambda k: K.bootstrap_counts(k, n))(jax.random.split(key, n_replicates))
+
+
+def replicate_weights(weights: np.ndarray, n_bootstrap: int, key) -> tuple[np.ndarray, np.ndarray]:
+    """(1 + r, n) row weights: the case weights, then one row per bootstrap replicate.
+
+    Replicate ``r`` draws the rows with equal probability (one key per replicate, split from
+    ``key``) and keeps their case weights: ``counts[r] * weights``, as
+    :func:`jaximp.kernels.bootstrap_weights`.
+    """
+    if n_bootstrap == 0:
+        return weights[None, :], np.zeros((0, weights.size), np.int32)
+    counts = np.asarray(_bootstrap_counts(key, weights.size, n_bootstrap))
+    return np.concatenate([weights[None, :], counts * weights[None, :]]), counts
+
+
+def summaries(estimates: np.ndarray):
+    """Point estimate, bootstrap std and replicates from (..., 1 + r) estimates."""
+    point = estimates[..., 0]
+    if estimates.shape[-1] == 1:
+        return point, None, None
+    replicates = estimates[..., 1:]
+    return point, replicates.std(axis=-1, ddof=1), replicates
