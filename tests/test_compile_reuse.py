@@ -117,3 +117,25 @@ def test_second_traceable_loco_run_compiles_nothing():
         r2 = jaximp.loco_importance(None, X, y2, fit=_fit_linear, traceable_fit=True)
     assert first.count >= 1 and second.count == 0
     assert r1.top(1) == ["x1"] and r2.importances_mean[0, 0] < 1e-4
+
+
+def test_chunks_after_the_first_and_a_new_n_in_the_bucket_compile_nothing():
+    """Many chunks cost the compiles of one; a new n that shares the row bucket reuses them."""
+    W = np.random.default_rng(3).normal(size=(4, 16)).astype(np.float32)
+
+    def model(X):
+        return jnp.tanh(X @ W).sum(axis=1)
+
+    X = np.random.default_rng(4).normal(size=(1000, 4))
+    y = np.asarray(model(X))
+    run = lambda data, **kw: jaximp.permutation_importance(  # noqa: E731
+        model, data, y[: len(data)], n_repeats=40, **kw)
+    run(X, memory_budget=1 << 16)  # warm: compiles everything once
+    with count_compiles() as log:
+        chunked = run(X, memory_budget=1 << 16, random_state=1)  # many chunks, a new key
+    assert log.count == 0
+    with count_compiles() as log:
+        run(X[:990], memory_budget=1 << 16)  # 990 rows: the same 1024-row bucket
+    assert log.count == 0
+    whole = run(X, random_state=1)
+    np.testing.assert_allclose(chunked.importances, whole.importances, rtol=1e-5, atol=1e-7)
