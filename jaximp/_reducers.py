@@ -34,6 +34,7 @@ class Reducer:
 
     combine = "sum"
     group = 1  # items reduced together; they always share a block
+    may_be_nan = False  # True when NaN in the result is meaningful (an empty group)
 
     def row_arrays(self) -> dict[str, np.ndarray]:
         """Arrays with one entry per data row (weights, targets...), sliced per block."""
@@ -123,12 +124,13 @@ class Spread(Reducer):
 class GroupedMean(Reducer):
     """Weighted means over the rows of each group (e.g. ALE bins): item ``k`` groups row ``i``
     by ``row_codes[item_code[k], i]`` in ``0..n_groups-1``. Result (b, n_groups, o), NaN for
-    an empty group; ``finalize`` also leaves the group weights in ``self`` unused."""
+    an empty group."""
 
     row_codes: np.ndarray  # (q, n)
     item_code: np.ndarray  # (b,)
     n_groups: int
     weights: np.ndarray
+    may_be_nan = True
 
     def row_arrays(self):
         return {"w": np.asarray(self.weights, np.float32),
