@@ -429,15 +429,17 @@ def h_statistic(
         set S put into every background row, averaged under every weighting (the case
         weights, then each bootstrap replicate)."""
         todo = [k for k in dict.fromkeys(keys) if k not in pds]
-        if not todo:
-            return
-        m = len(todo)
-        plan = at_values(np.stack([masks[k] for k in todo]), np.repeat(np.arange(m), n_s), Xs,
-                         np.tile(np.arange(n_s), m))
-        out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic", **engine_kw)
-        out = out[..., out_idx].reshape(m, n_s, r, o)
-        for k, block in zip(todo, out):
-            pds[k] = np.ascontiguousarray(np.transpose(block - offset, (2, 1, 0)), np.float32)
+        for start in range(0, len(todo), group_size):  # a budget-sized group of sets per call
+            group = todo[start:start + group_size]
+            m = len(group)
+            plan = at_values(np.stack([masks[k] for k in group]), np.repeat(np.arange(m), n_s),
+                             Xs, np.tile(np.arange(n_s), m))
+            out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic",
+                           **engine_kw).reshape(m, n_s, r, -1)
+            for k, block in zip(group, out):
+                block = block[..., out_idx] - offset  # (n, r, o)
+                pds[k] = np.ascontiguousarray(np.transpose(block, (2, 1, 0)), np.float32)
+            del out
 
     def compute(statistics: list[_Stat]) -> dict[str, tuple]:
         """Statistics in groups of one batched kernel call each; results grouped by kind.

@@ -80,7 +80,8 @@ class Mean(Reducer):
         return _einsum(xp, "bno,nr->bro", preds, w)
 
     def finalize(self, total):
-        return total / self.weights.sum(axis=1)[None, :, None]
+        total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
+        return total
 
 
 class Keep(Reducer):
