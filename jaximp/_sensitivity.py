@@ -198,10 +198,15 @@ def sensitivity_importance(
     d_p = evaluate(predictor, dataset, plan, Spread(w, 2), **common)[:, out_idx]
     d_p = d_p.reshape(p, n_repeats, o).transpose(0, 2, 1)  # (p, o, r)
     pair_rng = rng_stream(bits, 4)
-    d_y = np.empty((o, n_repeats))
-    for r in range(n_repeats):  # one repeat at a time: N = 10 n pairs can be large
-        first, second = _draw(pair_rng, n, prob, (2, n_pairs))
-        d_y[:, r] = np.abs(target[first] - target[second]).mean(axis=0)
+    d_y = np.zeros((o, n_repeats))
+    # N = 10 n pairs per repeat, drawn in pieces of a fixed size (so the draws do not depend
+    # on the budget) and memory stays O(piece), not O(N)
+    piece = 1 << 16
+    for r in range(n_repeats):
+        for start in range(0, n_pairs, piece):
+            first, second = _draw(pair_rng, n, prob, (2, min(piece, n_pairs - start)))
+            d_y[:, r] += np.abs(target[first] - target[second]).sum(axis=0)
+    d_y /= n_pairs
     if np.any(d_y == 0):
         raise ValueError("y is constant (every target pair is equal); D_y = 0 cannot scale.")
     importances = d_p / d_y[None]
