@@ -1,6 +1,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# test processes: most of the suite's time is single-threaded XLA compilation
+TEST_WORKERS ?= 2
 
 .PHONY: demo test bench clean
 
@@ -14,7 +16,7 @@ demo: $(VENV)/.installed
 	$(PY) -m jaximp demo --out jaximp-report
 
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/pd.py

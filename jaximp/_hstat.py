@@ -408,11 +408,12 @@ def h_statistic(
     prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (o, r, n_s)).astype(np.float32)
     pds: dict[Any, np.ndarray] = {"F": prediction}  # PDs at the rows, (o, r, n), by set key
     masks: dict[Any, np.ndarray] = {}  # column mask of every feature set, by key
-    # Statistics run in groups whose PDs (new sets, the parts gathered by the kernel, the
-    # engine's float64 means) fit the memory budget: a bootstrap keeps (sets x n x replicates)
-    # values per group, not for all pairs at once.
+    # Statistics run in groups whose PDs fit the memory budget: a bootstrap keeps (sets x n x
+    # replicates) values per group, not for all pairs at once. Per statistic: the engine's
+    # float64 means of its new set, the kernel's store padded to a power of two, the gathered
+    # joint and parts and their temporaries, about 48 float32 PDs in all (measured).
     set_bytes = 4.0 * o * r * n_s
-    group_size = max(1, int(resolve_budget(memory_budget) // (16 * set_bytes)))
+    group_size = max(1, int(resolve_budget(memory_budget) // (48 * set_bytes)))
 
     def key_of(feats, complement=False):
         names = frozenset(f.name for f in feats)
