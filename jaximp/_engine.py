@@ -184,13 +184,6 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     return _Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
 
 
-def _model_dtype(predictor: Predictor):
-    dtype = getattr(predictor, "dtype", None)
-    if dtype is not None:
-        return np.dtype(dtype)
-    return np.dtype(np.float32)
-
-
 def _available_host_bytes() -> float:
     try:
         with open("/proc/meminfo") as f:
@@ -421,7 +414,7 @@ def _pad_items(array: np.ndarray, size: int) -> np.ndarray:
 def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     n, c = X.shape
     o = predictor.n_outputs
-    dtype = _model_dtype(predictor)
+    dtype = np.dtype(predictor.dtype)
     mesh = _distributed.global_mesh(devices)
     n_dev = 1 if mesh is None else mesh.devices.size
     first = jax.local_devices()[0] if devices is None else list(devices)[0]

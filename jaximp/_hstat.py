@@ -1,4 +1,4 @@
-"""Friedman's H-statistic (Friedman & Popescu 2008) in the convention of R's hstats (METHODS.md 4).
+"""Friedman's H-statistic (Friedman & Popescu 2008) in the convention of R's hstats.
 
 Every PD is evaluated at the data rows themselves with the same rows as background: item ``i`` of
 a feature set S puts row ``i``'s values of S into every row, so one feature set costs ``n x n``

@@ -1,4 +1,4 @@
-"""Leave-one-covariate-out importance (METHODS.md section 6; Lei et al. 2018).
+"""Leave-one-covariate-out importance (Lei et al. 2018).
 
 Two variants share the loss machinery of :mod:`jaximp._permutation`:
 

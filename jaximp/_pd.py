@@ -1,4 +1,4 @@
-"""Partial dependence and ICE curves (METHODS.md section 1)."""
+"""Partial dependence and ICE curves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PD-based variable importance and the PD interaction statistic (METHODS.md sections 2 and 3).
+"""PD-based variable importance and the PD interaction statistic (Greenwell et al. 2018).
 
 Both are thin methods: the engine (through :func:`jaximp._pd.compute_pd`) evaluates every PD or
 ICE curve in one batched call, and the flatness algebra lives in ``jaximp.kernels``. Bootstrap
@@ -35,7 +35,7 @@ _MEASURE_CHOICES = ("auto", *K.MEASURES)
 
 
 # ---------------------------------------------------------------------------------------------
-# Edge validation shared with the H-statistic.
+# Edge validation.
 # ---------------------------------------------------------------------------------------------
 
 

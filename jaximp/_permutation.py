@@ -1,4 +1,4 @@
-"""Permutation feature importance (METHODS.md section 5).
+"""Permutation feature importance (Breiman 2001; Fisher et al. 2019).
 
 Every feature (or group) and every repeat is one *item* of a single engine plan: item ``(j, r)``
 takes feature ``j``'s columns of row ``i`` from row ``pi_jr(i)`` of a permutation computed on the

@@ -182,10 +182,11 @@ class LossSums(Reducer):
     r2_total: np.ndarray | None = None  # weighted sum of squares of y about its mean, (k,)
 
     def row_arrays(self):
-        y = self.y.astype(np.float64 if self.name not in ("log_loss", "accuracy") else np.int32)
-        return {"w": np.asarray(self.weights, np.float64),
-                "y": y.reshape(y.shape[0], -1) if y.ndim > 1 or self.name in
-                ("mse", "rmse", "mae", "r2") else y}
+        if self.name in ("log_loss", "accuracy"):
+            y = self.y.astype(np.int32)  # (n,) class codes
+        else:
+            y = self.y.astype(np.float64).reshape(self.y.shape[0], -1)  # (n, k) values
+        return {"w": np.asarray(self.weights, np.float64), "y": y}
 
     def consts(self):
         return {} if self.labels is None else {"labels": np.asarray(self.labels, np.float64)}

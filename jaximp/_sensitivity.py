@@ -1,4 +1,4 @@
-"""Sensitivity-analysis importance of Huh and Lee (METHODS.md section 7; seed 004).
+"""Sensitivity-analysis importance of Huh and Lee (2003).
 
 Random variant: for feature ``j`` and every row ``i``, the model is evaluated with ``x_ij``
 replaced by two values drawn from the observed values of feature ``j``; ``D_j`` is the mean

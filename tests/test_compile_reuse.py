@@ -1,7 +1,6 @@
 """Models as pytrees: a second model of the same architecture compiles nothing new."""
 
 import contextlib
-import dataclasses
 import logging
 
 import jax
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 
 import jaximp
+from _linear_fit import fit_lstsq
 from jaximp._engine import predict_rows
 from jaximp._model import as_predictor
 
@@ -91,30 +91,14 @@ def test_second_model_predict_rows_compiles_nothing(two_mlps):
     np.testing.assert_allclose(out2[:, 0], np.asarray(m2(X)), rtol=1e-5, atol=1e-6)
 
 
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class _Linear:
-    coef: jax.Array
-    intercept: jax.Array
-
-    def __call__(self, X):
-        return X @ self.coef + self.intercept
-
-
-def _fit_linear(X, y):
-    A = jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X], axis=1)
-    solution = jnp.linalg.lstsq(A, y)[0]
-    return _Linear(solution[1:], solution[0])
-
-
 def test_second_traceable_loco_run_compiles_nothing():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(80, 3))
     y1, y2 = X @ np.array([1.0, 2.0, 0.0]), X @ np.array([0.0, 1.0, -1.0])
     with count_compiles() as first:
-        r1 = jaximp.loco_importance(None, X, y1, fit=_fit_linear, traceable_fit=True)
+        r1 = jaximp.loco_importance(None, X, y1, fit=fit_lstsq, traceable_fit=True)
     with count_compiles() as second:
-        r2 = jaximp.loco_importance(None, X, y2, fit=_fit_linear, traceable_fit=True)
+        r2 = jaximp.loco_importance(None, X, y2, fit=fit_lstsq, traceable_fit=True)
     assert first.count >= 1 and second.count == 0
     assert r1.top(1) == ["x1"] and r2.importances_mean[0, 0] < 1e-4
 

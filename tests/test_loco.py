@@ -1,6 +1,5 @@
 """LOCO: replacement closed forms, refits with a user fit, one vmapped job for fit_mlp."""
 
-import dataclasses
 import functools
 
 import jax
@@ -11,6 +10,7 @@ import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import jaximp
+from _linear_fit import LinearModel, fit_lstsq
 from jaximp._loco import loco_importance
 
 COEF = np.array([2.0, -1.0, 0.5, 0.0])
@@ -192,23 +192,6 @@ def test_validation_messages(linear):
 
 
 # Refits by a JAX-traceable fit: one vmap over column masks.
-
-
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class LinearModel:
-    coef: jax.Array
-    intercept: jax.Array
-
-    def __call__(self, X):
-        return X @ self.coef + self.intercept
-
-
-def fit_lstsq(X, y):
-    """Least squares with an intercept, as a pure JAX function returning a pytree model."""
-    A = jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X], axis=1)
-    solution = jnp.linalg.lstsq(A, y)[0]
-    return LinearModel(solution[1:], solution[0])
 
 
 def lstsq_mse_np(A, y):
