@@ -8,7 +8,7 @@ small result. Chunk plans must be pure functions of global shapes and of values 
 every process (:func:`agree_min`), so that all processes run the same sequence of programs.
 
 With one process every helper reduces to its single-process meaning: :func:`agree_min` is the
-identity, :func:`shard_rows` with ``mesh=None`` is :func:`jax.numpy.asarray`.
+identity, :func:`shard_rows` with ``mesh=None`` is :func:`jax.device_put`.
 """
 
 from __future__ import annotations
@@ -215,8 +215,8 @@ def _check_mesh(mesh: Mesh) -> None:
         )
 
 
-def shard_rows(array, mesh: Mesh | None) -> jax.Array:
-    """A global array sharded on axis 0 over the mesh's ``"rows"`` axis.
+def shard_rows(tree, mesh: Mesh | None) -> Any:
+    """A global array (or a pytree of them) sharded on axis 0 over the mesh's ``"rows"`` axis.
 
     Every process passes the same full array; each process supplies only the rows that live on
     its own addressable devices (:func:`jax.make_array_from_callback`), so no process copies
@@ -224,16 +224,16 @@ def shard_rows(array, mesh: Mesh | None) -> jax.Array:
 
     Parameters
     ----------
-    array : ndarray of shape (n_pad, ...)
-        The full (padded) array, identical on every process. ``n_pad`` must be a multiple of
+    tree : ndarray of shape (n_pad, ...), or a pytree of them
+        The full (padded) arrays, identical on every process. ``n_pad`` must be a multiple of
         the number of devices in ``mesh``.
     mesh : jax.sharding.Mesh or None
-        From :func:`global_mesh`; None: one device, plain :func:`jax.numpy.asarray`.
+        From :func:`global_mesh`; None: one device, one :func:`jax.device_put` of the tree.
 
     Returns
     -------
-    jax.Array
-        Shape ``array.shape``, sharding ``NamedSharding(mesh, P("rows"))``.
+    jax.Array or pytree of jax.Array
+        Same structure; each leaf with sharding ``NamedSharding(mesh, P("rows"))``.
 
     Examples
     --------
@@ -242,8 +242,12 @@ def shard_rows(array, mesh: Mesh | None) -> jax.Array:
     (4, 2)
     """
     if mesh is None:
-        return jnp.asarray(array)
+        return jax.device_put(tree)  # one transfer for the whole tree
     _check_mesh(mesh)
+    return jax.tree_util.tree_map(lambda array: _shard_array_rows(array, mesh), tree)
+
+
+def _shard_array_rows(array, mesh: Mesh) -> jax.Array:
     array = np.asarray(array)
     if array.ndim < 1:
         raise ValueError(f"array must have a row axis; got a scalar of shape {array.shape}.")
@@ -281,7 +285,7 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     (2, 3)
     """
     if mesh is None:
-        return jax.tree_util.tree_map(jnp.asarray, tree)
+        return jax.device_put(tree)  # one transfer for the whole tree
     _check_mesh(mesh)
     sharding = NamedSharding(mesh, PartitionSpec())
 

@@ -165,7 +165,9 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
         rows_per_block = min(_bucket(n_local), rows_per_block)
         items = max(1, block_total // max(1, rows_per_block * n_devices))
         items = max(group, items // group * group)
-        items_per_block = min(items, math.ceil(n_items / group) * group)
+        # balanced: the last block is not mostly padding items
+        n_blocks = math.ceil(n_items / items)
+        items_per_block = math.ceil(math.ceil(n_items / n_blocks) / group) * group
         row_blocks = 1
     else:
         items_per_block = group
@@ -371,22 +373,32 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         flat = jnp.moveaxis(modified, 1, 0).reshape(n_dev * ib * rbl, -1)
         if row_sharding is not None:
             flat = jax.lax.with_sharding_constraint(flat, row_sharding)
-        pred = apply(params, flat).reshape(n_dev, ib, rbl, o)
-        pred = jnp.moveaxis(pred, 0, 1).reshape(ib, n_dev * rbl, o)
+        # (ib, o, rows): rows last, so the reducer's loops vectorize along them. Padding rows
+        # repeat a real row's modification, so their predictions are finite; reducers weight
+        # them 0.
+        pred = apply(params, flat).reshape(n_dev, ib, rbl, o).astype(dtype)
+        pred = jnp.transpose(pred, (1, 3, 0, 2)).reshape(ib, o, n_dev * rbl)
         valid_flat = valid.reshape(-1)
-        pred = jnp.where(valid_flat[None, :, None], pred, 0).astype(dtype)
         rows = {name: jax.lax.dynamic_slice_in_dim(a, row0, rbl, axis=1).reshape(
             n_dev * rbl, *a.shape[2:]) for name, a in rowdata.items() if name != "_codes"}
         return reducer.partial(pred, rows, valid_flat.astype(dtype), items, consts, jnp)
 
     def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
         def one(k):
-            return block(params, X, tables, rowdata, consts, counts,
-                         item0 + (k // n_rb) * ib, row0 + (k % n_rb) * rbl)
+            first = item0 + (k // n_rb) * ib
+
+            def evaluate_block():
+                return block(params, X, tables, rowdata, consts, counts, first,
+                             row0 + (k % n_rb) * rbl)
+
+            # the last chunk's padding item blocks are skipped, not evaluated
+            skipped = jax.eval_shape(evaluate_block)
+            return jax.lax.cond(first < counts[2], evaluate_block,
+                                lambda: jnp.zeros(skipped.shape, skipped.dtype))
 
         n_blocks = sizes.item_blocks * n_rb
-        if n_blocks == 1:
-            return one(0)[None]
+        if n_blocks == 1:  # a chunk's first item is always real
+            return block(params, X, tables, rowdata, consts, counts, item0, row0)[None]
         return jax.lax.map(one, jnp.arange(n_blocks))
 
     cache[key] = jax.jit(chunk)
@@ -437,7 +449,6 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
 
     put_rows = (lambda a: _distributed.shard_rows(a, mesh))
     put_whole = (lambda a: _distributed.replicate(a, mesh))
-    X_dev = put_rows(_layout(X, n_dev, n_local, n_local_pad, dtype))
     tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
     if plan.table is not None:
         tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
@@ -451,19 +462,19 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
         tables["key"] = plan.key_bits
     if plan.draw_cdf is not None:
         tables["cdf"] = plan.draw_cdf.astype(np.float32)
-    tables = {k: put_whole(v) for k, v in tables.items()}
-    rowdata = {k: put_rows(_layout(v, n_dev, n_local, n_local_pad))
-               for k, v in reducer.row_arrays().items()}
-    if plan.row_codes is not None:
-        rowdata["_codes"] = put_rows(_layout(plan.row_codes.T, n_dev, n_local, n_local_pad))
-    consts = {k: put_whole(_pad_items(v, items_pad) if k == "item_code" else v)
-              for k, v in reducer.consts().items()}
-    params = jax.tree_util.tree_map(put_whole, predictor.params)
-    counts = put_whole(np.asarray([n, n_local], np.int32))
     # every mask replaces at most one column: data-row replacements gather just that column
     single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
     if single_column:
-        tables["column"] = put_whole(np.argmax(plan.masks, axis=1).astype(np.int32))
+        tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
+    rowdata = {k: _layout(v, n_dev, n_local, n_local_pad) for k, v in reducer.row_arrays().items()}
+    if plan.row_codes is not None:
+        rowdata["_codes"] = _layout(plan.row_codes.T, n_dev, n_local, n_local_pad)
+    X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
+    consts = {k: _pad_items(v, items_pad) if k == "item_code" else v
+              for k, v in reducer.consts().items()}
+    counts = np.asarray([n, n_local, plan.n_items], np.int32)
+    # small arrays in one transfer
+    tables, consts, params, counts = put_whole((tables, consts, predictor.params, counts))
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column)
 
     b = plan.n_items
@@ -577,7 +588,8 @@ def _run_host(predictor, data, plan, reducer, budget, progress, label):
                 result[items[ok][:, None], rows[None, :]] = preds[ok]
             else:
                 sliced = {k: v[rows] for k, v in row_arrays.items()}
-                part = reducer.partial(preds, sliced, np.ones(rows.size), items, consts, np)
+                part = reducer.partial(preds.transpose(0, 2, 1), sliced, np.ones(rows.size),
+                                       items, consts, np)
                 g0 = kb * ib // reducer.group
                 stop = min(result.shape[0], g0 + part.shape[0])
                 result[g0:stop] += part[: stop - g0]

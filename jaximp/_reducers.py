@@ -1,7 +1,7 @@
 """Streaming reducers: what the engine keeps of the predictions of each item.
 
-A reducer turns the predictions of one block (``ib`` items x ``rows`` rows x ``o`` outputs) into
-a *partial* per item (or per group of items), which the engine adds up over row blocks and
+A reducer turns the predictions of one block (``ib`` items x ``o`` outputs x ``rows`` rows: rows
+last, so that XLA vectorizes its loops along them) into a *partial* per item (or per group of items), which the engine adds up over row blocks and
 chunks in float64; :meth:`Reducer.finalize` turns the totals into the result. Partials are
 written once with ``xp`` standing for ``jax.numpy`` (inside the jitted chunk) or ``numpy``
 (host models, in float64), so JAX and host models share one implementation.
@@ -52,7 +52,7 @@ class Reducer:
         raise NotImplementedError
 
     def partial(self, preds, rows, valid, items, consts, xp):
-        """(ib, rows, o) predictions -> (ib // group, *partial_shape) partial sums."""
+        """(ib, o, rows) predictions -> (ib // group, *partial_shape) partial sums."""
         raise NotImplementedError
 
     def finalize(self, total: np.ndarray) -> np.ndarray:
@@ -77,7 +77,7 @@ class Mean(Reducer):
 
     def partial(self, preds, rows, valid, items, consts, xp):
         w = rows["w"] * valid[:, None]
-        return _einsum(xp, "bno,nr->bro", preds, w)
+        return _einsum(xp, "bon,nr->bro", preds, w)
 
     def finalize(self, total):
         total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
@@ -90,7 +90,7 @@ class Keep(Reducer):
     combine = "keep"
 
     def partial(self, preds, rows, valid, items, consts, xp):
-        return preds
+        return xp.moveaxis(preds, 1, 2)  # (ib, rows, o), the layout of the result
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -112,10 +112,10 @@ class Spread(Reducer):
         return (n_outputs,)
 
     def partial(self, preds, rows, valid, items, consts, xp):
-        ib, n, o = preds.shape
-        grouped = preds.reshape(ib // self.group, self.group, n, o)
+        ib, o, n = preds.shape
+        grouped = preds.reshape(ib // self.group, self.group, o, n)
         spread = grouped.max(axis=1) - grouped.min(axis=1)
-        return _einsum(xp, "gno,n->go", spread, rows["w"] * valid)
+        return _einsum(xp, "gon,n->go", spread, rows["w"] * valid)
 
     def finalize(self, total):
         return total / self.weights.sum()
@@ -150,7 +150,7 @@ class GroupedMean(Reducer):
         codes = rows["codes"][:, consts["item_code"][items]].T  # (ib, n)
         onehot = (codes[..., None] == xp.arange(self.n_groups)).astype(preds.dtype)
         w = rows["w"] * valid
-        sums = _einsum(xp, "bno,bng,n->bgo", preds, onehot, w)
+        sums = _einsum(xp, "bon,bng,n->bgo", preds, onehot, w)
         counts = _einsum(xp, "bng,n->bg", onehot, w)
         return xp.concatenate([sums, counts[..., None]], axis=-1)
 
@@ -199,34 +199,33 @@ class LossSums(Reducer):
 
     def partial(self, preds, rows, valid, items, consts, xp):
         columns = list(self.columns)
-        p = preds if columns == list(range(preds.shape[-1])) else preds[..., columns]  # (ib, n, k)
+        p = preds if columns == list(range(preds.shape[1])) else preds[:, columns]  # (ib, k, n)
         w = rows["w"].astype(preds.dtype) * valid
         y = rows["y"]
-        if self.name in ("mse", "rmse", "r2"):
-            terms = (p - y.astype(p.dtype)[None]) ** 2
-        elif self.name == "mae":
-            terms = xp.abs(p - y.astype(p.dtype)[None])
+        if self.name in ("mse", "rmse", "mae", "r2"):
+            residual = p - y.astype(p.dtype).T[None]  # (ib, k, n)
+            terms = residual * residual if self.name != "mae" else xp.abs(residual)
         else:
-            terms = self._class_terms(p, y, consts, xp)[..., None]
+            terms = self._class_terms(p, y, consts, xp)[:, None, :]  # (ib, 1, n)
         # a plain reduction sums every item in the same order: equal predictions, equal losses
-        return (terms * w[None, :, None]).sum(axis=1)
+        return (terms * w[None, None, :]).sum(axis=-1)
 
     def _class_terms(self, p, y, consts, xp):
-        """Per-row log loss or correctness, (ib, n)."""
+        """Per-row log loss or correctness, (ib, n), of class probabilities p (ib, k, n)."""
         if "labels" in consts:  # one column of labels: their codes, -1 when not a class
             labels = consts["labels"].astype(p.dtype)
-            hits = p[..., :1] == labels  # (ib, n, classes)
-            codes = xp.where(hits.any(axis=-1), xp.argmax(hits, axis=-1), -1)
+            hits = p[:, :1, :] == labels[None, :, None]  # (ib, classes, n)
+            codes = xp.where(hits.any(axis=1), xp.argmax(hits, axis=1), -1)
             if self.name == "accuracy":
                 return (codes == y[None]).astype(p.dtype)
             proba = (codes == y[None]).astype(p.dtype)
         else:
-            if p.shape[-1] == 1:  # probability of class 1 of two
-                p = xp.concatenate([1 - p, p], axis=-1)
+            if p.shape[1] == 1:  # probability of class 1 of two
+                p = xp.concatenate([1 - p, p], axis=1)
             if self.name == "accuracy":
-                return (xp.argmax(p, axis=-1) == y[None]).astype(p.dtype)
-            proba = xp.take_along_axis(p, xp.broadcast_to(y[None, :, None], p.shape[:2] + (1,))
-                                       .astype(xp.int32), axis=-1)[..., 0]
+                return (xp.argmax(p, axis=1) == y[None]).astype(p.dtype)
+            index = xp.broadcast_to(y[None, None, :], (p.shape[0], 1, p.shape[2]))
+            proba = xp.take_along_axis(p, index.astype(xp.int32), axis=1)[:, 0]
         eps = np.finfo(np.float32 if p.dtype == np.float32 else np.float64).eps
         return -xp.log(xp.clip(proba, eps, 1 - eps))
 
