@@ -279,13 +279,15 @@ def h_statistic(
         statistic always uses every feature of ``X``.
     pairs : "all", int, list of pairs or None, default "all"
         Pairwise statistics for every pair among ``features``; an int ``m``: the pairs among the
-        ``m`` features with the largest overall H (as hstats' ``pairwise_m``; needs
-        ``overall=True``); an explicit list such as ``[("x1", "x2")]``; ``None``: none.
+        features selected as hstats' ``pairwise_m`` does (needs ``overall=True``): for each
+        output the ``m`` features with the largest positive overall numerator, the union over
+        outputs, paired in the order of ``features``; an explicit list such as
+        ``[("x1", "x2")]``; ``None``: none.
     reference : str or int, optional
         Pairs of this feature with every other feature in ``features`` (leave ``pairs="all"``).
     three_way : None, int or list of triples, default None
-        Three-way statistics: an int ``m >= 3`` for the triples among the top ``m`` features by
-        overall H (hstats' ``threeway_m``), or explicit triples.
+        Three-way statistics: an int ``m >= 3`` for the triples among the features selected
+        as for ``pairs=m`` (hstats' ``threeway_m``), or explicit triples.
     overall : bool, default True
         Compute the overall ``H2_j`` of each feature and the total ``H2`` (costs ``2 p n^2``
         evaluations: the 1-D PDs and the PDs of every complement).
@@ -299,6 +301,10 @@ def h_statistic(
         ``random_state``; hstats' default), keeping their case weights. ``None``: all rows.
     eps : float, default 1e-10
         Numerators at most ``eps`` times their denominator are rounding noise and reported as 0.
+        So is a statistic whose joint PD is constant up to the model's rounding (its mean
+        square below ``(16 eps_dtype)^2`` times the output's mean squared centred prediction,
+        ``eps_dtype`` the machine epsilon of the model's dtype): where hstats zaps numerators
+        below an absolute ``eps``, this rule does not depend on the prediction's scale.
     output : int, str or list, optional
         Model outputs to keep (default all); every statistic is computed per output.
     sample_weight : array of shape (n,), optional
@@ -406,6 +412,11 @@ def h_statistic(
     r = weights.shape[0]
     o = len(out_idx)
     prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (o, r, n_s)).astype(np.float32)
+    # A joint PD whose weighted mean square is below this floor (o, r) is constant up to the
+    # model's rounding: its statistic is 0, not a ratio of two rounding errors.
+    centred = pred - (ws @ pred) / ws.sum()
+    resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
+    floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
     pds: dict[Any, np.ndarray] = {"F": prediction}  # PDs at the rows, (o, r, n), by set key
     masks: dict[Any, np.ndarray] = {}  # column mask of every feature set, by key
     # Statistics run in groups whose PDs fit the memory budget: a bootstrap keeps (sets x n x
@@ -452,7 +463,7 @@ def h_statistic(
             evaluate_sets([k for st in group for k in (st.joint, *st.parts)
                            if not isinstance(k, str)])
             for kind, values in _compute_group(group, pds, weights_d, normalized, squared,
-                                               eps).items():
+                                               eps, floor).items():
                 parts[kind].append(values)
             for st in group:
                 for k in (st.joint, *st.parts):
@@ -491,16 +502,12 @@ def h_statistic(
                             (1.0, 1.0)) for f in chosen]
         statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
         results.update(compute(statistics))
-    if isinstance(pair_spec, int) or isinstance(triple_spec, int):
-        # Pairs and triples among the top features by overall H. As in hstats, features are
-        # ranked by their overall numerator summed over outputs (the denominator is common to
-        # all features, so for one output this is the order of H2_j itself).
-        ranked = [chosen[i] for i in np.argsort(-results["overall"][3].sum(axis=1),
-                                                kind="stable")]
-        if isinstance(pair_spec, int):
-            pair_spec = list(itertools.combinations(ranked[:pair_spec], 2))
-        if isinstance(triple_spec, int):
-            triple_spec = list(itertools.combinations(ranked[:triple_spec], 3))
+    if isinstance(pair_spec, int):
+        top = _top_features(chosen, results["overall"], pair_spec, eps)
+        pair_spec = list(itertools.combinations(top, 2))
+    if isinstance(triple_spec, int):
+        top = _top_features(chosen, results["overall"], triple_spec, eps)
+        triple_spec = list(itertools.combinations(top, 3))
     later = pair_and_triple_statistics(pair_spec, triple_spec)
     if later:
         results.update(compute(later))
@@ -551,6 +558,19 @@ def h_statistic(
     )
 
 
+def _top_features(chosen, overall, m: int, eps: float) -> list:
+    """hstats' selection for ``pairwise_m`` / ``threeway_m``: for each output, the ``m``
+    features with the largest positive overall numerator (the denominator is common to all
+    features of an output; numerators within ``eps`` of 0 count as 0); the union over
+    outputs, in the order of ``chosen``."""
+    numerators, denominators = overall[3], overall[4]  # (p, o)
+    selected = set()
+    for num, den in zip(numerators.T, denominators.T):
+        order = np.argsort(-num, kind="stable")
+        selected.update(int(j) for j in order[:m] if num[j] > eps * den[j])
+    return [f for j, f in enumerate(chosen) if j in selected]
+
+
 def _bucket(size: int) -> int:
     """The next power of two (at least 8)."""
     return max(8, 1 << (int(size) - 1).bit_length())
@@ -566,8 +586,8 @@ class _Stat:
     signs: tuple
 
 
-def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, squared, eps
-                   ) -> dict[str, tuple]:
+def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, squared, eps,
+                   floor) -> dict[str, tuple]:
     """Value, numerator and denominator (s, o, r) of each statistic, in one kernel call over
     a store of just the PDs they use; sizes padded to powers of two so one compile serves many
     groups."""
@@ -587,6 +607,7 @@ def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, sq
     value, num, den = _h_batch(store, joint, parts, signs, weights_d, normalized, squared,
                                np.float32(eps))
     num, den, value = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den, value))
+    value = np.where(den <= floor[None], 0.0, value)  # floor (o, r)
     kinds = np.array([st.kind for st in statistics])
     return {kind: (value[kinds == kind], num[kinds == kind], den[kinds == kind])
             for kind in dict.fromkeys(kinds)}

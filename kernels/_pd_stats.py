@@ -45,7 +45,9 @@ MEASURES = ("sd", "mad", "range4")
 AVERAGES = ("mean", "median", "trimmed")
 """Ways to average over rows: weighted mean, weighted median, weighted trimmed mean."""
 
-_MAD_SCALE = 1.482602218505602  # 1 / Phi^{-1}(3/4): the MAD of a normal sample estimates sigma
+# R's stats::mad constant, exactly (1 / Phi^{-1}(3/4) = 1.4826022...): with it the MAD of a
+# normal sample estimates sigma, and jaximp's values equal R's.
+_MAD_SCALE = 1.4826
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 

@@ -393,3 +393,44 @@ def test_kernels_eager_jit_vmap_agree():
         weights, np.float64).sum(1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(jax.jit(pd_at_rows)(matrix, weights), got, rtol=1e-6)
+
+
+def _hstats_get_v(numerators, m):
+    """R hstats' get_v (hstats 1.2, R/hstats.R), written again: per output column the m
+    largest positive numerators, the union over columns, in the original feature order."""
+    chosen = set()
+    for column in numerators.T:
+        positive = [j for j in np.argsort(-column, kind="stable") if column[j] > 0]
+        chosen.update(positive[:m])
+    return sorted(chosen)
+
+
+def test_top_m_selection_is_the_per_output_union_as_hstats():
+    # Output 0: strong two-way interactions among x0, x1, x2. Output 1: a small pure three-way
+    # interaction of x3, x4, x5, which a ranking summed over outputs would place last.
+    def two_outputs(X, xp=jnp):
+        first = 10 * X[:, 0] * X[:, 1] + 8 * X[:, 0] * X[:, 2] + 5 * X[:, 1] * X[:, 2]
+        second = 0.1 * X[:, 3] * X[:, 4] * X[:, 5]
+        return xp.stack([first, second], axis=1)
+
+    X = np.random.default_rng(3).uniform(-1, 1, size=(40, 6))
+    h = h_statistic(two_outputs, X, pairs=3, three_way=3)
+    num = h.overall.info["numerator"]
+    den = h.overall.info["denominator"]
+    clean = np.where(num > 1e-10 * den, num, 0.0)
+    expected = _hstats_get_v(clean, 3)
+    assert expected == [0, 1, 2, 3, 4, 5]
+    names = [f"x{j}" for j in expected]
+    assert h.pairwise.feature_sets == tuple(itertools.combinations(names, 2))
+    assert h.three_way.feature_sets == tuple(itertools.combinations(names, 3))
+    # the second output's triple: a strong interaction there; output 0 does not depend on
+    # x3, x4, x5 (exactly 0, not a ratio of float32 rounding errors)
+    k = h.three_way.feature_sets.index(("x3", "x4", "x5"))
+    *_, ref = ref_h_all(lambda A: two_outputs(A, np), X, np.ones(40), [], [(3, 4, 5)])
+    assert ref[0, 1] > 0.9  # (ref[0, 0] is float64 noise over noise; hstats zaps it to 0)
+    assert h.three_way.values[k, 0] == 0.0
+    assert h.three_way.values[k, 1] == pytest.approx(ref[0, 1], rel=1e-4)
+    # with m = 2 each output contributes its own top two: the union of both pairs
+    h2 = h_statistic(two_outputs, X, pairs=2)
+    assert set(itertools.chain(*h2.pairwise.feature_sets)) == {
+        f"x{j}" for j in _hstats_get_v(clean, 2)}

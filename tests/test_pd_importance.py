@@ -64,7 +64,8 @@ def ref_flatness(v, measure):
         return float(np.std(v, ddof=1))
     if measure == "range4":
         return float((v.max() - v.min()) / 4)
-    return float(1.482602218505602 * np.median(np.abs(v - np.median(v))))
+    # R's stats::mad (R 4.x, src/library/stats/R/mad.R): constant = 1.4826, exactly
+    return float(1.4826 * np.median(np.abs(v - np.median(v))))
 
 
 def ref_pd(ice, w, average, trim=0.1):
@@ -323,6 +324,14 @@ def test_interaction_validation_messages(kwargs, message):
 # ------------------------------------------------------------------------------------------
 # Kernels: eager == jit == vmap, closed forms, and NumPy / SciPy.
 # ------------------------------------------------------------------------------------------
+
+
+def test_mad_uses_r_constant_exactly():
+    # R: mad(c(1, 2, 3, 4, 100)) == 1.4826 (median 3, absolute deviations 2 1 0 1 97, median 1);
+    # the unrounded 1 / qnorm(0.75) = 1.482602... would differ in the sixth digit.
+    value = float(jax.jit(flatness, static_argnums=1)(jnp.array([1.0, 2, 3, 4, 100]), "mad"))
+    assert value == pytest.approx(1.4826, abs=1e-6)
+    assert abs(value - 1.482602218505602) > 1e-6
 
 
 def test_flatness_and_averages_against_numpy_and_scipy():
