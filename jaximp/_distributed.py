@@ -17,7 +17,6 @@ import zlib
 from typing import Any, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 

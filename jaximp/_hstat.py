@@ -88,6 +88,82 @@ class HStatistic:
     squared: bool
     n_rows: int
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _raw: dict = dataclasses.field(default_factory=dict, repr=False)
+    _floor: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def _read_out(cls, raw, floor, output_names, n_rows, info, normalized, squared, eps):
+        """The result whose parts are read from the numerators and denominators ``raw``."""
+        def part(kind):
+            return None if kind not in raw else _statistic(
+                kind, raw[kind], floor, output_names, normalized, squared, eps)
+
+        total = part("total")
+        info = dict(info, eps=eps)
+        if total is not None:
+            info.update(numerator=raw["total"].numerator[0, :, 0],
+                        denominator=raw["total"].denominator[0, :, 0])
+        return cls(
+            overall=part("overall"), pairwise=part("pairwise"), three_way=part("three_way"),
+            total=None if total is None else total.importances_mean[0],
+            total_std=None if total is None or total.importances_std is None
+            else total.importances_std[0],
+            total_replicates=None if total is None or total.importances is None
+            else total.importances[0],
+            output_names=output_names, normalized=normalized, squared=squared, n_rows=n_rows,
+            info=info, _raw=raw, _floor=floor,
+        )
+
+    def with_options(self, *, normalized: bool | None = None, squared: bool | None = None,
+                     eps: float | None = None) -> "HStatistic":
+        """The same statistics under other options, read from the stored numerators and
+        denominators: no model evaluation (hstats' ``normalize``, ``squared``, ``eps``).
+
+        Parameters
+        ----------
+        normalized, squared : bool, optional
+            Default: as computed. See :func:`h_statistic`.
+        eps : float, optional
+            Default: as computed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
+        >>> h = h_statistic(lambda X: X[:, 0] * X[:, 1] + X[:, 2], X)
+        >>> raw = h.with_options(normalized=False)  # numerators, on the prediction's scale
+        >>> bool(np.allclose(raw.pairwise.values, h.pairwise.info["numerator"]))
+        True
+        """
+        normalized = self.normalized if normalized is None else _check_bool("normalized",
+                                                                            normalized)
+        squared = self.squared if squared is None else _check_bool("squared", squared)
+        eps = self.info["eps"] if eps is None else _check_eps(eps)
+        return HStatistic._read_out(self._raw, self._floor, self.output_names, self.n_rows,
+                                    self.info, normalized, squared, eps)
+
+    def h2(self, **options) -> np.ndarray:
+        """Total interaction strength ``H^2`` per output, shape (o,) (hstats' ``h2``);
+        ``options`` as :meth:`with_options`."""
+        self._part("total")
+        return self.with_options(**options).total
+
+    def h2_overall(self, **options) -> FeatureImportance:
+        """Overall ``H^2_j`` (hstats' ``h2_overall``); ``options`` as :meth:`with_options`."""
+        self._part("overall")
+        return self.with_options(**options).overall
+
+    def h2_pairwise(self, **options) -> FeatureInteraction:
+        """Pairwise ``H^2_jk`` (hstats' ``h2_pairwise``); ``options`` as
+        :meth:`with_options`."""
+        self._part("pairwise")
+        return self.with_options(**options).pairwise
+
+    def h2_threeway(self, **options) -> FeatureInteraction:
+        """Three-way ``H^2_jkl`` (hstats' ``h2_threeway``); ``options`` as
+        :meth:`with_options`."""
+        self._part("three_way")
+        return self.with_options(**options).three_way
 
     def _part(self, statistic: str):
         if statistic not in _STATISTICS[:-1]:
@@ -155,12 +231,12 @@ class HStatistic:
 
 
 @jax.jit
-def _h_batch(store, joint_index, parts_index, signs, weights, normalized, squared, eps):
-    """Many H-statistics at once, with their numerators and denominators.
+def _h_batch(store, joint_index, parts_index, signs, weights):
+    """The numerators and denominators of many H-statistics at once.
 
     store (m, o, r, n): PDs at the rows (and the centred prediction) for each output and
     weighting; joint_index (s,), parts_index (s, k), signs (s, k) (0 pads statistics with fewer
-    parts), weights (r, n) -> value, numerator, denominator, each (s, o, r).
+    parts), weights (r, n) -> numerator, denominator, each (s, o, r).
     """
 
     def one(set_joint, set_parts, set_signs):
@@ -172,8 +248,7 @@ def _h_batch(store, joint_index, parts_index, signs, weights, normalized, square
         per_output = jax.vmap(lambda j, p: per_replicate(j, p, weights), in_axes=(0, 1))
         return per_output(joint, parts)
 
-    num, den = jax.vmap(one)(joint_index, parts_index, signs)
-    return K.h_value(num, den, normalized, squared, eps), num, den
+    return jax.vmap(one)(joint_index, parts_index, signs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,8 +537,7 @@ def h_statistic(
             group = statistics[start:start + group_size]
             evaluate_sets([k for st in group for k in (st.joint, *st.parts)
                            if not isinstance(k, str)])
-            for kind, values in _compute_group(group, pds, weights_d, normalized, squared,
-                                               eps, floor).items():
+            for kind, values in _compute_group(group, pds, weights_d).items():
                 parts[kind].append(values)
             for st in group:
                 for k in (st.joint, *st.parts):
@@ -473,12 +547,8 @@ def h_statistic(
             for k in [k for k in pds if isinstance(k, tuple)]:  # complements: overall only
                 if needed_later[k] <= 0:
                     pds.pop(k)
-        grouped = {}
-        for kind, chunks in parts.items():
-            value, num, den = (np.concatenate(x) for x in zip(*chunks))
-            point, std, replicates = summaries(value)
-            grouped[kind] = (point, std, replicates, num[..., 0], den[..., 0])
-        return grouped
+        return {kind: tuple(np.concatenate(x) for x in zip(*chunks))  # num, den (s, o, r)
+                for kind, chunks in parts.items()}
 
     def pair_and_triple_statistics(pair_list, triple_list) -> list[_Stat]:
         statistics = []
@@ -512,50 +582,46 @@ def h_statistic(
     if later:
         results.update(compute(later))
 
-    def interaction(kind: str, feature_sets) -> FeatureInteraction | None:
-        if kind not in results:
-            return None
-        point, std, replicates, num, den = results[kind]
-        return FeatureInteraction(
-            method=f"h_{kind}",
-            feature_sets=tuple(tuple(f.name for f in fs) for fs in feature_sets),
-            output_names=output_names, values=point, values_std=std, replicates=replicates,
-            info={"numerator": num, "denominator": den, "normalized": normalized,
-                  "squared": squared},
-        )
-
+    sets = {"overall": tuple((f.name,) for f in chosen), "total": (("all features",),),
+            "pairwise": tuple(tuple(f.name for f in fs) for fs in pair_spec),
+            "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
+    raw = {kind: _RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
     info: dict[str, Any] = {"rows": rows, "bootstrap_counts": counts, "eps": eps,
                             "n_bootstrap": n_bootstrap}
-    overall_result = total = total_std = total_reps = None
-    if overall:
-        point, std, replicates, num, den = results["overall"]
-        overall_result = FeatureImportance(
-            method="h_overall",
-            feature_names=tuple(f.name for f in chosen),
-            output_names=output_names,
-            importances_mean=point,
-            importances_std=std,
-            importances=replicates,
-            info={"numerator": num, "denominator": den, "normalized": normalized,
-                  "squared": squared},
-        )
-        point, std, replicates, num, den = results["total"]
-        total, total_std = point[0], None if std is None else std[0]
-        total_reps = None if replicates is None else replicates[0]
-        info.update(numerator=num[0], denominator=den[0])
-    return HStatistic(
-        overall=overall_result,
-        pairwise=interaction("pairwise", pair_spec),
-        three_way=interaction("three_way", triple_spec),
-        total=total,
-        total_std=total_std,
-        total_replicates=total_reps,
-        output_names=output_names,
-        normalized=normalized,
-        squared=squared,
-        n_rows=n_s,
-        info=info,
-    )
+    return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RawStatistic:
+    """Numerators and denominators (s, o, 1 + r) of one kind of statistic: the full-sample
+    value, then one per bootstrap replicate."""
+
+    feature_sets: tuple
+    numerator: np.ndarray
+    denominator: np.ndarray
+
+
+def _statistic(kind: str, raw: _RawStatistic, floor, output_names, normalized, squared, eps):
+    """One kind of statistic as a result object, read from its numerators and denominators.
+
+    A statistic is 0 where its numerator is at most ``eps`` times its denominator, or where
+    the denominator (the joint PD's mean square) is below ``floor`` (o, r): a PD constant up
+    to the model's rounding."""
+    num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
+    zero = (num <= eps * den) | (den <= floor[None])
+    value = np.where(zero, 0.0, num / np.where(den > 0, den, 1.0) if normalized else num)
+    value = value if squared else np.sqrt(value)
+    point, std, replicates = summaries(value)
+    info = {"numerator": num[..., 0], "denominator": den[..., 0], "normalized": normalized,
+            "squared": squared}
+    if kind in ("overall", "total"):
+        return FeatureImportance(
+            method=f"h_{kind}", feature_names=tuple(fs[0] for fs in raw.feature_sets),
+            output_names=output_names, importances_mean=point, importances_std=std,
+            importances=replicates, info=info)
+    return FeatureInteraction(
+        method=f"h_{kind}", feature_sets=raw.feature_sets, output_names=output_names,
+        values=point, values_std=std, replicates=replicates, info=info)
 
 
 def _top_features(chosen, overall, m: int, eps: float) -> list:
@@ -563,7 +629,7 @@ def _top_features(chosen, overall, m: int, eps: float) -> list:
     features with the largest positive overall numerator (the denominator is common to all
     features of an output; numerators within ``eps`` of 0 count as 0); the union over
     outputs, in the order of ``chosen``."""
-    numerators, denominators = overall[3], overall[4]  # (p, o)
+    numerators, denominators = overall[0][..., 0], overall[1][..., 0]  # (p, o)
     selected = set()
     for num, den in zip(numerators.T, denominators.T):
         order = np.argsort(-num, kind="stable")
@@ -586,9 +652,8 @@ class _Stat:
     signs: tuple
 
 
-def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, squared, eps,
-                   floor) -> dict[str, tuple]:
-    """Value, numerator and denominator (s, o, r) of each statistic, in one kernel call over
+def _compute_group(statistics: list[_Stat], pds: dict, weights_d) -> dict[str, tuple]:
+    """Numerator and denominator (s, o, r) of each statistic, in one kernel call over
     a store of just the PDs they use; sizes padded to powers of two so one compile serves many
     groups."""
     keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
@@ -604,10 +669,7 @@ def _compute_group(statistics: list[_Stat], pds: dict, weights_d, normalized, sq
     for i, st in enumerate(statistics):
         parts[i, : len(st.parts)] = [position[p] for p in st.parts]
         signs[i, : len(st.signs)] = st.signs
-    value, num, den = _h_batch(store, joint, parts, signs, weights_d, normalized, squared,
-                               np.float32(eps))
-    num, den, value = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den, value))
-    value = np.where(den <= floor[None], 0.0, value)  # floor (o, r)
+    num, den = _h_batch(store, joint, parts, signs, weights_d)
+    num, den = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den))
     kinds = np.array([st.kind for st in statistics])
-    return {kind: (value[kinds == kind], num[kinds == kind], den[kinds == kind])
-            for kind in dict.fromkeys(kinds)}
+    return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}

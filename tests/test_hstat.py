@@ -434,3 +434,53 @@ def test_top_m_selection_is_the_per_output_union_as_hstats():
     h2 = h_statistic(two_outputs, X, pairs=2)
     assert set(itertools.chain(*h2.pairwise.feature_sets)) == {
         f"x{j}" for j in _hstats_get_v(clean, 2)}
+
+
+def test_options_are_read_outs_without_model_evaluations():
+    calls = []
+
+    class Counted:  # a host model: every batch the engine sends is one predict call
+        def predict(self, X):
+            calls.append(X.shape[0])
+            return _interacting(np.asarray(X))
+
+    counted = Counted()
+
+    X = np.random.default_rng(5).uniform(-1, 1, size=(25, 5))
+    h = h_statistic(counted, X, three_way=3, n_bootstrap=4)
+    n_calls = len(calls)
+    assert n_calls > 0
+    w = np.ones(25)
+    pairs = list(h.pairwise.feature_sets)
+    triples = list(h.three_way.feature_sets)
+    index = {f"x{j}": j for j in range(5)}
+    for normalized in (True, False):
+        for squared in (True, False):
+            read = h.with_options(normalized=normalized, squared=squared)
+            ref_overall, ref_pairwise, ref_total, ref_three = ref_h_all(
+                _interacting, X, w, [tuple(index[a] for a in p) for p in pairs],
+                [tuple(index[a] for a in t) for t in triples],
+                normalized=normalized, squared=squared)
+            np.testing.assert_allclose(read.overall.importances_mean[:, 0], ref_overall[:, 0],
+                                       rtol=2e-4, atol=1e-6)
+            np.testing.assert_allclose(read.pairwise.values[:, 0], ref_pairwise[:, 0],
+                                       rtol=2e-4, atol=1e-6)
+            np.testing.assert_allclose(read.three_way.values[:, 0], ref_three[:, 0],
+                                       rtol=2e-4, atol=1e-6)
+            np.testing.assert_allclose(read.total, ref_total, rtol=2e-4, atol=1e-6)
+            assert read.pairwise.replicates.shape == (len(pairs), 1, 4)
+            # the hstats-named read-outs give the same values
+            np.testing.assert_array_equal(
+                h.h2_pairwise(normalized=normalized, squared=squared).values,
+                read.pairwise.values)
+            np.testing.assert_array_equal(h.h2(normalized=normalized, squared=squared),
+                                          read.total)
+    np.testing.assert_array_equal(h.h2_overall().importances_mean, h.overall.importances_mean)
+    np.testing.assert_array_equal(h.h2_threeway(eps=0.5).values == 0,
+                                  h.three_way.info["numerator"]
+                                  <= 0.5 * h.three_way.info["denominator"])
+    assert len(calls) == n_calls  # nothing evaluated again
+    with pytest.raises(TypeError, match="normalized must be True or False"):
+        h.with_options(normalized="yes")
+    with pytest.raises(ValueError, match="no three_way statistics"):
+        h_statistic(counted, X, pairs=None).h2_threeway()
