@@ -37,7 +37,8 @@ def prepare(
 
     predictor = as_predictor(
         model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
-        sample=probe_rows(X) if hasattr(model, "predict") else None,
+        sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
+        if hasattr(model, "predict") else None,
     )
     return dataset, predictor
 

@@ -90,9 +90,28 @@ class Dataset:
             return list(self.features)
         if isinstance(features, (str, int, np.integer)):
             features = [features]
+        if isinstance(features, (set, frozenset, Mapping)):
+            raise TypeError(
+                f"features must be a name, an index, a list of them or a boolean mask; got a "
+                f"{type(features).__name__}, whose order is not defined. Pass a list."
+            )
+        mask = np.asarray(features) if not isinstance(features, np.ndarray) else features
+        if mask.dtype == bool:  # a boolean mask over the features, as scikit-learn's
+            if mask.shape != (len(self.features),):
+                raise ValueError(
+                    f"a boolean features mask must have one entry per feature "
+                    f"({len(self.features)}); got shape {mask.shape}."
+                )
+            features = [f.name for f, keep in zip(self.features, mask) if keep]
         resolved = [self.feature(f) for f in features]
         if not resolved:
             raise ValueError("features must name at least one feature; got an empty list.")
+        names = [f.name for f in resolved]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"features lists {repeated} more than once; name each feature once."
+            )
         return resolved
 
 
@@ -126,6 +145,20 @@ def as_dataset(
     -------
     Dataset
     """
+    if isinstance(X, Dataset):
+        described = (feature_names, categorical, groups, sample_weight)
+        if any(option is not None for option in described):
+            raise ValueError(
+                "X is already a Dataset: its feature names, categorical columns, groups and "
+                "sample weights are set; pass them to as_dataset, not again to the method."
+            )
+        return X
+    if groups is not None and not isinstance(groups, Mapping):
+        raise TypeError(
+            "groups must be a mapping of group name to its columns, e.g. "
+            f"{{'color': ['color_red', 'color_blue']}}; got {type(groups).__name__} "
+            f"{groups!r:.60}."
+        )
     levels_of: dict[int, tuple] = {}
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
@@ -238,9 +271,13 @@ def as_dataset(
 
     weights = None
     if sample_weight is not None:
-        weights = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-        if weights.shape != (n,):
-            raise ValueError(f"sample_weight must have shape ({n},); got {weights.shape}.")
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        if weights.shape not in ((n,), (n, 1)):
+            raise ValueError(
+                f"sample_weight must have shape ({n},), one weight per row; got "
+                f"{weights.shape}."
+            )
+        weights = weights.reshape(-1)
         if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."

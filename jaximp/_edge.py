@@ -78,7 +78,14 @@ def resolve_pairs(
 
 def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
                          distinct_error: str) -> list[tuple[Feature, ...]]:
-    """A non-empty list of ``size``-tuples of distinct feature names as Feature tuples."""
+    """A non-empty list of ``size``-tuples of distinct feature names as Feature tuples; one
+    set given alone, as ``("x1", "x2")``, is a list of that one set."""
+    single = (str, int, np.integer)
+    if isinstance(listed, (tuple, list)) and listed and all(isinstance(x, single)
+                                                            for x in listed):
+        if len(listed) != size:
+            raise ValueError(shape_error)
+        listed = [listed]
     try:
         listed = [tuple(item) for item in listed]
     except TypeError:
@@ -91,6 +98,10 @@ def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
         if len({f.name for f in feats}) != size:
             raise ValueError(f"{distinct_error}; got {item!r}.")
         resolved.append(feats)
+    seen = [frozenset(f.name for f in feats) for feats in resolved]
+    if len(set(seen)) != len(seen):
+        twice = next(sorted(names) for names in seen if seen.count(names) > 1)
+        raise ValueError(f"the feature set {tuple(twice)} is listed more than once.")
     return resolved
 
 

@@ -58,7 +58,16 @@ def default_memory_budget() -> int:
     """
     env = os.environ.get("JAXIMP_MEMORY_BUDGET")
     if env:
-        return int(float(env))
+        try:
+            value = float(env)
+        except ValueError:
+            value = float("nan")
+        if not value >= 1 << 16:  # also NaN
+            raise ValueError(
+                f"JAXIMP_MEMORY_BUDGET must be a number of bytes >= 65536 (e.g. 2e9); got "
+                f"{env!r}. Fix or unset the environment variable."
+            )
+        return int(value)
     device = jax.local_devices()[0]
     if device.platform != "cpu":
         try:
@@ -72,9 +81,10 @@ def resolve_budget(memory_budget) -> int:
     """``memory_budget`` validated, or the default budget for None."""
     if memory_budget is None:
         return default_memory_budget()
-    if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float)):
+    if isinstance(memory_budget, (bool, np.bool_)) or not isinstance(
+            memory_budget, (int, float, np.integer, np.floating)):
         raise TypeError(f"memory_budget must be a number of bytes; got {memory_budget!r}.")
-    if memory_budget < 1 << 16:
+    if not memory_budget >= 1 << 16:  # also NaN
         raise ValueError(f"memory_budget must be at least 65536 bytes; got {memory_budget}.")
     return int(memory_budget)
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from ._data import Dataset, Feature
 
-__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "validate_grid_options"]
+__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "resolve_grid",
+           "validate_grid_options"]
 
-GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn")
+GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp")
 
 
 def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4) -> np.ndarray:
@@ -71,7 +72,12 @@ def feature_grid(
         )
     col = columns[:, 0]
     if values is not None:
-        grid = np.asarray(values, dtype=np.float64).reshape(-1)
+        grid = np.asarray(values, dtype=np.float64)
+        if grid.ndim != 1:
+            raise ValueError(
+                f"grid values for feature {feature.name!r} must be a 1-D list of numbers; got "
+                f"shape {grid.shape}. Give each feature its own entry in the grid dict."
+            )
         if grid.size < 1 or not np.all(np.isfinite(grid)):
             raise ValueError(
                 f"grid values for feature {feature.name!r} must be a non-empty list of finite "
@@ -93,6 +99,9 @@ def feature_grid(
         return uniques[:, None], tuple(labels[i] for i in present)
     if strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
+    if strategy == "pdp":  # R pdp / vip: seq(min, max, length = min(n_unique, resolution))
+        grid = np.linspace(col.min(), col.max(), min(uniques.size, grid_resolution))
+        return grid[:, None], tuple(grid.tolist())
     use_unique = (
         strategy == "unique"
         or (strategy == "sklearn" and uniques.size < grid_resolution)
@@ -127,6 +136,40 @@ def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
         )
     if isinstance(strategy, str) and strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
-    lo, hi = percentiles
+    try:
+        lo, hi = (float(v) for v in percentiles)
+    except (TypeError, ValueError):
+        lo = hi = float("nan")
     if not 0 <= lo < hi <= 1:
-        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 1; got {percentiles}.")
+        raise ValueError(
+            f"percentiles must be a pair (low, high) with 0 <= low < high <= 1, e.g. "
+            f"(0.05, 0.95); got {percentiles!r}."
+        )
+
+
+def resolve_grid(grid, dataset: Dataset):
+    """``grid`` with a dict's keys (feature names or column indices, and ``"__default__"``)
+    checked and turned into feature names; strategy names pass through."""
+    if not isinstance(grid, Mapping):
+        return grid
+    resolved = {}
+    for key, values in grid.items():
+        if key == "__default__":
+            if values not in GRID_STRATEGIES:
+                raise ValueError(
+                    f"grid['__default__'] must be one of {GRID_STRATEGIES}; got {values!r}."
+                )
+            resolved[key] = values
+            continue
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (str, int, np.integer)):
+            raise TypeError(
+                f"grid keys must be feature names or column indices; got {key!r}."
+            )
+        try:
+            name = dataset.feature(key).name
+        except ValueError as err:
+            raise ValueError(f"grid key {key!r} names no feature: {err}") from None
+        if name in resolved:
+            raise ValueError(f"grid gives feature {name!r} twice (as {key!r} and by name).")
+        resolved[name] = values
+    return resolved

@@ -12,7 +12,7 @@ import pandas as pd
 from ._common import prepare, select_outputs
 from ._data import Dataset, Feature
 from ._engine import evaluate
-from ._grid import feature_grid, validate_grid_options
+from ._grid import feature_grid, resolve_grid, validate_grid_options
 from ._model import Predictor
 from ._plans import at_values
 from ._precision import check_collapse
@@ -144,6 +144,7 @@ def compute_pd(
     averages from the first weighting.
     """
     c = dataset.X.shape[1]
+    grid = resolve_grid(grid, dataset)
     grids: dict[str, tuple[np.ndarray, tuple]] = {}
     masks, item_mask, values = [], [], []
     shapes = []
@@ -261,14 +262,17 @@ def partial_dependence(
         one-hot group named in ``groups`` counts as one feature.
     kind : {"average", "individual", "both"}, default "average"
         PD, ICE, or both.
-    grid : {"uniform", "quantile", "unique", "sklearn"} or dict, default "uniform"
+    grid : {"uniform", "quantile", "unique", "sklearn", "pdp"} or dict, default "uniform"
         ``"uniform"``: ``grid_resolution`` evenly spaced points between the ``percentiles``
         of the feature (``mquantiles``, as scikit-learn). ``"quantile"``: the unique
         quantiles at evenly spaced probabilities between the percentiles. ``"unique"``: every
         distinct value. Features with no more distinct values than ``grid_resolution`` use
         their distinct values. ``"sklearn"`` reproduces scikit-learn's grid exactly (distinct
-        values only when there are fewer than ``grid_resolution``). A dict maps feature names
-        to explicit values (other features: ``grid["__default__"]`` or ``"uniform"``).
+        values only when there are fewer than ``grid_resolution``). ``"pdp"`` reproduces R
+        pdp's and vip's grid: ``min(n_unique, grid_resolution)`` evenly spaced points from the
+        minimum to the maximum. A dict maps feature names or column indices to explicit 1-D
+        values (other features: ``grid["__default__"]`` or ``"uniform"``); a key that names no
+        feature is an error.
         Categorical and one-hot features always use their levels.
     grid_resolution : int, default 100
     percentiles : (float, float), default (0.05, 0.95)

@@ -94,6 +94,7 @@ class FeatureImportance:
 
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """Names of the ``k`` most important features for one output."""
+        _check_k(k)
         column = _output_index(self.output_names, output)
         order = np.argsort(-self.importances_mean[:, column], kind="stable")
         return [self.feature_names[i] for i in order[:k]]
@@ -217,8 +218,7 @@ class FeatureInteraction:
 
     def top(self, k: int, output: int | str = 0) -> list[tuple[str, ...]]:
         """The ``k`` strongest feature sets for one output."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int; got {k!r}.")
+        _check_k(k)
         return list(self.sorted(output).feature_sets[:k])
 
     def matrix(self, output: int | str = 0) -> pd.DataFrame:
@@ -266,6 +266,11 @@ class FeatureInteraction:
             replicates=None if self.replicates is None else self.replicates[index],
             info=info,
         )
+
+
+def _check_k(k) -> None:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive int (how many to list); got {k!r}.")
 
 
 def _output_index(output_names: Sequence[str], output: int | str) -> int:

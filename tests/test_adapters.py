@@ -104,7 +104,7 @@ def test_wrong_output_shape_names_the_model(data3):
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError,
          "feature_names has 1 names but X has 2 columns"),
         (np.ones((4, 2)), {"sample_weight": np.ones(3)}, ValueError,
-         r"sample_weight must have shape \(4,\); got \(3,\)"),
+         r"sample_weight must have shape \(4,\), one weight per row; got \(3,\)"),
         (np.ones((4, 2)), {"sample_weight": -np.ones(4)}, ValueError, "non-negative"),
     ],
 )
@@ -129,7 +129,7 @@ def test_bad_pd_arguments(data3):
         jaximp.partial_dependence(f, data3, "nope")
     with pytest.raises(ValueError, match="kind must be one of"):
         jaximp.partial_dependence(f, data3, "x0", kind="mean")
-    with pytest.raises(ValueError, match="percentiles must satisfy"):
+    with pytest.raises(ValueError, match=r"percentiles must be a pair \(low, high\) with 0 <= low < high <= 1"):
         jaximp.partial_dependence(f, data3, "x0", percentiles=(0.9, 0.1))
     constant = np.column_stack([data3[:, :2], np.full(len(data3), 2.0)])
     with pytest.raises(ValueError, match=r"feature 'x2' has a single distinct value \(2\)"):

@@ -269,7 +269,7 @@ def test_pair_selection_and_result_helpers():
     assert listed.values[0, 0] == pytest.approx(res.values[5, 0], rel=1e-5)
     some = pd_interaction(f, X, features=["x0", "x1", "x3"], grid_resolution=4)
     assert some.feature_sets == (("x0", "x1"), ("x0", "x3"), ("x1", "x3"))
-    with pytest.raises(ValueError, match="k must be a positive int; got 0"):
+    with pytest.raises(ValueError, match=r"k must be a positive int \(how many to list\); got 0"):
         res.top(0)
 
 

@@ -1,0 +1,117 @@
+"""The validating edge: each bad input gets a clear error (the message is asserted), and each
+accepted form gives the documented result, before any model evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaximp
+
+X = np.random.default_rng(0).normal(size=(60, 3))
+Y = X[:, 0] + X[:, 1] * X[:, 2]
+
+
+def model(X):
+    return X[:, 0] + X[:, 1] * X[:, 2]
+
+
+class Exploding:
+    """A host model that answers jaximp's 2-row probe of its outputs but must never be
+    evaluated on the data: the edge rejects the input first."""
+
+    def predict(self, X):
+        if len(X) > 2:
+            raise AssertionError("the model was evaluated before the input was checked")
+        return np.zeros(len(X))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: jaximp.partial_dependence(m, X, 0, grid={0: np.ones((3, 2))}), ValueError,
+     r"grid values for feature 'x0' must be a 1-D list of numbers; got shape \(3, 2\)"),
+    (lambda m: jaximp.partial_dependence_all(m, X, grid={"nope": [0.0, 1.0]}), ValueError,
+     r"grid key 'nope' names no feature: unknown feature 'nope'"),
+    (lambda m: jaximp.partial_dependence_all(m, X, grid={0: [0.0, 1.0], "x0": [2.0]}),
+     ValueError, r"grid gives feature 'x0' twice"),
+    (lambda m: jaximp.partial_dependence(m, X, 0, percentiles=12345), ValueError,
+     r"percentiles must be a pair \(low, high\) with 0 <= low < high <= 1, e.g. \(0.05, "
+     r"0.95\); got 12345"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, groups=[[0, 1]]), TypeError,
+     r"groups must be a mapping of group name to its columns"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, features={0, 1}), TypeError,
+     r"got a set, whose order is not defined. Pass a list"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, features=[0, "x0"]), ValueError,
+     r"features lists \['x0'\] more than once"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, features=[True, False]), ValueError,
+     r"a boolean features mask must have one entry per feature \(3\); got shape \(2,\)"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, sample_weight=np.ones((60, 2))),
+     ValueError, r"sample_weight must have shape \(60,\), one weight per row; got \(60, 2\)"),
+    (lambda m: jaximp.h_statistic(m, X, pairs=[("x0", "x1"), ("x1", "x0")]), ValueError,
+     r"the feature set \('x0', 'x1'\) is listed more than once"),
+    (lambda m: jaximp.h_statistic(m, X, pairs=("x0", "x1", "x2")), ValueError,
+     r"pairs must be 'all', an int m or a non-empty list of feature pairs"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, memory_budget=0), ValueError,
+     r"memory_budget must be at least 65536 bytes; got 0"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, memory_budget=float("nan")), ValueError,
+     r"memory_budget must be at least 65536 bytes"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, output=5), ValueError,
+     r"output index 5 is out of range for a model with 1 outputs"),
+    (lambda m: jaximp.permutation_importance(m, jaximp.as_dataset(X), Y,
+                                             feature_names=["a", "b", "c"]),
+     ValueError, r"X is already a Dataset"),
+])
+def test_bad_input_is_refused_before_any_evaluation(call, error, message):
+    with pytest.raises(error, match=message):
+        call(Exploding())
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan"])
+def test_bad_memory_budget_environment_variable(monkeypatch, value):
+    monkeypatch.setenv("JAXIMP_MEMORY_BUDGET", value)
+    with pytest.raises(ValueError, match=rf"JAXIMP_MEMORY_BUDGET must be a number of bytes "
+                                         rf">= 65536 \(e.g. 2e9\); got '{value}'"):
+        jaximp.default_memory_budget()
+
+
+def test_top_rejects_non_positive_k():
+    result = jaximp.permutation_importance(model, X, Y, n_repeats=2)
+    for k in (-1, 0, 1.5, True):
+        with pytest.raises(ValueError, match="k must be a positive int"):
+            result.top(k)
+    pairs = jaximp.h_statistic(model, X).pairwise
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        pairs.top(-1)
+    assert len(result.top(2)) == 2
+
+
+def test_accepted_forms_give_the_documented_results():
+    reference = jaximp.permutation_importance(model, X, Y, features=[0, 2], n_repeats=3)
+    # a numpy integer budget, a boolean mask, a Dataset, an (n, 1) weight column
+    masked = jaximp.permutation_importance(model, jaximp.as_dataset(X), Y,
+                                           features=np.array([True, False, True]), n_repeats=3,
+                                           memory_budget=np.int64(1 << 24))
+    assert masked.feature_names == ("x0", "x2")
+    np.testing.assert_array_equal(masked.importances, reference.importances)
+    weighted = jaximp.permutation_importance(model, X, Y, features=[0, 2], n_repeats=3,
+                                             sample_weight=np.ones((60, 1)))
+    np.testing.assert_allclose(weighted.importances, reference.importances, rtol=1e-6)
+    # one pair given alone is that pair
+    h = jaximp.h_statistic(model, X, pairs=("x1", "x2"), overall=False)
+    assert h.pairwise.feature_sets == (("x1", "x2"),)
+    # integer grid keys address columns; the result equals the named key
+    by_index = jaximp.partial_dependence(model, X, 1, grid={1: [-1.0, 0.0, 1.0]})
+    by_name = jaximp.partial_dependence(model, X, "x1", grid={"x1": [-1.0, 0.0, 1.0]})
+    np.testing.assert_array_equal(by_index.average, by_name.average)
+    assert np.asarray(by_index.grid_values[0]).tolist() == [-1.0, 0.0, 1.0]
+
+
+def test_pdp_grid_is_r_pdp_sequence():
+    # R pdp::partial(grid.resolution = 5): seq(min(x), max(x), length = min(n_unique, 5))
+    column = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    data = np.stack([column, np.arange(8.0)], axis=1)
+    pd5 = jaximp.partial_dependence(lambda X: X[:, 0], data, 0, grid="pdp", grid_resolution=5)
+    np.testing.assert_allclose(np.asarray(pd5.grid_values[0]), np.linspace(1.0, 9.0, 5))
+    few = np.stack([np.array([0.0, 0.0, 2.0, 2.0, 10.0, 10.0]), np.arange(6.0)], axis=1)
+    pd3 = jaximp.partial_dependence(lambda X: X[:, 0], few, 0, grid="pdp", grid_resolution=51)
+    # three distinct values: three evenly spaced points (0, 5, 10), not the values themselves
+    np.testing.assert_allclose(np.asarray(pd3.grid_values[0]), [0.0, 5.0, 10.0])
