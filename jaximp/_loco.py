@@ -30,7 +30,9 @@ from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate, predict_rows
 from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
 from ._model import _as_2d_float32, as_predictor
-from ._loss import check_target, resolve_loss
+from ._loss import (
+    check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
+)
 from ._plans import at_values
 from ._results import FeatureImportance
 
@@ -232,6 +234,7 @@ def loco_importance(
     batched: bool = True,
     traceable_fit: bool = False,
     greater_is_better: bool | None = None,
+    response: str = "probability",
     feature_names=None,
     categorical=None,
     groups=None,
@@ -266,7 +269,7 @@ def loco_importance(
         :func:`jaximp.fit_mlp` or ``functools.partial(fit_mlp, hidden=..., steps=...)``, no
         column is dropped: every fit sees all columns with the dropped ones masked to 0
         (``input_mask``), so all fits share one architecture and train together.
-    loss, kind, greater_is_better
+    loss, kind, greater_is_better, response
         As in :func:`permutation_importance`.
     features : str, int or list, optional
         Features (or groups) to leave out; default all.
@@ -320,6 +323,7 @@ def loco_importance(
     """
     check_choice(strategy, "strategy", _STRATEGIES)
     check_choice(kind, "kind", _KINDS)
+    check_response(response, loss)
     if not isinstance(batched, bool):
         raise ValueError(f"batched must be True or False; got {batched!r}.")
     if not isinstance(traceable_fit, bool):
@@ -357,6 +361,8 @@ def loco_importance(
             model, X, feature_names=feature_names, categorical=categorical, groups=groups,
             sample_weight=sample_weight, variables=variables,
         )
+        if response == "logits":
+            predictor = logits_to_probabilities(predictor)
         masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
         values = np.zeros((p + 1, c))
         for j, feat in enumerate(chosen):
@@ -364,7 +370,8 @@ def loco_importance(
             values[j, list(feat.columns)] = _replacement(dataset, feat, strategy)
         spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
         engine = dict(memory_budget=memory_budget, progress=progress)
-        reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine))
+        reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine),
+                               predictor.n_outputs)
         plan = at_values(masks, np.r_[p, np.arange(p)], values, np.r_[p, np.arange(p)])
         metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         info["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
@@ -388,6 +395,9 @@ def loco_importance(
     if metric is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights,
                             greater_is_better)
+        if response == "logits":
+            predictions = probabilities(np.asarray(predictions, np.float64))
+        spec.check_probabilities(np.asarray(predictions)[0], predictions.shape[-1])
         metric = spec.values(predictions)  # (1 + p, o): the full model first
     baseline, dropped = metric[0], metric[1:]
     importances = spec.importance(dropped, baseline[None], kind)

@@ -23,10 +23,14 @@ from ._common import select_outputs
 from ._model import Predictor
 from ._reducers import ROW_LOSSES, Itemwise, LossSums
 
-__all__ = ["LOSSES", "LossSpec", "check_target", "resolve_loss"]
+__all__ = ["LOSSES", "RESPONSES", "LossSpec", "check_target", "logits_to_probabilities",
+           "probabilities", "resolve_loss"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
+#: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
+#: (a sigmoid for one column) before scoring.
+RESPONSES = ("probability", "logits")
 _REGRESSION = {
     "mse": _losses.mean_squared_error,
     "rmse": _losses.root_mean_squared_error,
@@ -101,10 +105,42 @@ class LossSpec:
             )
         return out
 
-    def reducer(self, baseline_predictions: Callable[[], np.ndarray]):
-        """The engine reducer that scores items like :meth:`values`. A one-column classifier's
-        predictions on the intact data (``baseline_predictions()``, (n, o_model)) decide
-        whether the column holds labels or a probability."""
+    def check_probabilities(self, predictions: np.ndarray, n_model_outputs: int) -> None:
+        """Refuse a classifier whose scored columns (of ``predictions`` (n, o_model) on the
+        intact data) are not probabilities: values outside [0, 1], or rows of all the
+        model's columns that do not sum to 1. Logits would be scored silently wrong."""
+        if self.task != "classification":
+            return
+        p = np.asarray(predictions, np.float64)[:, list(self.out_idx)]
+        if self.classes is not None and p.shape[1] == 1 and np.all(np.isin(p, self.classes)):
+            return  # one column of class labels
+        fix = ("if they are logits (scores before a softmax), pass response='logits', which "
+               "applies a softmax (a sigmoid for one column)")
+        low, high = float(p.min()), float(p.max())
+        if low < -1e-6 or high > 1 + 1e-6:
+            raise ValueError(
+                f"loss={self.name!r} needs class probabilities, but the model's outputs "
+                f"{list(self.output_names) if len(self.out_idx) > 1 else ''} range over "
+                f"[{low:.3g}, {high:.3g}] on X; {fix}."
+            )
+        if p.shape[1] >= 2 and p.shape[1] == n_model_outputs:
+            worst = float(np.abs(p.sum(axis=1) - 1).max())
+            if worst > 1e-3:
+                raise ValueError(
+                    f"loss={self.name!r} needs class probabilities, but the model's "
+                    f"{p.shape[1]} output columns do not sum to 1 on X (off by up to "
+                    f"{worst:.3g}); {fix}."
+                )
+
+    def reducer(self, baseline_predictions: Callable[[], np.ndarray], n_model_outputs: int):
+        """The engine reducer that scores items like :meth:`values`. A classifier's
+        predictions on the intact data (``baseline_predictions()``, (n, o_model)) are checked
+        to be probabilities (or, in one column, class labels: then they are scored as
+        labels)."""
+        base = None
+        if self.task == "classification":
+            base = baseline_predictions()
+            self.check_probabilities(base, n_model_outputs)
         if self.task == "callable" or self.name not in ROW_LOSSES:
             return Itemwise(self.values)
         w = np.ones(self.y.shape[0]) if self.weights is None else self.weights
@@ -116,7 +152,6 @@ class LossSpec:
             return LossSums(self.name, self.y, w, self.out_idx, r2_total=total)
         labels = None
         if self.classes is not None and len(self.out_idx) == 1:
-            base = baseline_predictions()
             self._class_predictions(base[None][..., list(self.out_idx)])  # checks the column
             if np.all(np.isin(base[:, self.out_idx[0]], self.classes)):
                 labels = self.classes.astype(np.float64)
@@ -182,6 +217,49 @@ class LossSpec:
                 "fits these data exactly); use kind='difference'."
             )
         return perturbed / baseline
+
+
+def probabilities(logits, xp=np):
+    """Class probabilities from logits (..., k): a softmax over the last axis, or a sigmoid
+    for one column (the logit of class 1 of two)."""
+    if logits.shape[-1] == 1:
+        return 1 / (1 + xp.exp(-logits))
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    e = xp.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def logits_to_probabilities(predictor: Predictor) -> Predictor:
+    """The model followed by :func:`probabilities` (one compiled function per model)."""
+    from ._model import _stable_apply
+
+    def make_apply():
+        def apply_probabilities(params, X):
+            return probabilities(predictor.apply(params, X), jnp)
+
+        return apply_probabilities
+
+    apply = _stable_apply(("probabilities", predictor.apply), make_apply)
+    host_fn = None
+    if predictor.host_fn is not None:
+        def host_fn(batch, _fn=predictor.host_fn):
+            out = np.asarray(_fn(batch), np.float64)
+            return probabilities(out.reshape(out.shape[0], -1))
+
+    return dataclasses.replace(predictor, apply=apply, host_fn=host_fn,
+                               name=f"softmax({predictor.name})")
+
+
+def check_response(response, loss) -> str:
+    """``response`` validated: ``"logits"`` only with a built-in classification loss."""
+    if not isinstance(response, str) or response not in RESPONSES:
+        raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
+    if response == "logits" and not (isinstance(loss, str) and loss in _CLASSIFICATION):
+        raise ValueError(
+            f"response='logits' turns a classifier's logits into probabilities for the losses "
+            f"{tuple(_CLASSIFICATION)}; got loss={loss!r}."
+        )
+    return response
 
 
 @functools.partial(jax.jit, static_argnames=("name",))

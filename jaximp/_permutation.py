@@ -16,7 +16,7 @@ import numpy as np
 
 from ._common import as_key, check_choice, check_int, prepare
 from ._engine import evaluate, predict_rows
-from ._loss import LOSSES, check_target, resolve_loss
+from ._loss import LOSSES, check_response, check_target, logits_to_probabilities, resolve_loss
 from ._plans import at_permuted_rows
 from ._precision import check_collapse
 from ._results import FeatureImportance
@@ -69,6 +69,7 @@ def permutation_importance(
     sample_weight=None,
     random_state: int | jax.Array = 0,
     greater_is_better: bool | None = None,
+    response: Literal["probability", "logits"] = "probability",
     feature_names=None,
     categorical=None,
     groups=None,
@@ -121,6 +122,11 @@ def permutation_importance(
     greater_is_better : bool, optional
         For a callable ``loss`` only: True if it is a score. Then the difference is
         ``score_orig - score_perm`` and the ratio ``score_orig / score_perm``.
+    response : {"probability", "logits"}, default "probability"
+        What a classifier's columns hold for ``"log_loss"``, ``"accuracy"`` and ``"auc"``.
+        Probabilities are checked on ``X`` (in [0, 1], rows summing to 1 when every column
+        is scored) and refused otherwise; ``"logits"`` applies a softmax (a sigmoid for one
+        column) first.
     feature_names, categorical, groups
         Data description (see :func:`jaximp.as_dataset`); the columns of a group are permuted
         together, as one feature.
@@ -157,6 +163,7 @@ def permutation_importance(
     array([4., 1., 0.])
     """
     check_choice(kind, "kind", _KINDS)
+    check_response(response, loss)
     n_repeats = check_int(n_repeats, "n_repeats")
     key = as_key(random_state)
     bits = key_bits(key)
@@ -164,6 +171,8 @@ def permutation_importance(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
     )
+    if response == "logits":
+        predictor = logits_to_probabilities(predictor)
     n = dataset.n_rows
     target = check_target(y, n)
     rows = _sample_rows(max_samples, n, bits)
@@ -185,7 +194,8 @@ def permutation_importance(
     streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
     item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
     plan = at_permuted_rows(masks, item_mask, key, streams)
-    reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine))
+    reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine),
+                           predictor.n_outputs)
     metric = evaluate(predictor, dataset, plan, reducer, label="permutation importance",
                       **engine)
     baseline = metric[0]

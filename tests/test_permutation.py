@@ -332,3 +332,68 @@ def test_validation_messages(linear_data, ols, classification_data):
     with pytest.raises(ValueError, match="kind='ratio' divides by the baseline mse loss, which "
                                          "is 0"):
         permutation_importance(f, X, np.asarray(f(jnp.asarray(X, jnp.float32))), kind="ratio")
+
+
+# ------------------------------------------------------------------------------------------
+# Classifier outputs: probabilities checked, logits through response="logits".
+# ------------------------------------------------------------------------------------------
+
+
+def _logit_problem(k):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 3))
+    W = np.array([[2.0, -1.0, 0.5], [0.0, 1.5, -2.0], [1.0, 0.3, 0.0]])[:, :k]
+    if k == 1:
+        W = np.array([[2.0], [-1.0], [0.2]])
+    logits = X @ W
+    if k == 1:
+        y = (rng.uniform(size=300) < 1 / (1 + np.exp(-logits[:, 0]))).astype(int)
+    else:
+        y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
+    return X, y, (lambda A: A @ jnp.asarray(W, jnp.float32)), W
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("loss", ["log_loss", "auc", "accuracy"])
+def test_logits_are_refused_with_the_fix_and_accepted_as_response_logits(k, loss):
+    X, y, logit_model, W = _logit_problem(k)
+    with pytest.raises(ValueError, match=r"needs class probabilities.*response='logits'"):
+        permutation_importance(logit_model, X, y, loss=loss, n_repeats=2)
+
+    def proba_model(A):
+        z = A @ jnp.asarray(W, jnp.float32)
+        return jax.nn.sigmoid(z) if k == 1 else jax.nn.softmax(z, axis=1)
+
+    ours = permutation_importance(logit_model, X, y, loss=loss, n_repeats=3,
+                                  response="logits")
+    want = permutation_importance(proba_model, X, y, loss=loss, n_repeats=3)
+    np.testing.assert_allclose(ours.importances, want.importances, rtol=1e-4, atol=1e-6)
+    if loss == "log_loss":  # the baseline against a float64 NumPy log loss
+        z = X @ W
+        proba = 1 / (1 + np.exp(-z[:, 0])) if k == 1 else np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        picked = np.where(y == 1, proba, 1 - proba) if k == 1 else proba[np.arange(300), y]
+        assert ours.info["baseline"][0] == pytest.approx(-np.mean(np.log(picked)), rel=1e-5)
+
+
+def test_probability_check_catches_rows_that_do_not_sum_to_one():
+    X, y, _, W = _logit_problem(3)
+    unnormalized = lambda A: jax.nn.sigmoid(A @ jnp.asarray(W, jnp.float32))  # noqa: E731
+    with pytest.raises(ValueError, match=r"3 output columns do not sum to 1 on X"):
+        permutation_importance(unnormalized, X, y, loss="log_loss")
+    with pytest.raises(ValueError, match=r"response='logits' turns a classifier's logits"):
+        permutation_importance(unnormalized, X, y, loss="mse", response="logits")
+    with pytest.raises(ValueError, match=r"response must be one of \('probability', 'logits'\)"):
+        permutation_importance(unnormalized, X, y, loss="log_loss", response="softmax")
+
+
+def test_loco_accepts_logits_the_same_way():
+    from jaximp import loco_importance
+
+    X, y, logit_model, W = _logit_problem(3)
+    with pytest.raises(ValueError, match=r"response='logits'"):
+        loco_importance(logit_model, X, y, loss="log_loss", strategy="mean")
+    ours = loco_importance(logit_model, X, y, loss="log_loss", strategy="mean",
+                           response="logits")
+    want = loco_importance(lambda A: jax.nn.softmax(A @ jnp.asarray(W, jnp.float32), axis=1),
+                           X, y, loss="log_loss", strategy="mean")
+    np.testing.assert_allclose(ours.importances_mean, want.importances_mean, rtol=1e-4)
