@@ -240,12 +240,11 @@ def logits_to_probabilities(predictor: Predictor) -> Predictor:
         return apply_probabilities
 
     apply = _stable_apply(("probabilities", predictor.apply), make_apply)
-    host_fn = None
-    if predictor.host_fn is not None:
-        def host_fn(batch, _fn=predictor.host_fn):
-            out = np.asarray(_fn(batch), np.float64)
-            return probabilities(out.reshape(out.shape[0], -1))
+    def host_probabilities(batch, _fn=predictor.host_fn):
+        out = np.asarray(_fn(batch), np.float64)
+        return probabilities(out.reshape(out.shape[0], -1))
 
+    host_fn = None if predictor.host_fn is None else host_probabilities
     return dataclasses.replace(predictor, apply=apply, host_fn=host_fn,
                                name=f"softmax({predictor.name})")
 
