@@ -22,7 +22,9 @@ from ._nn_weights import (
     olden_importance,
 )
 from ._model import Predictor, as_predictor
-from ._pd import PartialDependence, partial_dependence, partial_dependence_all
+from ._pd import (
+    PartialDependence, PartialDependences, partial_dependence, partial_dependence_all,
+)
 from ._pd_importance import pd_importance, pd_interaction
 from ._permutation import LOSSES, permutation_importance
 from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
@@ -52,6 +54,7 @@ __all__ = [
     "MLP",
     "NeuralNetToolsWeights",
     "PartialDependence",
+    "PartialDependences",
     "Predictor",
     "as_dataset",
     "at_coded_values",

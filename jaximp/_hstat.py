@@ -165,6 +165,42 @@ class HStatistic:
         self._part("three_way")
         return self.with_options(**options).three_way
 
+    def __repr__(self) -> str:
+        kinds = [f"{name} ({len(getattr(self, name))} sets)" for name in ("pairwise", "three_way")
+                 if getattr(self, name) is not None]
+        if self.overall is not None:
+            kinds.insert(0, f"overall ({len(self.overall.feature_names)} features)")
+        total = "" if self.total is None else "; total " + ", ".join(
+            f"{name}={value:.4g}" for name, value in zip(self.output_names, self.total))
+        label = ("H^2" if self.squared else "H") + (
+            "" if self.normalized else " (unnormalized)")
+        return (f"HStatistic({label} on {self.n_rows} rows, outputs {list(self.output_names)}: "
+                f"{', '.join(kinds)}{total})")
+
+    def plot(self, statistic: str | None = None, output: int | str = 0, top: int = 10):
+        """Bars of the strongest statistics: one panel each for overall, pairwise and
+        three-way (as computed), or only ``statistic``; returns the Figure."""
+        import matplotlib.pyplot as plt
+
+        names = [statistic] if statistic is not None else [
+            name for name in ("overall", "pairwise", "three_way") if getattr(self, name)
+            is not None]
+        if any(name not in ("overall", "pairwise", "three_way") for name in names):
+            raise ValueError(f"statistic must be 'overall', 'pairwise' or 'three_way'; got "
+                             f"{statistic!r}.")
+        parts = [self._part(name) for name in names]
+        fig, axes = plt.subplots(1, len(parts), figsize=(5 * len(parts), 0.3 * top + 1.5),
+                                 squeeze=False)
+        label = ("H^2" if self.squared else "H") + ("" if self.normalized else ", unnormalized")
+        for ax, name, part in zip(axes[0], names, parts):
+            if name == "overall":
+                part.plot(output=output, ax=ax)
+            else:
+                part.plot(output=output, top=top, ax=ax)
+            ax.set_title(f"{name.replace('_', '-')} {label}")
+        fig.tight_layout()
+        return fig
+
     def _part(self, statistic: str):
         if statistic not in _STATISTICS[:-1]:
             raise ValueError(f"statistic must be one of {_STATISTICS}; got {statistic!r}.")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,8 @@ from ._plans import at_values
 from ._precision import check_collapse
 from ._reducers import Keep, Mean
 
-__all__ = ["PartialDependence", "partial_dependence", "partial_dependence_all"]
+__all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
+           "partial_dependence_all"]
 
 _KINDS = ("average", "individual", "both")
 
@@ -55,6 +57,18 @@ class PartialDependence:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         return tuple(len(g) for g in self.grid_values)
+
+    def __repr__(self) -> str:
+        parts = [f"grid {' x '.join(map(str, self.grid_shape))}",
+                 f"outputs {list(self.output_names)}"]
+        if self.average is not None:
+            values = self.average[..., 0]
+            parts.append(f"average in [{values.min():.4g}, {values.max():.4g}]")
+        if self.individual is not None:
+            parts.append(f"{self.individual.shape[0]} ICE curves")
+        if self.centered:
+            parts.append("centered")
+        return f"PartialDependence({' x '.join(self.feature_names)}: {', '.join(parts)})"
 
     def to_frame(self, kind: Literal["average", "individual"] = "average") -> pd.DataFrame:
         """Tidy table: one column per feature of S, ``output``, ``yhat`` (and ``row`` for ICE)."""
@@ -109,6 +123,68 @@ class PartialDependence:
         else:
             raise ValueError("plot draws 1-D curves and 2-D averages only.")
         return ax
+
+
+class PartialDependences(Mapping):
+    """The 1-D partial dependences of several features (from
+    :func:`partial_dependence_all`): a read-only mapping of feature name to
+    :class:`PartialDependence`, in input order, with a joint table and figure."""
+
+    def __init__(self, results: dict[str, PartialDependence]):
+        self._results = dict(results)
+
+    def __getitem__(self, name: str) -> PartialDependence:
+        try:
+            return self._results[name]
+        except KeyError:
+            raise KeyError(f"no partial dependence of {name!r}; features are "
+                           f"{list(self._results)}.") from None
+
+    def __iter__(self):
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __repr__(self) -> str:
+        return f"PartialDependences({len(self)} features: {', '.join(self._results)})"
+
+    def to_frame(self, kind: Literal["average", "individual"] = "average") -> pd.DataFrame:
+        """One tidy table: ``feature``, ``value`` (the grid point), ``output``, ``yhat``
+        (and ``row`` for ICE)."""
+        frames = []
+        for name, result in self._results.items():
+            frame = result.to_frame(kind).rename(columns={name: "value"})
+            frame.insert(0, "feature", name)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def top(self, k: int, output: int | str = 0) -> list[str]:
+        """The ``k`` features whose PD varies most (standard deviation over the grid,
+        ``ddof=1``, as the PD importance ``"sd"``)."""
+        from ._results import _check_k
+
+        _check_k(k)
+        j = select_outputs(self._results[next(iter(self._results))].output_names, output)[0]
+        spread = {name: float(np.std(r.average[..., j], ddof=1)) if r.average is not None
+                  and r.average.shape[0] > 1 else 0.0 for name, r in self._results.items()}
+        return sorted(spread, key=lambda name: -spread[name])[:k]
+
+    def plot(self, output: int | str = 0, ice: bool = True, max_curves: int = 100, ncols: int = 3):
+        """One panel per feature (PD line over its ICE curves); returns the Figure."""
+        import matplotlib.pyplot as plt
+
+        n = len(self)
+        ncols = max(1, min(ncols, n))
+        nrows = -(-n // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.6 * nrows),
+                                 squeeze=False)
+        for ax, result in zip(axes.flat, self._results.values()):
+            result.plot(output=output, ax=ax, ice=ice, max_curves=max_curves)
+        for ax in list(axes.flat)[n:]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        return fig
 
 
 def _grid_option(grid, name: str):
@@ -338,7 +414,7 @@ def partial_dependence_all(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
-) -> dict[str, PartialDependence]:
+) -> PartialDependences:
     """1-D partial dependence of every feature (or the listed ones), in one batched run.
 
     All grids of all features are evaluated by a single engine call, so the model runs on
@@ -346,8 +422,9 @@ def partial_dependence_all(
 
     Returns
     -------
-    dict of str to PartialDependence
-        Keyed by feature name, in input order.
+    PartialDependences
+        A mapping of feature name to :class:`PartialDependence`, in input order, with
+        ``to_frame()``, ``top(k)`` and ``plot()``.
 
     Examples
     --------
@@ -369,4 +446,4 @@ def partial_dependence_all(
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
         output=output, memory_budget=memory_budget, progress=progress,
     )
-    return {f.name: r for f, r in zip(chosen, results)}
+    return PartialDependences({f.name: r for f, r in zip(chosen, results)})

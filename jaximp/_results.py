@@ -60,11 +60,19 @@ class FeatureImportance:
         if self.importances is not None:
             object.__setattr__(self, "importances", np.asarray(self.importances, np.float64))
 
+    def __repr__(self) -> str:
+        return _short_repr(self, f"{len(self.feature_names)} features",
+                           self.importances_mean, self.feature_names, self.importances)
+
     def quantiles(self, q: Sequence[float] = (0.025, 0.975)) -> np.ndarray:
         """Quantiles over repeats, shape (len(q), p, o); needs raw ``importances``."""
         if self.importances is None:
             raise ValueError(f"method {self.method!r} has no repeats to take quantiles over.")
         return np.quantile(self.importances, np.asarray(q), axis=-1)
+
+    def intervals(self, confidence: float = 0.95) -> np.ndarray:
+        """Percentile intervals over repeats or replicates, shape (2, p, o)."""
+        return self.quantiles(_interval_probabilities(confidence))
 
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature, output), sorted by decreasing importance.
@@ -168,20 +176,26 @@ class FeatureInteraction:
     def __len__(self) -> int:
         return len(self.feature_sets)
 
+    def __repr__(self) -> str:
+        names = tuple(" x ".join(fs) for fs in self.feature_sets)
+        kind = "triples" if self.feature_sets and len(self.feature_sets[0]) == 3 else "pairs"
+        return _short_repr(self, f"{len(self)} {kind}", self.values, names, self.replicates)
+
+    def quantiles(self, q: Sequence[float] = (0.025, 0.975)) -> np.ndarray:
+        """Quantiles over bootstrap replicates, shape (len(q), s, o)."""
+        if self.replicates is None:
+            raise ValueError(
+                f"method {self.method!r} has no bootstrap replicates; rerun with n_bootstrap >= 2."
+            )
+        return np.quantile(self.replicates, np.asarray(q), axis=-1)
+
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile bootstrap intervals, shape (2, s, o): lower and upper bounds.
 
         The H-statistic is non-negative and biased upwards in small samples, so an interval whose
         lower end is near 0 is compatible with no interaction.
         """
-        if self.replicates is None:
-            raise ValueError(
-                f"method {self.method!r} has no bootstrap replicates; rerun with n_bootstrap >= 2."
-            )
-        if not 0 < confidence < 1:
-            raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
-        alpha = (1 - confidence) / 2
-        return np.quantile(self.replicates, [alpha, 1 - alpha], axis=-1)
+        return self.quantiles(_interval_probabilities(confidence))
 
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature set, output), strongest first.
@@ -266,6 +280,25 @@ class FeatureInteraction:
             replicates=None if self.replicates is None else self.replicates[index],
             info=info,
         )
+
+
+def _interval_probabilities(confidence) -> tuple[float, float]:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
+            or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95; got {confidence!r}.")
+    alpha = (1 - confidence) / 2
+    return alpha, 1 - alpha
+
+
+def _short_repr(result, size: str, values, names, replicates) -> str:
+    """``Type(method, size, outputs; strongest: a=1.2, b=0.3, ...)`` for the first output."""
+    order = np.argsort(-values[:, 0], kind="stable")[:3] if len(values) else []
+    best = ", ".join(f"{names[i]}={values[i, 0]:.4g}" for i in order)
+    more = ", ..." if len(values) > 3 else ""
+    spread = f", {replicates.shape[-1]} replicates" if replicates is not None else ""
+    return (f"{type(result).__name__}({result.method!r}, {size}, outputs "
+            f"{list(result.output_names)}{spread}; strongest for {result.output_names[0]!r}: "
+            f"{best}{more})")
 
 
 def _check_k(k) -> None:

@@ -3,6 +3,7 @@ features every model-based method completes and equals its result at the default
 float32 rounding), and results that cannot fit in memory are refused before any evaluation."""
 
 import dataclasses
+from collections.abc import Mapping
 
 import jax
 import numpy as np
@@ -78,7 +79,7 @@ def _leaves(obj, path="result"):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for field in dataclasses.fields(obj):
             yield from _leaves(getattr(obj, field.name), f"{path}.{field.name}")
-    elif isinstance(obj, dict):
+    elif isinstance(obj, Mapping):
         for key, value in obj.items():
             yield from _leaves(value, f"{path}[{key!r}]")
     elif isinstance(obj, (list, tuple)):

@@ -1,0 +1,114 @@
+"""Every result type answers the same vocabulary: to_frame(), plot() (checked by what it
+draws), top(k), a short repr, and the names of spreads and intervals."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import jaximp  # noqa: E402
+
+X = np.random.default_rng(2).uniform(-1, 1, size=(40, 4))
+Y = 3 * X[:, 0] * X[:, 1] + X[:, 2]
+
+
+def model(X):
+    return 3 * X[:, 0] * X[:, 1] + X[:, 2]
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {
+        "permutation": jaximp.permutation_importance(model, X, Y, n_repeats=4),
+        "pd_importance": jaximp.pd_importance(model, X, n_bootstrap=4, grid_resolution=5),
+        "pd_interaction": jaximp.pd_interaction(model, X, grid_resolution=5),
+        "h": jaximp.h_statistic(model, X, n_bootstrap=3),
+        "pd": jaximp.partial_dependence(model, X, 0, kind="both", grid_resolution=5),
+        "pds": jaximp.partial_dependence_all(model, X, kind="both", grid_resolution=5),
+    }
+
+
+def _bar_labels(ax):
+    return [t.get_text() for t in ax.get_yticklabels()]
+
+
+def test_feature_importance_vocabulary(results):
+    for name in ("permutation", "pd_importance"):
+        r = results[name]
+        frame = r.to_frame()
+        assert {"feature", "output", "importance", "std"} <= set(frame.columns)
+        assert frame["importance"].is_monotonic_decreasing
+        assert r.top(2) == list(frame["feature"][:2])
+        with pytest.raises(ValueError, match="k must be a positive int"):
+            r.top(0)
+        low, high = r.intervals(0.9)
+        np.testing.assert_allclose(low, np.quantile(r.importances, 0.05, axis=-1))
+        np.testing.assert_allclose(high, np.quantile(r.importances, 0.95, axis=-1))
+        ax = r.plot()
+        assert len(ax.patches) == 4 and set(_bar_labels(ax)) == set(r.feature_names)
+        text = repr(r)
+        assert text.startswith("FeatureImportance(") and "4 features" in text
+        assert "array" not in text and len(text) < 300
+        plt.close("all")
+
+
+def test_feature_interaction_vocabulary(results):
+    for r in (results["pd_interaction"], results["h"].pairwise):
+        frame = r.to_frame()
+        assert {"feature_1", "feature_2", "output", "interaction"} <= set(frame.columns)
+        assert r.top(1) == [("x0", "x1")]
+        ax = r.plot(top=3)
+        assert len(ax.patches) == 3 and _bar_labels(ax)[-1] == "x0 x x1"
+        text = repr(r)
+        assert text.startswith("FeatureInteraction(") and "6 pairs" in text
+        assert "x0 x x1=" in text and len(text) < 300
+        plt.close("all")
+    pairs = results["h"].pairwise
+    np.testing.assert_allclose(pairs.intervals(0.8),
+                               np.quantile(pairs.replicates, [0.1, 0.9], axis=-1))
+    np.testing.assert_allclose(pairs.values_std, pairs.replicates.std(axis=-1, ddof=1))
+
+
+def test_h_statistic_vocabulary(results):
+    h = results["h"]
+    assert h.top(1) == [("x0", "x1")]
+    assert set(h.to_frame("all")["statistic"]) == {"overall", "pairwise", "total"}
+    fig = h.plot(top=4)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["overall H^2", "pairwise H^2"]
+    assert len(fig.axes[0].patches) == 4 and len(fig.axes[1].patches) == 4
+    assert len(h.plot("pairwise", top=2).axes[0].patches) == 2
+    with pytest.raises(ValueError, match="statistic must be 'overall', 'pairwise'"):
+        h.plot("total")
+    text = repr(h)
+    assert text.startswith("HStatistic(H^2 on 40 rows") and "pairwise (6 sets)" in text
+    assert "array" not in text
+    plt.close("all")
+
+
+def test_partial_dependence_vocabulary(results):
+    pd1, pds = results["pd"], results["pds"]
+    assert repr(pd1).startswith("PartialDependence(x0: grid 5, outputs ['y']")
+    assert "40 ICE curves" in repr(pd1)
+    ax = pd1.plot(max_curves=10)
+    assert len(ax.lines) == 10 + 1 and ax.get_xlabel() == "x0"
+    assert isinstance(pds, jaximp.PartialDependences) and list(pds) == ["x0", "x1", "x2", "x3"]
+    frame = pds.to_frame()
+    assert list(frame.columns) == ["feature", "value", "output", "yhat"]
+    assert len(frame) == 4 * 5
+    # the flattest PD is x3 (unused by the model); x2's PD is the steepest line
+    spread = {f: np.std(pds[f].average[:, 0], ddof=1) for f in pds}
+    assert pds.top(4) == sorted(spread, key=lambda f: -spread[f]) and pds.top(4)[-1] == "x3"
+    fig = pds.plot(max_curves=5, ncols=2)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_xlabel() for ax in visible] == ["x0", "x1", "x2", "x3"]
+    assert all(len(ax.lines) == 5 + 1 for ax in visible)
+    assert repr(pds) == "PartialDependences(4 features: x0, x1, x2, x3)"
+    with pytest.raises(KeyError, match="no partial dependence of 'x9'"):
+        pds["x9"]
+    plt.close("all")
