@@ -9,6 +9,7 @@ permuted prediction outlives its block.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable, Literal
 
 import jax
@@ -19,6 +20,7 @@ from ._engine import evaluate, predict_rows
 from ._loss import LOSSES, check_response, check_target, logits_to_probabilities, resolve_loss
 from ._plans import at_permuted_rows
 from ._precision import check_collapse
+from ._reducers import LossSums, Stacked
 from ._results import FeatureImportance
 from ._rng import key_bits, rng_stream
 
@@ -92,7 +94,7 @@ def permutation_importance(
         Data on which the loss is measured (typically held-out data).
     y : array of shape (n,) or (n, o)
         Targets: numbers for regression losses, class labels for classification losses.
-    loss : str or callable, default "mse"
+    loss : str, callable, or a list or dict of them, default "mse"
         ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"`` (regression, one value per model output),
         ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
@@ -100,6 +102,9 @@ def permutation_importance(
         ``jax.jit`` can trace is batched over all items; any other is called on NumPy arrays.
         Scores (``"r2"``, ``"accuracy"``, ``"auc"``) become the loss ``1 - score`` so that
         importance is positive: the difference is ``score_orig - score_perm``.
+        Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
+        are scored on the very same permutations, those that decompose over rows in one pass,
+        and give a dict of results by name.
     kind : {"difference", "ratio"}, default "difference"
     n_repeats : int, default 5
         Permutations per feature.
@@ -139,7 +144,7 @@ def permutation_importance(
 
     Returns
     -------
-    FeatureImportance
+    FeatureImportance, or a dict of them for several losses
         ``importances`` (p, o, r) raw values, ``importances_mean`` and ``importances_std``
         (ddof 0, as scikit-learn) over repeats; ``quantiles()`` gives bands. ``info`` holds
         ``loss``, ``kind``, ``baseline`` (metric on intact data, shape (o,)), ``n_repeats``,
@@ -163,7 +168,9 @@ def permutation_importance(
     array([4., 1., 0.])
     """
     check_choice(kind, "kind", _KINDS)
-    check_response(response, loss)
+    losses = _named_losses(loss)
+    for each in losses.values():
+        check_response(response, each)
     n_repeats = check_int(n_repeats, "n_repeats")
     key = as_key(random_state)
     bits = key_bits(key)
@@ -178,7 +185,8 @@ def permutation_importance(
     rows = _sample_rows(max_samples, n, bits)
     if rows is not None:
         dataset, target = dataset.take(rows), target[rows]
-    spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
+    specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
+                                greater_is_better) for name, each in losses.items()}
     chosen = dataset.resolve(features)
     feature_ids = [dataset.features.index(f) for f in chosen]
     c, p = dataset.X.shape[1], len(chosen)
@@ -194,26 +202,71 @@ def permutation_importance(
     streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
     item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
     plan = at_permuted_rows(masks, item_mask, key, streams)
-    reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine),
-                           predictor.n_outputs)
-    metric = evaluate(predictor, dataset, plan, reducer, label="permutation importance",
-                      **engine)
-    baseline = metric[0]
-    perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
-    importances = spec.importance(perturbed, baseline[None, :, None], kind)
-    return FeatureImportance(
-        method="permutation",
-        feature_names=tuple(f.name for f in chosen),
-        output_names=spec.result_names(baseline.shape[0]),
-        importances_mean=importances.mean(axis=-1),
-        importances_std=importances.std(axis=-1),
-        importances=importances,
-        info={
-            "loss": spec.name,
-            "kind": kind,
-            "baseline": baseline,
-            "n_repeats": n_repeats,
-            "n_samples": dataset.n_rows,
-            "sample_rows": rows,
-        },
-    )
+    base: list = []  # the predictions on the intact data, computed once if needed
+
+    def baseline_predictions():
+        if not base:
+            base.append(predict_rows(predictor, dataset, **engine))
+        return base[0]
+
+    reducers = {name: spec.reducer(baseline_predictions, predictor.n_outputs)
+                for name, spec in specs.items()}
+    # losses that decompose share one pass; AUC and callables keep whole items, one pass each
+    summing = [name for name, r in reducers.items() if isinstance(r, LossSums)]
+    metrics = {}
+    if summing:
+        stacked = Stacked(tuple(reducers[name] for name in summing), predictor.n_outputs)
+        values = evaluate(predictor, dataset, plan, stacked, label="permutation importance",
+                          **engine)
+        metrics.update(zip(summing, stacked.split(values)))
+    for name in reducers:
+        if name not in metrics:
+            metrics[name] = evaluate(predictor, dataset, plan, reducers[name],
+                                     label="permutation importance", **engine)
+
+    def result(spec, metric):
+        baseline = metric[0]
+        perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
+        importances = spec.importance(perturbed, baseline[None, :, None], kind)
+        return FeatureImportance(
+            method="permutation",
+            feature_names=tuple(f.name for f in chosen),
+            output_names=spec.result_names(baseline.shape[0]),
+            importances_mean=importances.mean(axis=-1),
+            importances_std=importances.std(axis=-1),
+            importances=importances,
+            info={
+                "loss": spec.name,
+                "kind": kind,
+                "baseline": baseline,
+                "n_repeats": n_repeats,
+                "n_samples": dataset.n_rows,
+                "sample_rows": rows,
+            },
+        )
+
+    results = {name: result(specs[name], metrics[name]) for name in specs}
+    return results if _several(loss) else results[next(iter(results))]
+
+
+def _several(loss) -> bool:
+    return isinstance(loss, (list, tuple, Mapping))
+
+
+def _named_losses(loss) -> dict:
+    """``loss`` as ``{name: loss}``: one loss, a list of them (named by themselves) or a
+    dict of name to loss, as scikit-learn's ``scoring``."""
+    if not _several(loss):
+        return {"loss": loss}
+    items = list(loss.items()) if isinstance(loss, Mapping) else [
+        (each if isinstance(each, str) else getattr(each, "__name__", repr(each)), each)
+        for each in loss]
+    if not items:
+        raise ValueError("loss must name at least one loss; got an empty collection.")
+    names = [name for name, _ in items]
+    if any(not isinstance(name, str) for name in names) or len(set(names)) != len(names):
+        raise ValueError(
+            f"several losses need distinct string names (dict keys, loss names or callables' "
+            f"__name__); got {names}."
+        )
+    return dict(items)

@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Reducer", "Mean", "Keep", "LossSums", "Spread", "GroupedMean", "Itemwise"]
+__all__ = ["Reducer", "Mean", "Keep", "LossSums", "Spread", "GroupedMean", "Itemwise",
+           "Stacked"]
 
 _HIGHEST = "highest"
 
@@ -246,3 +247,52 @@ class Itemwise(Reducer):
 
     fn: Callable[[np.ndarray], np.ndarray]
     combine = "items"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Stacked(Reducer):
+    """Several summing reducers of single items in one pass (e.g. several losses), their
+    partials side by side. Result (b, total width), each part's values in its own columns
+    (:meth:`split`); parts must finalize to their partials' width, as :class:`LossSums` does.
+    """
+
+    parts: tuple
+    n_outputs: int
+
+    def __post_init__(self):
+        if not self.parts or any(p.combine != "sum" or p.group != 1 for p in self.parts):
+            raise ValueError("Stacked reducers must be summing reducers of single items.")
+
+    @property
+    def widths(self) -> list[int]:
+        return [int(np.prod(p.partial_shape(self.n_outputs))) for p in self.parts]
+
+    def row_arrays(self):
+        return {f"{i}/{k}": v for i, p in enumerate(self.parts) for k, v in p.row_arrays().items()}
+
+    def consts(self):
+        return {f"{i}/{k}": v for i, p in enumerate(self.parts) for k, v in p.consts().items()}
+
+    def key(self):
+        return ("Stacked",) + tuple(p.key() for p in self.parts)
+
+    def partial_shape(self, n_outputs):
+        return (sum(self.widths),)
+
+    def partial(self, preds, rows, valid, items, consts, xp):
+        out = []
+        for i, part in enumerate(self.parts):
+            mine = {k.split("/", 1)[1]: v for k, v in rows.items() if k.startswith(f"{i}/")}
+            own = {k.split("/", 1)[1]: v for k, v in consts.items() if k.startswith(f"{i}/")}
+            value = part.partial(preds, mine, valid, items, own, xp)
+            out.append(value.reshape(value.shape[0], -1))
+        return xp.concatenate(out, axis=1)
+
+    def split(self, values: np.ndarray) -> list[np.ndarray]:
+        """Each part's columns of (b, total width) values."""
+        bounds = np.cumsum([0] + self.widths)
+        return [values[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def finalize(self, total):
+        return np.concatenate([np.asarray(part.finalize(chunk)).reshape(total.shape[0], -1)
+                               for part, chunk in zip(self.parts, self.split(total))], axis=1)

@@ -397,3 +397,26 @@ def test_loco_accepts_logits_the_same_way():
     want = loco_importance(lambda A: jax.nn.softmax(A @ jnp.asarray(W, jnp.float32), axis=1),
                            X, y, loss="log_loss", strategy="mean")
     np.testing.assert_allclose(ours.importances_mean, want.importances_mean, rtol=1e-4)
+
+
+def test_several_losses_share_the_permutations_and_match_single_calls():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.normal(size=200)
+    model = lambda A: A @ jnp.asarray([1.0, -2.0, 0.4], jnp.float32)  # noqa: E731
+
+    def median_abs(y, p):
+        return jnp.median(jnp.abs(y - p))
+
+    several = permutation_importance(model, X, y, loss=["mse", "r2", median_abs], n_repeats=3)
+    assert list(several) == ["mse", "r2", "median_abs"]
+    for name, loss in (("mse", "mse"), ("r2", "r2"), ("median_abs", median_abs)):
+        alone = permutation_importance(model, X, y, loss=loss, n_repeats=3)
+        np.testing.assert_allclose(several[name].importances, alone.importances, rtol=1e-5,
+                                   atol=1e-7)
+    named = permutation_importance(model, X, y, loss={"error": "mae", "fit": "r2"}, n_repeats=3)
+    assert list(named) == ["error", "fit"] and named["fit"].info["loss"] == "r2"
+    with pytest.raises(ValueError, match="several losses need distinct string names"):
+        permutation_importance(model, X, y, loss=["mse", "mse"])
+    with pytest.raises(ValueError, match="at least one loss"):
+        permutation_importance(model, X, y, loss=[])
