@@ -344,8 +344,14 @@ def _n_outputs(apply, params, n_features: int, name: str) -> int:
     except Exception as err:  # noqa: BLE001 - re-raised with the model named
         if isinstance(err, ValueError) and str(err).startswith("the model "):
             raise
+        hint = ""
+        if type(err).__name__ == "TraceContextError" or "different trace level" in str(err):
+            hint = (" The model changes its own state when called (an nnx module in training "
+                    "mode: Dropout draws random numbers, BatchNorm updates its statistics); "
+                    "call model.eval() before explaining it (model.train() switches back).")
         raise ValueError(
             f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
+            f"{hint}"
         ) from err
     _N_OUTPUTS[key] = shape[1]
     if len(_N_OUTPUTS) > 256:

@@ -194,3 +194,24 @@ def test_predictor_dtype(weights):
         assert jaximp.as_predictor(net64, n_features=3).dtype == np.float64
         assert jaximp.as_predictor(TanhNet(W1, W2), n_features=3).dtype == np.float32
         assert jaximp.as_predictor(lambda X: X.sum(1), n_features=3).dtype == np.float64
+
+
+def test_flax_nnx_module_in_training_mode_gets_the_eval_hint():
+    from flax import nnx
+
+    class Dropped(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(3, 1, rngs=rngs)
+            self.dropout = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear(self.dropout(x))
+
+    model = Dropped(nnx.Rngs(0))
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match=r"call model\.eval\(\) before explaining it"):
+        jaximp.partial_dependence(model, X, 0)
+    model.eval()  # dropout off: the PD is the linear model's
+    pd = jaximp.partial_dependence(model, X, 0, grid={0: [0.0, 1.0]})
+    slope = float(model.linear.kernel.value[0, 0])
+    assert pd.average[1, 0] - pd.average[0, 0] == pytest.approx(slope, rel=1e-5)
