@@ -176,15 +176,31 @@ def _is_equinox(model) -> bool:
     return isinstance(model, eqx.Module)
 
 
-def _host_predict(model) -> tuple[Callable, str]:
-    """The NumPy-side prediction of a scikit-learn-like object: probabilities for classifiers."""
+RESPONSE_METHODS = ("auto", "predict_proba", "decision_function", "predict")
+
+
+def _host_predict(model, response_method: str = "auto") -> tuple[Callable, str]:
+    """The NumPy-side prediction of a scikit-learn-like object: ``response_method``, where
+    ``"auto"`` is probabilities for classifiers, else ``predict``."""
+    if response_method not in RESPONSE_METHODS:
+        raise ValueError(
+            f"response_method must be one of {RESPONSE_METHODS}; got {response_method!r}."
+        )
+    if response_method in ("predict_proba", "decision_function"):
+        if not hasattr(model, response_method):
+            raise ValueError(
+                f"response_method={response_method!r} but {type(model).__name__} has no "
+                f"{response_method} method; use one of "
+                f"{[m for m in RESPONSE_METHODS[1:] if hasattr(model, m)]}."
+            )
+        return getattr(model, response_method), f"{type(model).__name__}.{response_method}"
     is_classifier = getattr(model, "_estimator_type", None) == "classifier"
     if not is_classifier and hasattr(model, "__sklearn_tags__"):
         try:  # scikit-learn >= 1.6 describes estimators by tags
             is_classifier = model.__sklearn_tags__().estimator_type == "classifier"
         except Exception:  # noqa: BLE001 - a foreign object with a look-alike attribute
             is_classifier = False
-    if is_classifier and hasattr(model, "predict_proba"):
+    if is_classifier and hasattr(model, "predict_proba") and response_method == "auto":
         return model.predict_proba, f"{type(model).__name__}.predict_proba"
     classes = getattr(model, "classes_", None)
     if is_classifier and classes is not None and np.asarray(classes).dtype.kind not in "biuf":
@@ -224,6 +240,7 @@ def as_predictor(
     output_names: Sequence[str] | None = None,
     batched: bool | None = None,
     sample=None,
+    response_method: str = "auto",
 ) -> Predictor:
     """Turn a model into a :class:`Predictor`.
 
@@ -256,6 +273,10 @@ def as_predictor(
     sample : DataFrame or array, optional
         A few real rows of the data, in the user's types: host models are probed on them
         (default: zeros of width ``n_features``).
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}
+        For objects with ``predict`` only, as scikit-learn's: ``"auto"`` uses
+        ``predict_proba`` for a classifier and ``predict`` otherwise. Every method accepts
+        the returned Predictor in place of the model.
 
     Returns
     -------
@@ -268,6 +289,16 @@ def as_predictor(
     >>> pred.n_outputs, pred(jnp.ones((3, 2))).shape
     (1, (3, 1))
     """
+    if response_method not in RESPONSE_METHODS:
+        raise ValueError(
+            f"response_method must be one of {RESPONSE_METHODS}; got {response_method!r}."
+        )
+    if response_method != "auto" and (isinstance(model, Predictor)
+                                      or not hasattr(model, "predict")):
+        raise ValueError(
+            f"response_method={response_method!r} chooses the method of a scikit-learn-like "
+            f"estimator; {type(model).__name__} is not one (it has no predict method)."
+        )
     if isinstance(model, Predictor):
         return model
     if variables is not None:
@@ -307,7 +338,7 @@ def as_predictor(
 
         apply = _stable_apply((static, bool(batched)), make_equinox_apply)
     elif hasattr(model, "predict") and not isinstance(model, type):
-        return _host_predictor(model, n_features, output_names, sample)
+        return _host_predictor(model, n_features, output_names, sample, response_method)
     elif callable(model) and not isinstance(model, type) and (
             parts := _pytree_parts(model)) is not None:
         params, treedef, static = parts
@@ -393,13 +424,15 @@ def _finish(apply, params, n_outputs, output_names, name, classes=None, host=Fal
     return Predictor(apply, params, n_outputs, output_names, name, host, _compute_dtype(params))
 
 
-def _host_predictor(model, n_features, output_names, sample=None) -> Predictor:
+def _host_predictor(model, n_features, output_names, sample=None,
+                    response_method: str = "auto") -> Predictor:
     """A host model, probed on ``sample`` (real rows of the data, in the user's types)."""
     from ._host import call_host
 
-    host_fn, name = _host_predict(model)
+    host_fn, name = _host_predict(model, response_method)
     classes = getattr(model, "classes_", None) if (
-        name.endswith("predict_proba") or isinstance(host_fn, _OneHotLabels)) else None
+        name.endswith(("predict_proba", "decision_function"))
+        or isinstance(host_fn, _OneHotLabels)) else None
     if sample is None:
         if n_features is None:
             raise ValueError(f"n_features is needed to wrap the host model {name}.")

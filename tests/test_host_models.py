@@ -328,3 +328,35 @@ def test_string_and_integer_labels_give_the_same_importances():
     assert a.info["baseline"][0] == by_code.score(X, codes)
     assert b.info["baseline"][0] == by_name.score(X, names)
     np.testing.assert_array_equal(a.importances, b.importances)
+
+
+def test_response_method_as_scikit_learn():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=120) > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    for method in ("predict_proba", "decision_function"):
+        predictor = jaximp.as_predictor(clf, n_features=3, response_method=method, sample=X[:4])
+        ours = jaximp.partial_dependence(predictor, X, 0, grid="sklearn", grid_resolution=7)
+        theirs = sk_partial_dependence(clf, X, [0], response_method=method,
+                                       grid_resolution=7, kind="average")
+        # scikit-learn keeps the positive class's column for a binary classifier
+        column = -1
+        np.testing.assert_allclose(ours.average[:, column], theirs["average"][0], rtol=1e-10)
+    scores = jaximp.as_predictor(clf, n_features=3, response_method="decision_function")
+    with pytest.raises(ValueError, match=r"response='logits'"):
+        jaximp.permutation_importance(scores, X, y, loss="log_loss")
+    logits = jaximp.permutation_importance(scores, X, y, loss="log_loss", response="logits",
+                                           n_repeats=3)
+    proba = jaximp.permutation_importance(clf, X, y, loss="log_loss", n_repeats=3)
+    np.testing.assert_allclose(logits.importances, proba.importances, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match=r"response_method must be one of"):
+        jaximp.as_predictor(clf, response_method="proba")
+    with pytest.raises(ValueError, match=r"has no decision_function method"):
+        from sklearn.tree import DecisionTreeClassifier
+        jaximp.as_predictor(DecisionTreeClassifier().fit(X, y), n_features=3,
+                            response_method="decision_function")
+    with pytest.raises(ValueError, match=r"is not one \(it has no predict method\)"):
+        jaximp.as_predictor(lambda A: A[:, 0], response_method="predict")
