@@ -186,12 +186,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="n = 1,000 only")
     parser.add_argument("--repeats", type=int, default=7, help="timed calls per measurement")
+    parser.add_argument("--sizes", type=int, nargs="+", help="values of n (default 1k, 10k, 100k)")
     args = parser.parse_args()
     print(f"# permutation importance benchmark, {datetime.date.today()}, {machine()}")
     print(f"# MLP {SIZES}, p = {SIZES[0]}, {REPEATS} repeats, loss MSE; best of "
           f"{args.repeats} rounds (jaximp, floor, peers called in turn); floor = one jitted "
           f"lax.scan over ~16k-row blocks of the same total rows")
-    sizes = [1000] if args.quick else [1000, 10_000, 100_000]
+    sizes = [1000] if args.quick else (args.sizes or [1000, 10_000, 100_000])
     rows, per_row = [], None
     for n in sizes:
         rows.append(case(n, args.repeats, None if per_row is None else per_row * n))
