@@ -81,6 +81,19 @@ def interleaved_best(fns: dict, repeats: int, rounds: dict | None = None) -> dic
     return best
 
 
+def timed_against_floor_and_peers(ours, floor, peers: dict, repeats: int,
+                                  rounds: dict | None = None) -> dict:
+    """Best times of ``ours`` and ``floor`` called in turn, then of ``ours`` and the peers
+    (by name) called in turn; ``ours`` keeps its time from the first rounds. The floor rounds
+    have no peer in them: a scikit-learn call leaves BLAS threads spinning that slowed the
+    next JAX call by up to 1.7x on a 2-core machine."""
+    times = interleaved_best({"ours": ours, "floor": floor}, repeats)
+    if peers:
+        with_peers = interleaved_best({"ours": ours, **peers}, repeats, rounds)
+        times.update({name: with_peers[name] for name in peers})
+    return times
+
+
 _FLOOR_DATA_BYTES = 256 << 20
 
 

@@ -3,8 +3,9 @@
 The floor (``_common.scan_floor``) is one jitted ``lax.scan`` of the model over the same total
 rows (grid points x features x n) in blocks of about 16k rows: the model evaluations alone.
 Target: jaximp within 1.25x of the floor at every n. Each case first checks jaximp's PDs against
-scikit-learn's (same weights, same grid), then times jaximp, the floor and scikit-learn called
-in turn, best of several rounds, each blocked until ready; ratios come from this one run.
+scikit-learn's (same weights, same grid), then times jaximp and the floor called in turn, then
+jaximp and scikit-learn called in turn (``_common.timed_against_floor_and_peers``), best of
+several rounds, each blocked until ready; ratios come from this one run.
 Run: ``.venv/bin/python benchmarks/pd.py`` (``--quick`` for a smoke run).
 """
 
@@ -19,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
-    interleaved_best, jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, scan_floor,
-    sklearn_mlp,
+    jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
+    timed_against_floor_and_peers,
 )
 
 import jaximp  # noqa: E402
@@ -59,7 +60,7 @@ def case(name, sizes, n, repeats):
     total_rows = grid_points * n
     floor = scan_floor(f, X, total_rows)
     rounds = {"sklearn": max(1, min(repeats, int(30 / max(t_sk_first, 1e-3))))}
-    t = interleaved_best({"ours": ours, "floor": floor, "sklearn": theirs}, repeats, rounds)
+    t = timed_against_floor_and_peers(ours, floor, {"sklearn": theirs}, repeats, rounds)
     ratio = t["ours"] / t["floor"]
     return {"case": name, "n": n, "rows": total_rows, "jaximp_s": t["ours"],
             "floor_s": t["floor"], "ratio_floor": ratio,
@@ -75,8 +76,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds per case")
     args = parser.parse_args()
     print(f"# partial dependence benchmark, {datetime.date.today()}, {machine()}")
-    print(f"# every feature, scikit-learn grid {GRID}; best of {args.repeats} rounds (jaximp, "
-          "floor, scikit-learn called in turn); floor = one jitted lax.scan over ~16k-row "
+    print(f"# every feature, scikit-learn grid {GRID}; best of {args.repeats} rounds (jaximp and "
+          "floor in turn, then jaximp and scikit-learn); floor = one jitted lax.scan over ~16k-row "
           "blocks of the same total rows")
     small = [10, 64, 64, 1]
     large = [10, 1024, 1024, 1024, 1]

@@ -10,8 +10,9 @@ Before timing, each case checks that jaximp's importances equal a float64 NumPy 
 very same permutations (the engine's keyed Feistel permutations, recomputed here from the plan's
 key and the stream labels ``(feature, repeat)``), and agree with scikit-learn's within their
 standard errors (the two use different random permutations). Times are the best of several
-rounds in which jaximp, the floor and scikit-learn (and pyartemis, when installed) are called in
-turn, each blocked until its results are ready; ratios come from this one run. scikit-learn is
+rounds in which jaximp and the floor are called in turn, then of rounds of jaximp and
+scikit-learn (and pyartemis, when installed), each call blocked until its results are ready;
+ratios come from this one run. scikit-learn is
 skipped at n >= 100,000 when its time extrapolated from the previous n exceeds 60 s.
 Run: ``.venv/bin/python benchmarks/pfi.py`` (``--quick`` for n = 1,000 only).
 """
@@ -30,7 +31,8 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
-    interleaved_best, jax_mlp, machine, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
+    jax_mlp, machine, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
+    timed_against_floor_and_peers,
 )
 
 import jaximp  # noqa: E402
@@ -161,7 +163,9 @@ def case(n: int, timing_repeats: int, sklearn_estimate: float | None) -> dict:
         fns["artemis"] = lambda: artemis_importance(est, X, y)
         rounds["artemis"] = max(1, min(timing_repeats, int(20 / max(t_art_first, 1e-3))))
 
-    times = interleaved_best(fns, timing_repeats, rounds)
+    peers = {name: fn for name, fn in fns.items() if name not in ("ours", "floor")}
+    times = timed_against_floor_and_peers(fns["ours"], fns["floor"], peers, timing_repeats,
+                                          rounds)
     t_ours = times["ours"]
     row = {
         "n": n, "rows": total_rows, "jaximp_s": t_ours, "floor_s": times["floor"],
@@ -190,7 +194,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# permutation importance benchmark, {datetime.date.today()}, {machine()}")
     print(f"# MLP {SIZES}, p = {SIZES[0]}, {REPEATS} repeats, loss MSE; best of "
-          f"{args.repeats} rounds (jaximp, floor, peers called in turn); floor = one jitted "
+          f"{args.repeats} rounds (jaximp and floor in turn; then jaximp and peers); floor = one jitted "
           f"lax.scan over ~16k-row blocks of the same total rows")
     sizes = [1000] if args.quick else (args.sizes or [1000, 10_000, 100_000])
     rows, per_row = [], None
