@@ -73,7 +73,8 @@ class HStatistic:
         Rows used (after ``n_max`` subsampling).
     info : dict
         ``"rows"`` (indices of the rows used), ``"bootstrap_counts"`` (r, n_rows), ``"eps"``,
-        and the total's ``"numerator"`` and ``"denominator"``. Each part's own info holds its
+        ``"feature_names"`` (every feature of X), and the total's ``"numerator"`` and
+        ``"denominator"``. Each part's own info holds its
         numerators and denominators (weighted means over the rows, before normalizing).
     """
 
@@ -90,9 +91,11 @@ class HStatistic:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
     _raw: dict = dataclasses.field(default_factory=dict, repr=False)
     _floor: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    _extend: Any = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def _read_out(cls, raw, floor, output_names, n_rows, info, normalized, squared, eps):
+    def _read_out(cls, raw, floor, output_names, n_rows, info, normalized, squared, eps,
+                  extend=None):
         """The result whose parts are read from the numerators and denominators ``raw``."""
         def part(kind):
             return None if kind not in raw else _statistic(
@@ -111,7 +114,7 @@ class HStatistic:
             total_replicates=None if total is None or total.importances is None
             else total.importances[0],
             output_names=output_names, normalized=normalized, squared=squared, n_rows=n_rows,
-            info=info, _raw=raw, _floor=floor,
+            info=info, _raw=raw, _floor=floor, _extend=extend,
         )
 
     def with_options(self, *, normalized: bool | None = None, squared: bool | None = None,
@@ -135,12 +138,9 @@ class HStatistic:
         >>> bool(np.allclose(raw.pairwise.values, h.pairwise.info["numerator"]))
         True
         """
-        normalized = self.normalized if normalized is None else _check_bool("normalized",
-                                                                            normalized)
-        squared = self.squared if squared is None else _check_bool("squared", squared)
-        eps = self.info["eps"] if eps is None else _check_eps(eps)
+        normalized, squared, eps = self._options(normalized, squared, eps)
         return HStatistic._read_out(self._raw, self._floor, self.output_names, self.n_rows,
-                                    self.info, normalized, squared, eps)
+                                    self.info, normalized, squared, eps, self._extend)
 
     def h2(self, **options) -> np.ndarray:
         """Total interaction strength ``H^2`` per output, shape (o,) (hstats' ``h2``);
@@ -153,17 +153,70 @@ class HStatistic:
         self._part("overall")
         return self.with_options(**options).overall
 
-    def h2_pairwise(self, **options) -> FeatureInteraction:
+    def h2_pairwise(self, pairs=None, **options) -> FeatureInteraction:
         """Pairwise ``H^2_jk`` (hstats' ``h2_pairwise``); ``options`` as
-        :meth:`with_options`."""
-        self._part("pairwise")
-        return self.with_options(**options).pairwise
+        :meth:`with_options`.
 
-    def h2_threeway(self, **options) -> FeatureInteraction:
+        ``pairs`` (a list of feature pairs) gives exactly those pairs, in that order: pairs
+        computed before are read, the others are evaluated now (on the same rows and
+        weights, reusing the 1-D PDs) and kept for later calls.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
+        >>> h = h_statistic(lambda X: X[:, 0] * X[:, 1] + X[:, 2], X, pairs=None)
+        >>> h.h2_pairwise(pairs=[("x0", "x1"), ("x1", "x2")]).top(1)
+        [('x0', 'x1')]
+        """
+        return self._sets("pairwise", pairs, options)
+
+    def h2_threeway(self, triples=None, **options) -> FeatureInteraction:
         """Three-way ``H^2_jkl`` (hstats' ``h2_threeway``); ``options`` as
-        :meth:`with_options`."""
-        self._part("three_way")
-        return self.with_options(**options).three_way
+        :meth:`with_options`; ``triples`` as ``pairs`` of :meth:`h2_pairwise`."""
+        return self._sets("three_way", triples, options)
+
+    def _sets(self, kind: str, listed, options) -> FeatureInteraction:
+        if listed is None:
+            self._part(kind)
+            return getattr(self.with_options(**options), kind)
+        wanted = [tuple(item) for item in (
+            [listed] if listed and all(isinstance(x, (str, int, np.integer)) for x in listed)
+            else listed)]
+        known = self._raw.get(kind)
+        have = {} if known is None else {
+            frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
+        names = [tuple(self._name(f) for f in item) for item in wanted]
+        missing = [item for item, fs in zip(wanted, names) if frozenset(fs) not in have]
+        if missing:
+            if self._extend is None:
+                raise ValueError(f"this result cannot evaluate more {kind} statistics.")
+            new = self._extend(kind, missing)
+            self._raw[kind] = new if known is None else _RawStatistic(
+                known.feature_sets + new.feature_sets,
+                np.concatenate([known.numerator, new.numerator]),
+                np.concatenate([known.denominator, new.denominator]))
+            known = self._raw[kind]
+            have = {frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
+        index = [have[frozenset(fs)] for fs in names]
+        chosen = _RawStatistic(tuple(names), known.numerator[index],
+                               known.denominator[index])
+        normalized, squared, eps = self._options(**options)
+        return _statistic(kind, chosen, self._floor, self.output_names, normalized, squared,
+                          eps)
+
+    def _name(self, feature) -> str:
+        """A feature name from a name or a position among the features of X."""
+        names = self.info["feature_names"]
+        if isinstance(feature, (int, np.integer)) and not isinstance(feature, bool) \
+                and 0 <= feature < len(names):
+            return names[int(feature)]
+        return str(feature)
+
+    def _options(self, normalized=None, squared=None, eps=None):
+        return (self.normalized if normalized is None else _check_bool("normalized", normalized),
+                self.squared if squared is None else _check_bool("squared", squared),
+                self.info["eps"] if eps is None else _check_eps(eps))
 
     def __repr__(self) -> str:
         kinds = [f"{name} ({len(getattr(self, name))} sets)" for name in ("pairwise", "three_way")
@@ -623,8 +676,23 @@ def h_statistic(
             "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
     raw = {kind: _RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
     info: dict[str, Any] = {"rows": rows, "bootstrap_counts": counts, "eps": eps,
-                            "n_bootstrap": n_bootstrap}
-    return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps)
+                            "n_bootstrap": n_bootstrap, "feature_names": dataset.feature_names}
+
+    def extend(kind: str, listed) -> _RawStatistic:
+        """Numerators and denominators of more pairs or triples, evaluated now on the same
+        rows, weights and model (the 1-D PDs are kept from the first call)."""
+        size = 2 if kind == "pairwise" else 3
+        feats = resolve_feature_sets(
+            dataset, listed, size,
+            f"{'pairs' if size == 2 else 'triples'} must be a non-empty list of feature "
+            f"{'pairs' if size == 2 else 'triples'}; got {listed!r}.",
+            f"a {'pair' if size == 2 else 'triple'} must hold {size} different features")
+        statistics = pair_and_triple_statistics(*((feats, []) if size == 2 else ([], feats)))
+        num, den = compute(statistics)[kind]
+        return _RawStatistic(tuple(tuple(f.name for f in fs) for fs in feats), num, den)
+
+    return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps,
+                                extend)
 
 
 @dataclasses.dataclass(frozen=True)

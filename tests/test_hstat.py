@@ -484,3 +484,33 @@ def test_options_are_read_outs_without_model_evaluations():
         h.with_options(normalized="yes")
     with pytest.raises(ValueError, match="no three_way statistics"):
         h_statistic(counted, X, pairs=None).h2_threeway()
+
+
+def test_missing_pairs_and_triples_are_evaluated_lazily_and_kept():
+    calls = []
+
+    class Counted:
+        def predict(self, X):
+            calls.append(X.shape[0])
+            return _interacting(np.asarray(X))
+
+    X = np.random.default_rng(6).uniform(-1, 1, size=(25, 5))
+    h = h_statistic(Counted(), X, pairs=[("x0", "x1")])
+    index = {f"x{j}": j for j in range(5)}
+    w = np.ones(25)
+    before = len(calls)
+    # a known pair is read; (x2, x3) and (x3, x4) are evaluated now, in the order asked for
+    got = h.h2_pairwise(pairs=[("x3", "x2"), ("x0", "x1"), (3, 4)])
+    assert got.feature_sets == (("x3", "x2"), ("x0", "x1"), ("x3", "x4"))
+    assert len(calls) > before
+    _, ref, _, _ = ref_h_all(_interacting, X, w, [(3, 2), (0, 1), (3, 4)], [])
+    np.testing.assert_allclose(got.values[:, 0], ref[:, 0], rtol=2e-4, atol=1e-6)
+    after = len(calls)
+    again = h.h2_pairwise(pairs=[("x2", "x3")], normalized=False)  # kept: no evaluation
+    assert len(calls) == after
+    np.testing.assert_allclose(again.values[0], got.info["numerator"][0], rtol=1e-12)
+    triple = h.h2_threeway(triples=[("x0", "x1", "x2")])
+    _, _, _, ref3 = ref_h_all(_interacting, X, w, [], [(0, 1, 2)])
+    np.testing.assert_allclose(triple.values[:, 0], ref3[:, 0], rtol=2e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown feature 'x9'"):
+        h.h2_pairwise(pairs=[("x0", "x9")])
