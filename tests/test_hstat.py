@@ -496,7 +496,6 @@ def test_missing_pairs_and_triples_are_evaluated_lazily_and_kept():
 
     X = np.random.default_rng(6).uniform(-1, 1, size=(25, 5))
     h = h_statistic(Counted(), X, pairs=[("x0", "x1")])
-    index = {f"x{j}": j for j in range(5)}
     w = np.ones(25)
     before = len(calls)
     # a known pair is read; (x2, x3) and (x3, x4) are evaluated now, in the order asked for
