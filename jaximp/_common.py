@@ -11,7 +11,7 @@ import numpy as np
 from ._data import Dataset, as_dataset
 from ._model import Predictor, as_predictor
 
-__all__ = ["as_key", "check_choice", "check_int", "prepare", "select_outputs"]
+__all__ = ["as_key", "check_bool", "check_choice", "check_int", "prepare", "select_outputs"]
 
 
 def prepare(
@@ -24,8 +24,19 @@ def prepare(
     sample_weight=None,
     variables=None,
     output_names=None,
+    memory_budget=None,
+    progress=None,
 ) -> tuple[Dataset, Predictor]:
-    """Validate the data, wrap the model, and check the model against the data's width."""
+    """Validate the data and the engine options, wrap the model, and check the model against
+    the data's width: everything a method checks before evaluating the model."""
+    from ._engine import resolve_budget
+
+    resolve_budget(memory_budget)
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(
+            f"progress must be True, False or None (a progress line in interactive terminals); "
+            f"got {progress!r}."
+        )
     dataset = as_dataset(
         X,
         feature_names=feature_names,
@@ -87,6 +98,13 @@ def check_int(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}.")
     return int(value)
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` as a bool, or a TypeError naming the parameter."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
 
 
 def check_choice(value, name: str, choices) -> str:

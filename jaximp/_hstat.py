@@ -24,7 +24,7 @@ import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
-from ._common import as_key, prepare, select_outputs
+from ._common import as_key, check_bool, prepare, select_outputs
 from ._edge import (
     check_n_bootstrap,
     replicate_weights,
@@ -214,8 +214,9 @@ class HStatistic:
         return str(feature)
 
     def _options(self, normalized=None, squared=None, eps=None):
-        return (self.normalized if normalized is None else _check_bool("normalized", normalized),
-                self.squared if squared is None else _check_bool("squared", squared),
+        return (self.normalized if normalized is None
+                else check_bool(normalized, "normalized"),
+                self.squared if squared is None else check_bool(squared, "squared"),
                 self.info["eps"] if eps is None else _check_eps(eps))
 
     def __repr__(self) -> str:
@@ -343,12 +344,6 @@ def _h_batch(store, joint_index, parts_index, signs, weights):
 # ---------------------------------------------------------------------------------------------
 # Edge validation.
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
 
 
 def _check_n_max(n_max):
@@ -518,9 +513,9 @@ def h_statistic(
     1        x1        x2      y     0.000000
     2        x1        x3      y     0.000000
     """
-    overall = _check_bool("overall", overall)
-    normalized = _check_bool("normalized", normalized)
-    squared = _check_bool("squared", squared)
+    overall = check_bool(overall, "overall")
+    normalized = check_bool(normalized, "normalized")
+    squared = check_bool(squared, "squared")
     n_max = _check_n_max(n_max)
     eps = _check_eps(eps)
     n_bootstrap = check_n_bootstrap(n_bootstrap)
@@ -528,6 +523,7 @@ def h_statistic(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress,
     )
     chosen = dataset.resolve(features)
     pair_spec = [] if pairs is None else resolve_pairs(

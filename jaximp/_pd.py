@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._common import prepare, select_outputs
+from ._common import check_bool, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._engine import evaluate
 from ._grid import feature_grid, resolve_grid, validate_grid_options
@@ -383,10 +383,12 @@ def partial_dependence(
     True
     """
     _check_kind(kind)
+    check_bool(centered, "centered")
     validate_grid_options(grid, grid_resolution, percentiles)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress,
     )
     (result,) = compute_pd(
         dataset, predictor, [dataset.resolve(features)], kind=kind, grid=grid,
@@ -435,10 +437,12 @@ def partial_dependence_all(
     (['x0', 'x1', 'x2'], (4, 1))
     """
     _check_kind(kind)
+    check_bool(centered, "centered")
     validate_grid_options(grid, grid_resolution, percentiles)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress,
     )
     chosen = dataset.resolve(features)
     results = compute_pd(

@@ -177,6 +177,7 @@ def permutation_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress,
     )
     if response == "logits":
         predictor = logits_to_probabilities(predictor)

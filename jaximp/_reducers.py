@@ -1,8 +1,8 @@
 """Streaming reducers: what the engine keeps of the predictions of each item.
 
 A reducer turns the predictions of one block (``ib`` items x ``o`` outputs x ``rows`` rows: rows
-last, so that XLA vectorizes its loops along them) into a *partial* per item (or per group of items), which the engine adds up over row blocks and
-chunks in float64; :meth:`Reducer.finalize` turns the totals into the result. Partials are
+last, so that XLA vectorizes its loops along them) into a *partial* per item (or per group of
+items), which the engine adds up over row blocks and chunks in float64; :meth:`Reducer.finalize` turns the totals into the result. Partials are
 written once with ``xp`` standing for ``jax.numpy`` (inside the jitted chunk) or ``numpy``
 (host models, in float64), so JAX and host models share one implementation.
 

@@ -146,6 +146,7 @@ def sensitivity_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress,
     )
     n, c = dataset.X.shape
     n_pairs = 10 * n if n_pairs is None else check_int(n_pairs, "n_pairs")

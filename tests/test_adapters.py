@@ -129,7 +129,8 @@ def test_bad_pd_arguments(data3):
         jaximp.partial_dependence(f, data3, "nope")
     with pytest.raises(ValueError, match="kind must be one of"):
         jaximp.partial_dependence(f, data3, "x0", kind="mean")
-    with pytest.raises(ValueError, match=r"percentiles must be a pair \(low, high\) with 0 <= low < high <= 1"):
+    with pytest.raises(ValueError,
+                       match=r"percentiles must be a pair \(low, high\) with 0 <= low < high"):
         jaximp.partial_dependence(f, data3, "x0", percentiles=(0.9, 0.1))
     constant = np.column_stack([data3[:, :2], np.full(len(data3), 2.0)])
     with pytest.raises(ValueError, match=r"feature 'x2' has a single distinct value \(2\)"):
@@ -213,5 +214,5 @@ def test_flax_nnx_module_in_training_mode_gets_the_eval_hint():
         jaximp.partial_dependence(model, X, 0)
     model.eval()  # dropout off: the PD is the linear model's
     pd = jaximp.partial_dependence(model, X, 0, grid={0: [0.0, 1.0]})
-    slope = float(model.linear.kernel.value[0, 0])
+    slope = float(model.linear.kernel[0, 0])
     assert pd.average[1, 0] - pd.average[0, 0] == pytest.approx(slope, rel=1e-5)

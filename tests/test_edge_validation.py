@@ -54,6 +54,13 @@ class Exploding:
      r"memory_budget must be at least 65536 bytes; got 0"),
     (lambda m: jaximp.permutation_importance(m, X, Y, memory_budget=float("nan")), ValueError,
      r"memory_budget must be at least 65536 bytes"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, progress="yes"), TypeError,
+     r"progress must be True, False or None \(a progress line in interactive terminals\); "
+     r"got 'yes'"),
+    (lambda m: jaximp.partial_dependence(m, X, 0, centered="yes"), TypeError,
+     r"centered must be True or False; got 'yes'"),
+    (lambda m: jaximp.h_statistic(m, X, memory_budget="1GB"), TypeError,
+     r"memory_budget must be a number of bytes; got '1GB'"),
     (lambda m: jaximp.permutation_importance(m, X, Y, output=5), ValueError,
      r"output index 5 is out of range for a model with 1 outputs"),
     (lambda m: jaximp.permutation_importance(m, jaximp.as_dataset(X), Y,

@@ -370,7 +370,8 @@ def test_logits_are_refused_with_the_fix_and_accepted_as_response_logits(k, loss
     np.testing.assert_allclose(ours.importances, want.importances, rtol=1e-4, atol=1e-6)
     if loss == "log_loss":  # the baseline against a float64 NumPy log loss
         z = X @ W
-        proba = 1 / (1 + np.exp(-z[:, 0])) if k == 1 else np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        softmax = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        proba = 1 / (1 + np.exp(-z[:, 0])) if k == 1 else softmax
         picked = np.where(y == 1, proba, 1 - proba) if k == 1 else proba[np.arange(300), y]
         assert ours.info["baseline"][0] == pytest.approx(-np.mean(np.log(picked)), rel=1e-5)
 
