@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import jax
@@ -80,7 +81,7 @@ def select_outputs(
 def as_key(random_state) -> jax.Array:
     """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``)."""
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return jax.random.key(int(random_state))
+        return _int_key(int(random_state))
     if isinstance(random_state, jax.Array):
         if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
             if random_state.shape == ():
@@ -91,6 +92,12 @@ def as_key(random_state) -> jax.Array:
         "random_state must be an int seed or a JAX PRNG key such as jax.random.key(0); got "
         f"{random_state!r:.60}."
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _int_key(seed: int) -> jax.Array:
+    """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms)."""
+    return jax.random.key(seed)
 
 
 def check_int(value, name: str, minimum: int = 1) -> int:
