@@ -21,6 +21,7 @@ from ._nn_weights import (
     gedeon_importance,
     olden_importance,
 )
+from ._linear import linear_importance
 from ._model import Predictor, as_predictor
 from ._pd import (
     PartialDependence, PartialDependences, partial_dependence, partial_dependence_all,
@@ -29,7 +30,7 @@ from ._pd_importance import pd_importance, pd_interaction
 from ._permutation import LOSSES, permutation_importance
 from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
 from ._precision import PrecisionWarning
-from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread
+from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread, Stacked
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
 
@@ -49,6 +50,7 @@ __all__ = [
     "PrecisionWarning",
     "Reducer",
     "Spread",
+    "Stacked",
     "HStatistic",
     "LOSSES",
     "MLP",
@@ -70,6 +72,7 @@ __all__ = [
     "garson_importance",
     "gedeon_importance",
     "h_statistic",
+    "linear_importance",
     "loco_importance",
     "make_friedman1",
     "make_linear",
