@@ -21,6 +21,7 @@ from ._nn_weights import (
     gedeon_importance,
     olden_importance,
 )
+from ._filters import filter_importance
 from ._linear import linear_importance
 from ._model import Predictor, as_predictor
 from ._pd import (
@@ -68,6 +69,7 @@ __all__ = [
     "evaluate",
     "extract_weights",
     "fit_mlp",
+    "filter_importance",
     "from_neuralnettools",
     "garson_importance",
     "gedeon_importance",
