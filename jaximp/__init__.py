@@ -34,6 +34,7 @@ from ._precision import PrecisionWarning
 from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread, Stacked
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
+from ._trees import impurity_importance, tree_partial_dependence, tree_predictor
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,7 @@ __all__ = [
     "garson_importance",
     "gedeon_importance",
     "h_statistic",
+    "impurity_importance",
     "linear_importance",
     "loco_importance",
     "make_friedman1",
@@ -87,4 +89,6 @@ __all__ = [
     "permutation_importance",
     "predict_rows",
     "sensitivity_importance",
+    "tree_partial_dependence",
+    "tree_predictor",
 ]
