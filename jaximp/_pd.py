@@ -10,8 +10,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._common import check_bool, prepare, select_outputs
-from ._data import Dataset, Feature
+from ._common import check_bool, check_choice, prepare, select_outputs
+from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate
 from ._grid import feature_grid, resolve_grid, validate_grid_options
 from ._model import Predictor
@@ -196,6 +196,54 @@ def _grid_option(grid, name: str):
     return grid, None
 
 
+_METHODS = ("brute", "recursion", "auto")
+
+
+def _recursion_by_default(model) -> bool:
+    """scikit-learn's ``method="auto"``: recursion for gradient boosting with a constant
+    init, a regression tree and a random forest regressor."""
+    name = type(model).__name__
+    if name in ("GradientBoostingRegressor", "GradientBoostingClassifier"):
+        return getattr(model, "init", None) in (None, "zero")
+    return name in ("DecisionTreeRegressor", "RandomForestRegressor")
+
+
+def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
+               sample_weight, feature_names) -> PartialDependence:
+    """The recursion PD of a scikit-learn tree model as a PartialDependence."""
+    from ._trees import tree_partial_dependence, tree_predictor
+
+    if kind != "average" or sample_weight is not None:
+        raise ValueError(
+            "method='recursion' gives the average over the training data stored in the trees: "
+            f"it takes kind='average' and no sample_weight; got kind={kind!r}"
+            f"{' and sample_weight' if sample_weight is not None else ''}. Use method='brute'."
+        )
+    dataset = as_dataset(X, feature_names=feature_names)
+    chosen = dataset.resolve(features)
+    if len(chosen) != 1:
+        raise ValueError(f"method='recursion' takes one feature; got {len(chosen)}. Use "
+                         "method='brute' for joint partial dependence.")
+    feat = chosen[0]
+    strategy, explicit = _grid_option(resolve_grid(grid, dataset), feat.name)
+    values, average = tree_partial_dependence(
+        model, dataset.X, dataset.features.index(feat),
+        strategy if explicit is None else np.asarray(explicit, np.float64),
+        grid_resolution=grid_resolution, percentiles=percentiles)
+    names = tree_predictor(model).output_names
+    if average.shape[1] != len(names):  # gradient boosting classifier: raw scores
+        classes = [str(c) for c in model.classes_]
+        names = tuple(f"{c} (decision)" for c in (classes[1:] if len(classes) == 2
+                                                   else classes))
+    out_idx = select_outputs(names, output)
+    average = np.asarray(average, np.float64)[:, out_idx]
+    return PartialDependence(
+        feature_names=(feat.name,), grid_values=(tuple(np.asarray(values).tolist()),),
+        output_names=tuple(names[i] for i in out_idx),
+        average=average - average[:1] if centered else average, individual=None,
+        centered=centered, feature_kinds=(feat.kind,))
+
+
 def compute_pd(
     dataset: Dataset,
     predictor: Predictor,
@@ -321,6 +369,7 @@ def partial_dependence(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    method: Literal["brute", "recursion", "auto"] = "brute",
 ) -> PartialDependence:
     """Partial dependence and ICE curves of a model on one feature or a set of features.
 
@@ -367,6 +416,15 @@ def partial_dependence(
         Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
     progress : bool, optional
         Progress line on stderr.
+    method : {"brute", "recursion", "auto"}, default "brute"
+        ``"brute"``: the model evaluated on the modified rows of ``X``. ``"recursion"``
+        (scikit-learn trees, forests and gradient boosting, one feature, ``kind="average"``):
+        Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
+        averaged over the training data stored in the trees rather than over ``X``; gradient
+        boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
+        recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting, a
+        regression tree, a random forest regressor), else brute. The default differs from
+        scikit-learn's ``"auto"`` so that the PD is always over ``X``.
 
     Returns
     -------
@@ -384,7 +442,15 @@ def partial_dependence(
     """
     _check_kind(kind)
     check_bool(centered, "centered")
+    check_choice(method, "method", _METHODS)
     validate_grid_options(grid, grid_resolution, percentiles)
+    if method == "auto":  # scikit-learn's rule
+        method = "recursion" if _recursion_by_default(model) and kind == "average" and (
+            isinstance(features, (str, int, np.integer)) or len(features) == 1) and \
+            sample_weight is None else "brute"
+    if method == "recursion":
+        return _recursion(model, X, features, kind, grid, grid_resolution, percentiles,
+                          centered, output, sample_weight, feature_names)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,

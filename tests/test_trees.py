@@ -239,3 +239,35 @@ def test_recursion_pd_of_forest_classifier_matches_brute_on_training_tree():
     values, ours = tree_partial_dependence(est, X, 0, grid=g)
     ref = sk_partial_dependence(est, X, [0], method="brute", grid_resolution=10)
     np.testing.assert_allclose(ours[:, 1], ref["average"][0], rtol=1e-5, atol=1e-6)
+
+
+def test_partial_dependence_method_recursion_and_auto_as_scikit_learn():
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(150, 3))
+    y = X[:, 0] ** 2 + X[:, 1]
+    gb = GradientBoostingRegressor(n_estimators=15, max_depth=3, random_state=0).fit(X, y)
+    ref = sk_partial_dependence(gb, X, [1], method="recursion", grid_resolution=8)
+    for method in ("recursion", "auto"):
+        ours = jaximp.partial_dependence(gb, X, 1, method=method, grid="sklearn",
+                                         grid_resolution=8)
+        np.testing.assert_allclose(np.asarray(ours.grid_values[0]), ref["grid_values"][0])
+        np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
+    brute = jaximp.partial_dependence(gb, X, 1, grid="sklearn", grid_resolution=8)
+    ref_brute = sk_partial_dependence(gb, X, [1], method="brute", grid_resolution=8)
+    np.testing.assert_allclose(brute.average[:, 0], ref_brute["average"][0], rtol=1e-8)
+    labels = (y > np.median(y)).astype(int)
+    gbc = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0).fit(X, labels)
+    ours = jaximp.partial_dependence(gbc, X, 0, method="recursion", grid="sklearn",
+                                     grid_resolution=6)
+    ref = sk_partial_dependence(gbc, X, [0], method="recursion", grid_resolution=6)
+    assert ours.output_names == ("1 (decision)",)
+    np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
+    # a forest classifier: auto is brute (probabilities over X), as scikit-learn
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, labels)
+    auto = jaximp.partial_dependence(rf, X, 0, method="auto", grid="sklearn", grid_resolution=6)
+    ref = sk_partial_dependence(rf, X, [0], method="brute", grid_resolution=6)
+    np.testing.assert_allclose(auto.average[:, 1], ref["average"][0], rtol=1e-8)
+    with pytest.raises(ValueError, match="method='recursion' gives the average"):
+        jaximp.partial_dependence(gb, X, 0, method="recursion", kind="both")
+    with pytest.raises(ValueError, match="method must be one of"):
+        jaximp.partial_dependence(gb, X, 0, method="fast")
