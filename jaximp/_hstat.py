@@ -180,38 +180,16 @@ class HStatistic:
         if listed is None:
             self._part(kind)
             return getattr(self.with_options(**options), kind)
-        wanted = [tuple(item) for item in (
-            [listed] if listed and all(isinstance(x, (str, int, np.integer)) for x in listed)
-            else listed)]
-        known = self._raw.get(kind)
-        have = {} if known is None else {
-            frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
-        names = [tuple(self._name(f) for f in item) for item in wanted]
-        missing = [item for item, fs in zip(wanted, names) if frozenset(fs) not in have]
-        if missing:
-            if self._extend is None:
-                raise ValueError(f"this result cannot evaluate more {kind} statistics.")
-            new = self._extend(kind, missing)
-            self._raw[kind] = new if known is None else _RawStatistic(
-                known.feature_sets + new.feature_sets,
-                np.concatenate([known.numerator, new.numerator]),
-                np.concatenate([known.denominator, new.denominator]))
-            known = self._raw[kind]
-            have = {frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
-        index = [have[frozenset(fs)] for fs in names]
-        chosen = _RawStatistic(tuple(names), known.numerator[index],
-                               known.denominator[index])
+        if self._extend is None:
+            raise ValueError(f"this result cannot evaluate more {kind} statistics.")
+        names = self._extend(kind, listed)
+        known = self._raw[kind]
+        position = {frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
+        index = [position[frozenset(fs)] for fs in names]
+        chosen = _RawStatistic(names, known.numerator[index], known.denominator[index])
         normalized, squared, eps = self._options(**options)
         return _statistic(kind, chosen, self._floor, self.output_names, normalized, squared,
                           eps)
-
-    def _name(self, feature) -> str:
-        """A feature name from a name or a position among the features of X."""
-        names = self.info["feature_names"]
-        if isinstance(feature, (int, np.integer)) and not isinstance(feature, bool) \
-                and 0 <= feature < len(names):
-            return names[int(feature)]
-        return str(feature)
 
     def _options(self, normalized=None, squared=None, eps=None):
         return (self.normalized if normalized is None
@@ -674,18 +652,28 @@ def h_statistic(
     info: dict[str, Any] = {"rows": rows, "bootstrap_counts": counts, "eps": eps,
                             "n_bootstrap": n_bootstrap, "feature_names": dataset.feature_names}
 
-    def extend(kind: str, listed) -> _RawStatistic:
-        """Numerators and denominators of more pairs or triples, evaluated now on the same
-        rows, weights and model (the 1-D PDs are kept from the first call)."""
+    def extend(kind: str, listed) -> tuple:
+        """The names of the pairs or triples ``listed``, after evaluating into ``raw`` those
+        not computed yet, on the same rows, weights and model (the 1-D PDs are kept)."""
         size = 2 if kind == "pairwise" else 3
         feats = resolve_feature_sets(
             dataset, listed, size,
             f"{'pairs' if size == 2 else 'triples'} must be a non-empty list of feature "
             f"{'pairs' if size == 2 else 'triples'}; got {listed!r}.",
             f"a {'pair' if size == 2 else 'triple'} must hold {size} different features")
-        statistics = pair_and_triple_statistics(*((feats, []) if size == 2 else ([], feats)))
-        num, den = compute(statistics)[kind]
-        return _RawStatistic(tuple(tuple(f.name for f in fs) for fs in feats), num, den)
+        names = tuple(tuple(f.name for f in fs) for fs in feats)
+        known = raw.get(kind)
+        done = set() if known is None else {frozenset(fs) for fs in known.feature_sets}
+        missing = [fs for fs, name in zip(feats, names) if frozenset(name) not in done]
+        if missing:
+            statistics = pair_and_triple_statistics(
+                *((missing, []) if size == 2 else ([], missing)))
+            num, den = compute(statistics)[kind]
+            new = tuple(tuple(f.name for f in fs) for fs in missing)
+            raw[kind] = _RawStatistic(new, num, den) if known is None else _RawStatistic(
+                known.feature_sets + new, np.concatenate([known.numerator, num]),
+                np.concatenate([known.denominator, den]))
+        return names
 
     return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps,
                                 extend)
@@ -708,10 +696,8 @@ def _statistic(kind: str, raw: _RawStatistic, floor, output_names, normalized, s
     the denominator (the joint PD's mean square) is below ``floor`` (o, r): a PD constant up
     to the model's rounding."""
     num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
-    zero = (num <= eps * den) | (den <= floor[None])
-    value = np.where(zero, 0.0, num / np.where(den > 0, den, 1.0) if normalized else num)
-    value = value if squared else np.sqrt(value)
-    point, std, replicates = summaries(value)
+    constant = np.where(den <= floor[None], 0.0, num)  # a zero numerator reads as 0
+    point, std, replicates = summaries(K.h_value(constant, den, normalized, squared, eps, np))
     info = {"numerator": num[..., 0], "denominator": den[..., 0], "normalized": normalized,
             "squared": squared}
     if kind in ("overall", "total"):

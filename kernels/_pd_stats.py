@@ -397,13 +397,14 @@ def h_value(
     normalized: bool | Bool[Array, ""] = True,
     squared: bool | Bool[Array, ""] = True,
     eps: float | Float[Array, ""] = 1e-10,
+    xp=jnp,
 ) -> Float[Array, "..."]:
     """The reported H-statistic from its numerator and denominator.
 
     ``numerator / denominator`` (normalized) or the numerator alone (on the squared prediction
     scale); its square root unless ``squared``. Numerators at most ``eps * denominator`` are
     rounding noise and give exactly 0 (also 0/0). The options may be traced values, so one
-    compiled function serves every combination.
+    compiled function serves every combination. ``xp=numpy`` computes in NumPy (float64).
 
     Examples
     --------
@@ -413,6 +414,6 @@ def h_value(
     [0.25 0.   0.  ] [0.5 0.  0. ]
     """
     zero = numerator <= eps * denominator
-    ratio = numerator / jnp.where(denominator > 0, denominator, 1)
-    value = jnp.where(zero, 0.0, jnp.where(normalized, ratio, numerator))
-    return jnp.where(squared, value, jnp.sqrt(value))
+    ratio = numerator / xp.where(denominator > 0, denominator, 1)
+    value = xp.where(zero, 0.0, xp.where(normalized, ratio, numerator))
+    return xp.where(squared, value, xp.sqrt(value))

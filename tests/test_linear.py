@@ -59,6 +59,15 @@ def data():
     return X, eta
 
 
+def _assert_fit(info, coef, statistic):
+    """Signed statistics, slopes and intercept of x0..x3 against a reference fit."""
+    np.testing.assert_allclose([info["statistics"][f"x{j}"] for j in range(4)], statistic[1:],
+                               rtol=RTOL)
+    np.testing.assert_allclose([info["coefficients"][f"x{j}"] for j in range(4)], coef[1:],
+                               rtol=RTOL)
+    np.testing.assert_allclose(info["intercept"], coef[0], rtol=RTOL)
+
+
 def test_gaussian_matches_lstsq(data):
     X, eta = data
     rng = np.random.default_rng(11)
@@ -67,10 +76,7 @@ def test_gaussian_matches_lstsq(data):
     coef, t, _, rss = ols_reference(X, y)
     np.testing.assert_allclose(result.importances_mean[:, 0], np.abs(t[1:]), rtol=RTOL)
     info = result.info
-    np.testing.assert_allclose([info["statistics"][f"x{j}"] for j in range(4)], t[1:], rtol=RTOL)
-    np.testing.assert_allclose([info["coefficients"][f"x{j}"] for j in range(4)], coef[1:],
-                               rtol=RTOL)
-    np.testing.assert_allclose(info["intercept"], coef[0], rtol=RTOL)
+    _assert_fit(info, coef, t)
     np.testing.assert_allclose(info["sigma"], np.sqrt(rss / (300 - 5)), rtol=RTOL)
     assert result.method == "linear_gaussian"
     assert result.output_names == ("y",)
@@ -115,10 +121,7 @@ def test_binomial_matches_newton_with_string_labels(data):
     coef, z, _ = newton_reference(X, event.astype(float))
     np.testing.assert_allclose(result.importances_mean[:, 0], np.abs(z[1:]), rtol=RTOL)
     info = result.info
-    np.testing.assert_allclose([info["statistics"][f"x{j}"] for j in range(4)], z[1:], rtol=RTOL)
-    np.testing.assert_allclose([info["coefficients"][f"x{j}"] for j in range(4)], coef[1:],
-                               rtol=RTOL)
-    np.testing.assert_allclose(info["intercept"], coef[0], rtol=RTOL)
+    _assert_fit(info, coef, z)
     assert result.method == "linear_binomial"
     assert info["classes"] == ("no", "yes") and info["positive_class"] == "yes"
     assert info["converged"] and 2 <= info["n_iter"] <= 10
