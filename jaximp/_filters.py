@@ -47,9 +47,9 @@ import numpy as np
 import pandas as pd
 from jax import Array
 
-from ._common import check_choice
 from ._data import Feature, as_dataset
 from ._loss import check_target
+from ._params import Choice, validate_params
 from ._results import FeatureImportance
 
 __all__ = ["filter_importance"]
@@ -60,6 +60,7 @@ _RCOND = 1e-5
 _BATCH_ELEMENTS = 1 << 22  # floats per LOESS batch (points x features x neighbours)
 
 
+@validate_params(method=Choice(*METHODS))
 def filter_importance(
     X,
     y,
@@ -129,7 +130,6 @@ def filter_importance(
     >>> round(float(filter_importance(X, X[:, 1] ** 2, method="loess").importances_mean[1, 0]), 3)
     1.0
     """
-    check_choice(method, "method", METHODS)
     dataset = as_dataset(
         X,
         feature_names=feature_names,

@@ -50,9 +50,9 @@ import numpy as np
 import pandas as pd
 from jax.scipy.linalg import solve_triangular
 
-from ._common import check_choice, check_int
 from ._data import Dataset, Feature, as_dataset
 from ._loss import check_target
+from ._params import Choice, Int, Real, validate_params
 from ._precision import PrecisionWarning
 from ._results import FeatureImportance
 
@@ -243,6 +243,7 @@ def _response(target: np.ndarray, family: str) -> tuple[np.ndarray, tuple | None
 # ----------------------------------------------------------------------------- public
 
 
+@validate_params(family=Choice(*_FAMILIES), max_iter=Int(1), tol=Real(0))
 def linear_importance(
     X,
     y,
@@ -333,12 +334,6 @@ def linear_importance(
     >>> fit.top(1), fit.info["positive_class"], fit.info["converged"]
     (['x0'], 'yes', True)
     """
-    check_choice(family, "family", _FAMILIES)
-    max_iter = check_int(max_iter, "max_iter")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating, np.integer)) or (
-        not np.isfinite(tol) or tol < 0
-    ):
-        raise ValueError(f"tol must be a finite number >= 0; got {tol!r}.")
     dataset = as_dataset(
         X,
         feature_names=feature_names,

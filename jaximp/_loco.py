@@ -25,14 +25,15 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._common import as_key, check_choice, prepare
+from ._common import as_key, prepare
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate, predict_rows
 from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
 from ._model import _as_2d_float32, as_predictor
 from ._loss import (
-    check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
+    RESPONSES, check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
 )
+from ._params import Choice, Flag, validate_params
 from ._plans import at_values
 from ._results import FeatureImportance
 
@@ -218,6 +219,8 @@ def _drop_columns(X, dataset: Dataset, feature: Feature):
     return np.delete(np.asarray(X), list(feature.columns), axis=1)
 
 
+@validate_params(strategy=Choice(*_STRATEGIES), kind=Choice(*_KINDS), batched=Flag(),
+                 traceable_fit=Flag(), response=Choice(*RESPONSES))
 def loco_importance(
     model,
     X,
@@ -321,13 +324,7 @@ def loco_importance(
     >>> result.top(2)
     ['x0', 'x1']
     """
-    check_choice(strategy, "strategy", _STRATEGIES)
-    check_choice(kind, "kind", _KINDS)
     check_response(response, loss)
-    if not isinstance(batched, bool):
-        raise ValueError(f"batched must be True or False; got {batched!r}.")
-    if not isinstance(traceable_fit, bool):
-        raise ValueError(f"traceable_fit must be True or False; got {traceable_fit!r}.")
     if traceable_fit and strategy != "refit":
         raise ValueError(
             f"traceable_fit is used by strategy='refit' only; got it with strategy={strategy!r}."

@@ -15,9 +15,12 @@ from typing import Callable, Literal
 import jax
 import numpy as np
 
-from ._common import as_key, check_choice, check_int, prepare
+from ._common import as_key, prepare
 from ._engine import evaluate, predict_rows
-from ._loss import LOSSES, check_response, check_target, logits_to_probabilities, resolve_loss
+from ._loss import (
+    LOSSES, RESPONSES, check_response, check_target, logits_to_probabilities, resolve_loss,
+)
+from ._params import Choice, Int, validate_params
 from ._plans import at_permuted_rows
 from ._precision import check_collapse
 from ._reducers import LossSums, Stacked
@@ -57,6 +60,7 @@ def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
     return np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
 
 
+@validate_params(kind=Choice(*_KINDS), n_repeats=Int(1), response=Choice(*RESPONSES))
 def permutation_importance(
     model,
     X,
@@ -167,11 +171,9 @@ def permutation_importance(
     >>> np.round(result.importances_mean[:, 0] / (2 * np.var(X, axis=0)))  # = coef^2
     array([4., 1., 0.])
     """
-    check_choice(kind, "kind", _KINDS)
     losses = _named_losses(loss)
     for each in losses.values():
         check_response(response, each)
-    n_repeats = check_int(n_repeats, "n_repeats")
     key = as_key(random_state)
     bits = key_bits(key)
     dataset, predictor = prepare(

@@ -18,10 +18,11 @@ from typing import Literal
 import jax
 import numpy as np
 
-from ._common import as_key, check_choice, check_int, prepare, select_outputs
+from ._common import as_key, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._engine import evaluate
 from ._loss import check_target
+from ._params import Choice, Int, validate_params
 from ._plans import at_drawn_rows, at_values
 from ._reducers import Spread
 from ._results import FeatureImportance
@@ -55,6 +56,8 @@ def _max_values(dataset: Dataset, feature: Feature, n_values: int) -> np.ndarray
     return np.linspace(columns.min(), columns.max(), n_values)[:, None]
 
 
+@validate_params(variant=Choice(*_VARIANTS), n_repeats=Int(1), n_pairs=Int(1, none=True),
+                 n_values=Int(2))
 def sensitivity_importance(
     model,
     X,
@@ -138,9 +141,6 @@ def sensitivity_importance(
     >>> bool(np.allclose(imp.importances_mean[:, 0], beta, atol=0.05))
     True
     """
-    check_choice(variant, "variant", _VARIANTS)
-    n_repeats = check_int(n_repeats, "n_repeats")
-    n_values = check_int(n_values, "n_values", 2)
     key = as_key(random_state)
     bits = key_bits(key)
     dataset, predictor = prepare(
@@ -149,7 +149,7 @@ def sensitivity_importance(
         memory_budget=memory_budget, progress=progress,
     )
     n, c = dataset.X.shape
-    n_pairs = 10 * n if n_pairs is None else check_int(n_pairs, "n_pairs")
+    n_pairs = 10 * n if n_pairs is None else n_pairs
     out_idx = select_outputs(predictor.output_names, output)
     o = len(out_idx)
     target = check_target(y, n)

@@ -145,7 +145,7 @@ def test_validation_messages(table2):
     cases = [
         (dict(variant="mean"), "variant must be one of ('random', 'max'); got 'mean'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
-        (dict(n_pairs=2.5), "n_pairs must be an int >= 1; got 2.5."),
+        (dict(n_pairs=2.5), "n_pairs must be an int >= 1 or None; got 2.5."),
         (dict(n_values=1), "n_values must be an int >= 2; got 1."),
     ]
     for kwargs, message in cases:

@@ -1,0 +1,176 @@
+"""Declarative parameter checks for the public functions (the one validating edge).
+
+A public function states its options' constraints once, in a table next to its signature::
+
+    @validate_params(n_repeats=Int(1), kind=Choice("difference", "ratio"), progress=Flag(none=True))
+    def permutation_importance(model, X, y, *, n_repeats=5, kind="difference", progress=None): ...
+
+and every listed argument is checked before the function body runs, so before any model
+evaluation, with one message style: the parameter, what was expected, what came in and, where
+one helps, the fix. Checks of data shapes that need the data itself stay in the data layer
+(:func:`jaximp.as_dataset`). The table is kept on the function as ``__jaximp_params__`` so tests
+can feed every constraint a bad value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+
+import numpy as np
+
+__all__ = ["Choice", "Flag", "Int", "Real", "validate_params"]
+
+
+class _Rule:
+    """One constraint: ``accepts(value)``, the words for what it expects, an optional fix;
+    ``none=True`` also accepts None (a documented default)."""
+
+    error = ValueError
+
+    def __init__(self, *, none: bool = False, fix: str = ""):
+        self.none, self.fix = none, fix
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.expected()!r})"
+
+    def accepts(self, value) -> bool:
+        raise NotImplementedError
+
+    def expected(self) -> str:
+        raise NotImplementedError
+
+    def bad_value(self):
+        """A value this rule refuses (for the contract tests)."""
+        raise NotImplementedError
+
+    def check(self, name: str, value) -> None:
+        if (value is None and self.none) or (value is not None and self.accepts(value)):
+            return
+        expected = self.expected() + (" or None" if self.none else "")
+        fix = f" {self.fix}" if self.fix else ""
+        raise self.error(f"{name} must be {expected}; got {value!r:.80}.{fix}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+class Int(_Rule):
+    """An int (Python or NumPy, not bool) ``>= minimum``."""
+
+    def __init__(self, minimum: int = 1, *, none: bool = False, fix: str = ""):
+        super().__init__(none=none, fix=fix)
+        self.minimum = minimum
+
+    def accepts(self, value) -> bool:
+        return _is_int(value) and value >= self.minimum
+
+    def expected(self) -> str:
+        return f"an int >= {self.minimum}"
+
+    def bad_value(self):
+        return self.minimum - 1
+
+
+class Real(_Rule):
+    """A finite real number (not bool) from ``low`` to ``high``; ``closed`` says which ends
+    belong: "both", "left", "right" or "neither"."""
+
+    def __init__(self, low=-np.inf, high=np.inf, closed="both", *, none=False, fix=""):
+        super().__init__(none=none, fix=fix)
+        self.low, self.high, self.closed = low, high, closed
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            return False
+        value = float(value)
+        if not np.isfinite(value):
+            return False
+        above = value >= self.low if self.closed in ("both", "left") else value > self.low
+        below = value <= self.high if self.closed in ("both", "right") else value < self.high
+        return above and below
+
+    def expected(self) -> str:
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        if np.isinf(self.high):
+            sign = ">=" if left == "[" else ">"
+            return f"a finite number {sign} {self.low:g}"
+        return f"a number in {left}{self.low:g}, {self.high:g}{right}"
+
+    def bad_value(self):
+        return float("nan")
+
+
+class Choice(_Rule):
+    """One of a fixed set of strings."""
+
+    def __init__(self, *choices: str, none: bool = False, fix: str = ""):
+        super().__init__(none=none, fix=fix)
+        self.choices = tuple(choices)
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, str) and value in self.choices
+
+    def expected(self) -> str:
+        return f"one of {self.choices}"
+
+    def bad_value(self):
+        return "no such option"
+
+
+class Flag(_Rule):
+    """True or False (Python or NumPy bool)."""
+
+    error = TypeError
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+    def expected(self) -> str:
+        return "True or False"
+
+    def bad_value(self):
+        return "yes"
+
+
+def validate_params(**table: _Rule):
+    """Check the named arguments of the decorated function against ``table`` on every call.
+
+    Parameters
+    ----------
+    **table : rule
+        Parameter name to constraint (:class:`Int`, :class:`Real`, :class:`Choice`,
+        :class:`Flag`). Every name must be a parameter of the function.
+
+    Examples
+    --------
+    >>> @validate_params(n=Int(2))
+    ... def f(*, n=3):
+    ...     return n
+    >>> f(n=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an int >= 2; got 1.
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function)
+        unknown = sorted(set(table) - set(signature.parameters))
+        if unknown:
+            raise TypeError(f"{function.__name__} has no parameters {unknown}.")
+
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            arguments = signature.bind(*args, **kwargs).arguments
+            for name, rule in table.items():
+                if name in arguments:
+                    rule.check(name, arguments[name])
+            return function(*args, **kwargs)
+
+        checked.__jaximp_params__ = dict(table)
+        return checked
+
+    return decorate
