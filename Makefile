@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # test processes: most of the suite's time is single-threaded XLA compilation
 TEST_WORKERS ?= 2
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/weights.py
 	$(PY) benchmarks/pd_memory.py
 	$(PY) benchmarks/memory.py
+
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $@
+
+# HTML documentation in build/docs/html; warnings are errors
+docs: $(VENV)/.docs-installed
+	$(PY) -m sphinx -W --keep-going -b html docs build/docs/html
 
 clean:
 	rm -rf $(VENV) jaximp-report build *.egg-info

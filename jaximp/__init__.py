@@ -6,9 +6,12 @@ engine (:func:`evaluate`) that batches, chunks, shards and folds the model evalu
 a memory budget.
 """
 
+from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
 from ._data import Dataset, Feature, as_dataset
 from ._datasets import make_friedman1, make_linear
+from ._details import Details
 from ._engine import default_memory_budget, evaluate, predict_rows
+from ._explain import Explanation, explain
 from ._grid import mquantiles
 from ._hstat import HStatistic, h_statistic
 from ._loco import loco_importance
@@ -28,10 +31,13 @@ from ._pd import (
     PartialDependence, PartialDependences, partial_dependence, partial_dependence_all,
 )
 from ._pd_importance import pd_importance, pd_interaction
+from ._partial_importance import PartialImportance, partial_importance
 from ._permutation import LOSSES, permutation_importance
 from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
+from ._plots import plot_importances
 from ._precision import PrecisionWarning
 from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread, Stacked
+from ._report import ReportSection, write_report
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
 from ._trees import impurity_importance, tree_partial_dependence, tree_predictor
@@ -39,38 +45,47 @@ from ._trees import impurity_importance, tree_partial_dependence, tree_predictor
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccumulatedLocalEffects",
     "Dataset",
+    "Details",
+    "Explanation",
     "Feature",
     "FeatureImportance",
     "FeatureInteraction",
     "GroupedMean",
+    "HStatistic",
     "Itemwise",
     "Keep",
-    "LossSums",
-    "Mean",
-    "Plan",
-    "PrecisionWarning",
-    "Reducer",
-    "Spread",
-    "Stacked",
-    "HStatistic",
     "LOSSES",
+    "LossSums",
     "MLP",
+    "Mean",
     "NeuralNetToolsWeights",
     "PartialDependence",
     "PartialDependences",
+    "PartialImportance",
+    "Plan",
+    "PrecisionWarning",
     "Predictor",
+    "Reducer",
+    "ReportSection",
+    "Spread",
+    "Stacked",
+    "ale",
+    "ale_importance",
+    "ale_interaction",
     "as_dataset",
+    "as_predictor",
     "at_coded_values",
     "at_drawn_rows",
     "at_permuted_rows",
     "at_values",
-    "as_predictor",
     "default_memory_budget",
     "evaluate",
+    "explain",
     "extract_weights",
-    "fit_mlp",
     "filter_importance",
+    "fit_mlp",
     "from_neuralnettools",
     "garson_importance",
     "gedeon_importance",
@@ -84,11 +99,14 @@ __all__ = [
     "olden_importance",
     "partial_dependence",
     "partial_dependence_all",
+    "partial_importance",
     "pd_importance",
     "pd_interaction",
     "permutation_importance",
+    "plot_importances",
     "predict_rows",
     "sensitivity_importance",
     "tree_partial_dependence",
     "tree_predictor",
+    "write_report",
 ]

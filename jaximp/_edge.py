@@ -128,9 +128,12 @@ def replicate_weights(weights: np.ndarray, n_bootstrap: int, key) -> tuple[np.nd
 
 
 def summaries(estimates: np.ndarray):
-    """Point estimate, bootstrap std and replicates from (..., 1 + r) estimates."""
+    """Point estimate, bootstrap std and replicates from (..., 1 + r) estimates.
+
+    The std is over replicates with ``ddof=0``, the one convention of every ``*_std`` field
+    (scikit-learn's ``importances_std``); results' ``std(ddof=1)`` gives R's ``sd()``."""
     point = estimates[..., 0]
     if estimates.shape[-1] == 1:
         return point, None, None
     replicates = estimates[..., 1:]
-    return point, replicates.std(axis=-1, ddof=1), replicates
+    return point, replicates.std(axis=-1), replicates

@@ -48,6 +48,7 @@ import pandas as pd
 from jax import Array
 
 from ._data import Feature, as_dataset
+from ._details import FilterDetails
 from ._loss import check_target
 from ._params import Choice, validate_params
 from ._results import FeatureImportance
@@ -156,7 +157,7 @@ def filter_importance(
         else:
             values, info = _loess_importance(X_sel, y_num, weights, _check_span(span, n), names)
         output_names = ("y",)
-    info = {"method": method, "weighted": dataset.weights is not None, **info}
+    info = FilterDetails(method=method, weighted=dataset.weights is not None, **info)
     return FeatureImportance(
         method=f"filter_{method}",
         feature_names=names,

@@ -209,29 +209,19 @@ class HStatistic:
         return (f"HStatistic({label} on {self.n_rows} rows, outputs {list(self.output_names)}: "
                 f"{', '.join(kinds)}{total})")
 
-    def plot(self, statistic: str | None = None, output: int | str = 0, top: int = 10):
+    def plot(self, statistic: str | None = None, output: int | str = 0,
+             top: int | None = None):
         """Bars of the strongest statistics: one panel each for overall, pairwise and
-        three-way (as computed), or only ``statistic``; returns the Figure."""
-        import matplotlib.pyplot as plt
+        three-way (as computed), or only ``statistic``; returns the Figure.
 
-        names = [statistic] if statistic is not None else [
-            name for name in ("overall", "pairwise", "three_way") if getattr(self, name)
-            is not None]
-        if any(name not in ("overall", "pairwise", "three_way") for name in names):
-            raise ValueError(f"statistic must be 'overall', 'pairwise' or 'three_way'; got "
-                             f"{statistic!r}.")
-        parts = [self._part(name) for name in names]
-        fig, axes = plt.subplots(1, len(parts), figsize=(5 * len(parts), 0.3 * top + 1.5),
-                                 squeeze=False)
-        label = ("H^2" if self.squared else "H") + ("" if self.normalized else ", unnormalized")
-        for ax, name, part in zip(axes[0], names, parts):
-            if name == "overall":
-                part.plot(output=output, ax=ax)
-            else:
-                part.plot(output=output, top=top, ax=ax)
-            ax.set_title(f"{name.replace('_', '-')} {label}")
-        fig.tight_layout()
-        return fig
+        Each panel shows its ``top`` strongest features or sets (default all up to 30, the
+        strongest 30 past that), with bootstrap interval whiskers when computed; the title
+        names the output, the total ``H^2`` and any truncation. For a feature x feature heat
+        map use ``result.pairwise.plot(kind="heatmap")``.
+        """
+        from ._plots import plot_h
+
+        return plot_h(self, statistic=statistic, output=output, top=top)
 
     def _part(self, statistic: str):
         if statistic not in _STATISTICS[:-1]:

@@ -51,6 +51,7 @@ import pandas as pd
 from jax.scipy.linalg import solve_triangular
 
 from ._data import Dataset, Feature, as_dataset
+from ._details import LinearDetails
 from ._loss import check_target
 from ._params import Choice, Int, Real, validate_params
 from ._precision import PrecisionWarning
@@ -257,7 +258,7 @@ def linear_importance(
     max_iter: int = 50,
     tol: float = 1e-10,
 ) -> FeatureImportance:
-    """Importance as the |t| (linear) or |z| (logistic) statistic of each coefficient.
+    """Importance as the ``|t|`` (linear) or ``|z|`` (logistic) statistic of each coefficient.
 
     Fits a linear regression (``family="gaussian"``, as R's ``lm``) or a logistic regression
     (``family="binomial"``, as R's ``glm``) on all features with an intercept and reports
@@ -371,7 +372,7 @@ def linear_importance(
     _check_rank(Zs, w, labels, dtype)
     A = jnp.asarray(np.column_stack([np.ones(n), Zs]), dtype)
 
-    info: dict = {"family": family, "n_obs": n}
+    info: dict = {}
     if family == "gaussian":
         y_mean = w @ yr / w.sum()
         y_scale = np.sqrt(w @ (yr - y_mean) ** 2 / w.sum())
@@ -449,15 +450,14 @@ def linear_importance(
     intercept = coef[0] * y_unit - mean @ slopes
     if family == "gaussian":
         intercept += y_mean
-    info.update(out)
-    info["intercept"] = float(intercept)
+    info.update(out, intercept=float(intercept))
     names = [f.name for f in reported]
     return FeatureImportance(
         method=f"linear_{family}",
         feature_names=tuple(names),
         output_names=("y",),
         importances_mean=np.array([[importance[name]] for name in names]),
-        info=info,
+        info=LinearDetails(family=family, n_obs=n, **info),
     )
 
 

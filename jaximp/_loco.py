@@ -27,6 +27,7 @@ import pandas as pd
 
 from ._common import as_key, prepare
 from ._data import Dataset, Feature, as_dataset
+from ._details import LocoDetails
 from ._engine import evaluate, predict_rows
 from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
 from ._model import _as_2d_float32, as_predictor
@@ -350,7 +351,7 @@ def loco_importance(
     target = check_target(y, n)
     chosen = dataset.resolve(features)
     p = len(chosen)
-    info: dict = {"strategy": strategy}
+    fitted: dict = {}
 
     metric = None
     if strategy != "refit":
@@ -372,23 +373,23 @@ def loco_importance(
                                predictor.n_outputs)
         plan = at_values(masks, np.r_[p, np.arange(p)], values, np.r_[p, np.arange(p)])
         metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
-        info["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
+        fitted["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
     elif mlp_options is not None:
         predictor, predictions, models, full = _refit_mlps(
             model, X, target, dataset, chosen, key, mlp_options, batched, variables,
             memory_budget, progress,
         )
-        info["models"], info["full_model"] = models, full
+        fitted.update(models=models, full_model=full)
     elif traceable_fit:
         predictor, predictions, models, full = _refit_traceable(
             model, target, dataset, chosen, fit, variables, memory_budget, progress
         )
-        info["models"], info["full_model"] = models, full
+        fitted.update(models=models, full_model=full)
     else:
         predictor, predictions, models, full = _refit_generic(
             model, X, y, dataset, chosen, fit, variables, memory_budget, progress
         )
-        info["models"], info["full_model"] = models, full
+        fitted.update(models=models, full_model=full)
 
     if metric is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights,
@@ -399,13 +400,13 @@ def loco_importance(
         metric = spec.values(predictions)  # (1 + p, o): the full model first
     baseline, dropped = metric[0], metric[1:]
     importances = spec.importance(dropped, baseline[None], kind)
-    info.update({"loss": spec.name, "kind": kind, "baseline": baseline, "losses": dropped})
     return FeatureImportance(
         method="loco" if strategy == "refit" else f"loco_{strategy}",
         feature_names=tuple(f.name for f in chosen),
         output_names=spec.result_names(baseline.shape[0]),
         importances_mean=importances,
-        info=info,
+        info=LocoDetails(strategy=strategy, loss=spec.name, kind=kind, baseline=baseline,
+                         losses=dropped, **fitted),
     )
 
 

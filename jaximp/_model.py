@@ -260,6 +260,7 @@ def as_predictor(
           become ``params`` (traced arguments, not compiled-in constants) and ``apply``
           rebuilds the model from them, so models of the same structure share one ``apply``
           and their compiled evaluations.
+
         A :class:`Predictor` is returned unchanged.
     variables : pytree, optional
         The variables of a linen module (``module.apply(variables, X)``).

@@ -13,7 +13,7 @@ import pandas as pd
 from ._common import check_bool, check_choice, prepare, select_outputs
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate
-from ._grid import feature_grid, resolve_grid, validate_grid_options
+from ._grid import feature_grid, mquantiles, resolve_grid, validate_grid_options
 from ._model import Predictor
 from ._plans import at_values
 from ._precision import check_collapse
@@ -44,6 +44,9 @@ class PartialDependence:
         Whether every curve had its value at the first grid point subtracted.
     feature_kinds : tuple of str
         ``"continuous"``, ``"categorical"`` or ``"onehot"`` for each feature of S.
+    deciles : tuple
+        For each feature of S, the deciles of its values in the data (a tuple of 9 numbers;
+        ``None`` for a categorical or one-hot feature), drawn as a rug by :meth:`plot`.
     """
 
     feature_names: tuple[str, ...]
@@ -53,6 +56,7 @@ class PartialDependence:
     individual: np.ndarray | None
     centered: bool = False
     feature_kinds: tuple[str, ...] = ()
+    deciles: tuple = ()
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -92,37 +96,19 @@ class PartialDependence:
             frames.append(block.assign(output=name, yhat=flat[:, :, j].reshape(-1)))
         return pd.concat(frames, ignore_index=True)
 
-    def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200):
-        """Line plot of a 1-D PD (with up to ``max_curves`` ICE curves) or a 2-D heat map."""
-        import matplotlib.pyplot as plt
+    def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200,
+             rug: bool = True):
+        """A 1-D PD over its ICE curves, or a 2-D PD as a heat map; returns the Axes.
 
-        j = select_outputs(self.output_names, output)[0]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(4, 3))
-        if len(self.feature_names) == 1:
-            labels = self.grid_values[0]
-            numeric = self.feature_kinds[0] == "continuous" if self.feature_kinds else True
-            x = np.asarray(labels, dtype=float) if numeric else np.arange(len(labels))
-            if ice and self.individual is not None:
-                step = max(1, self.individual.shape[0] // max_curves)
-                ax.plot(x, self.individual[::step, :, j].T, color="0.6", lw=0.5, alpha=0.4)
-            if self.average is not None:
-                ax.plot(x, self.average[:, j], color="tab:red", lw=2)
-            if not numeric:
-                ax.set_xticks(x, [str(v) for v in labels])
-            ax.set_xlabel(self.feature_names[0])
-            ax.set_ylabel(f"partial dependence ({self.output_names[j]})")
-        elif len(self.feature_names) == 2 and self.average is not None:
-            mesh = ax.pcolormesh(
-                np.arange(self.grid_shape[1]), np.arange(self.grid_shape[0]),
-                self.average[..., j], shading="auto",
-            )
-            ax.figure.colorbar(mesh, ax=ax)
-            ax.set_xlabel(self.feature_names[1])
-            ax.set_ylabel(self.feature_names[0])
-        else:
-            raise ValueError("plot draws 1-D curves and 2-D averages only.")
-        return ax
+        1-D: the PD (red) over exactly ``min(n, max_curves)`` ICE curves (grey; evenly spaced
+        rows) and a rug at the feature's deciles; a categorical or one-hot feature is drawn
+        as points at its levels, without lines. 2-D: a heat map of the PD, the first feature on
+        the x axis, ticks labelled with grid values (categorical levels by name), and a colour
+        bar.
+        """
+        from ._plots import plot_pd
+
+        return plot_pd(self, output=output, ax=ax, ice=ice, max_curves=max_curves, rug=rug)
 
 
 class PartialDependences(Mapping):
@@ -170,21 +156,19 @@ class PartialDependences(Mapping):
                   and r.average.shape[0] > 1 else 0.0 for name, r in self._results.items()}
         return sorted(spread, key=lambda name: -spread[name])[:k]
 
-    def plot(self, output: int | str = 0, ice: bool = True, max_curves: int = 100, ncols: int = 3):
-        """One panel per feature (PD line over its ICE curves); returns the Figure."""
-        import matplotlib.pyplot as plt
+    def plot(self, output: int | str = 0, ice: bool = True, max_curves: int = 100,
+             ncols: int | None = None, top: int | None = None, sharey: bool = True):
+        """One panel per feature (as :meth:`PartialDependence.plot`); returns the Figure.
 
-        n = len(self)
-        ncols = max(1, min(ncols, n))
-        nrows = -(-n // ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.6 * nrows),
-                                 squeeze=False)
-        for ax, result in zip(axes.flat, self._results.values()):
-            result.plot(output=output, ax=ax, ice=ice, max_curves=max_curves)
-        for ax in list(axes.flat)[n:]:
-            ax.set_visible(False)
-        fig.tight_layout()
-        return fig
+        ``top`` features are shown, those whose PD varies most (:meth:`top`); default all up
+        to 30 features, the 30 strongest past that (the figure's title says so). ``ncols``
+        defaults to 3 (5 past 9 panels); ``sharey`` puts every panel on one y scale, so that
+        effect sizes compare.
+        """
+        from ._plots import plot_pds
+
+        return plot_pds(self, output=output, ice=ice, max_curves=max_curves, ncols=ncols,
+                        top=top, sharey=sharey)
 
 
 def _grid_option(grid, name: str):
@@ -197,6 +181,13 @@ def _grid_option(grid, name: str):
 
 
 _METHODS = ("brute", "recursion", "auto")
+
+
+def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
+    """Deciles of a numeric feature's values (the rug of a PD plot); None for levels."""
+    if feature.is_categorical:
+        return None
+    return tuple(mquantiles(dataset.X[:, feature.columns[0]], np.arange(1, 10) / 10).tolist())
 
 
 def _recursion_by_default(model) -> bool:
@@ -241,7 +232,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         feature_names=(feat.name,), grid_values=(tuple(np.asarray(values).tolist()),),
         output_names=tuple(names[i] for i in out_idx),
         average=average - average[:1] if centered else average, individual=None,
-        centered=centered, feature_kinds=(feat.kind,))
+        centered=centered, feature_kinds=(feat.kind,), deciles=(_deciles(dataset, feat),))
 
 
 def compute_pd(
@@ -341,6 +332,7 @@ def compute_pd(
                 individual=individual,
                 centered=centered,
                 feature_kinds=tuple(f.kind for f in features),
+                deciles=tuple(_deciles(dataset, f) for f in features),
             )
         )
     return results if weightings.shape[0] == 1 or keep else (results, per_set)

@@ -125,6 +125,105 @@ def _shifted(values: np.ndarray, axis) -> jax.Array:
 
 
 # ---------------------------------------------------------------------------------------------
+# From evaluated PDs (shared with explain).
+# ---------------------------------------------------------------------------------------------
+
+
+def _importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
+                         average, trim, n_bootstrap) -> FeatureImportance:
+    """PD importance from 1-D PDs already evaluated (:func:`jaximp._pd.compute_pd` with one
+    set per feature): ``results`` with ICE curves where ``ice`` or a non-mean ``average``
+    needs them, ``replicated`` (one (g, r, o) array per feature) under bootstrap weightings.
+    Used by :func:`pd_importance` and by ``explain``, which shares the PDs with other methods.
+    """
+    weights_d = jnp.asarray(weights, jnp.float32)
+    measures, estimates, curves = [], [], {}
+    for feat, result in zip(chosen, results):
+        m = _measure_for(feat, measure)
+        measures.append(m)
+        if result.individual is not None:
+            ice_ngo = result.individual  # (n, g, o)
+            shift = ice_ngo.mean(axis=(0, 1))
+            est, curve = _importance_replicates(
+                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, m, average, trim,
+                bool(ice),
+            )
+            curves[feat.name] = np.asarray(curve, np.float64) + shift
+        elif replicated is not None:  # (g, r, o) PDs, one per weighting
+            est = np.asarray(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
+            curves[feat.name] = result.average
+        else:
+            est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
+            curves[feat.name] = result.average
+        estimates.append(np.asarray(est, np.float64))
+    point, std, replicates = summaries(np.stack(estimates))
+    return FeatureImportance(
+        method="ice" if ice else "pd",
+        feature_names=tuple(f.name for f in chosen),
+        output_names=results[0].output_names,
+        importances_mean=point,
+        importances_std=std,
+        importances=replicates,
+        info={
+            "measure": dict(zip((f.name for f in chosen), measures)),
+            "average": average,
+            "trim": trim,
+            "grid_values": {f.name: r.grid_values[0] for f, r in zip(chosen, results)},
+            "pd": curves,
+            "n_bootstrap": n_bootstrap,
+            "bootstrap_counts": counts,
+        },
+    )
+
+
+def _interaction_from_pds(pair_list, results, replicated, weights, counts, *, measure, average,
+                          trim, n_bootstrap) -> FeatureInteraction:
+    """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
+    :func:`_importance_from_pds` for importance."""
+    weights_d = jnp.asarray(weights, jnp.float32)
+    estimates, surfaces = [], {}
+    for (fa, fb), result in zip(pair_list, results):
+        measures = (_measure_for(fa, measure), _measure_for(fb, measure))
+        shape = result.grid_shape
+        if result.individual is not None:
+            n, o = result.individual.shape[0], len(result.output_names)
+            ice_ngo = result.individual.reshape(n, -1, o)
+            shift = ice_ngo.mean(axis=(0, 1))
+            est, surface = _interaction_replicates(
+                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, shape, measures, average,
+                trim,
+            )
+            surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
+                *shape, o)
+        elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
+            est = np.asarray(_interaction_replicates_pd(
+                _shifted(replicated[len(surfaces)], (0, 1)), measures))
+            surfaces[(fa.name, fb.name)] = result.average
+        else:
+            est = np.asarray(_interaction_outputs(_shifted(result.average, (0, 1)), measures))
+            est = est[:, None]
+            surfaces[(fa.name, fb.name)] = result.average
+        estimates.append(np.asarray(est, np.float64))
+    point, std, replicates = summaries(np.stack(estimates))
+    return FeatureInteraction(
+        method="pd_interaction",
+        feature_sets=tuple((fa.name, fb.name) for fa, fb in pair_list),
+        output_names=results[0].output_names,
+        values=point,
+        values_std=std,
+        replicates=replicates,
+        info={
+            "measure": measure,
+            "average": average,
+            "trim": trim,
+            "pd": surfaces,
+            "n_bootstrap": n_bootstrap,
+            "bootstrap_counts": counts,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # Public methods.
 # ---------------------------------------------------------------------------------------------
 
@@ -250,7 +349,6 @@ def pd_importance(
     # PD re-weights rows inside the engine (O(replicates x grid) memory).
     keep_ice = bool(ice) or average != "mean"
     weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
-    weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
         grid=grid, grid_resolution=grid_resolution, percentiles=percentiles, output=output,
@@ -260,43 +358,9 @@ def pd_importance(
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
-    measures, estimates, curves = [], [], {}
-    for feat, result in zip(chosen, results):
-        m = _measure_for(feat, measure)
-        measures.append(m)
-        if keep_ice:
-            ice_ngo = result.individual  # (n, g, o)
-            shift = ice_ngo.mean(axis=(0, 1))
-            est, curve = _importance_replicates(
-                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, m, average, trim,
-                bool(ice),
-            )
-            curves[feat.name] = np.asarray(curve, np.float64) + shift
-        elif replicated is not None:  # (g, r, o) PDs, one per weighting
-            est = np.asarray(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
-            curves[feat.name] = result.average
-        else:
-            est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
-            curves[feat.name] = result.average
-        estimates.append(np.asarray(est, np.float64))
-    point, std, replicates = summaries(np.stack(estimates))
-    return FeatureImportance(
-        method="ice" if ice else "pd",
-        feature_names=tuple(f.name for f in chosen),
-        output_names=results[0].output_names,
-        importances_mean=point,
-        importances_std=std,
-        importances=replicates,
-        info={
-            "measure": dict(zip((f.name for f in chosen), measures)),
-            "average": average,
-            "trim": trim,
-            "grid_values": {f.name: r.grid_values[0] for f, r in zip(chosen, results)},
-            "pd": curves,
-            "n_bootstrap": n_bootstrap,
-            "bootstrap_counts": counts,
-        },
-    )
+    return _importance_from_pds(chosen, results, replicated, weights, counts, ice=bool(ice),
+                                measure=measure, average=average, trim=trim,
+                                n_bootstrap=n_bootstrap)
 
 
 def pd_interaction(
@@ -381,7 +445,6 @@ def pd_interaction(
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)
     keep_ice = average != "mean"
     weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
-    weights_d = jnp.asarray(weights, jnp.float32)
     results = compute_pd(
         dataset, predictor, [list(pair) for pair in pair_list],
         kind="individual" if keep_ice else "average", grid=grid,
@@ -392,43 +455,7 @@ def pd_interaction(
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
-    estimates, surfaces = [], {}
-    for (fa, fb), result in zip(pair_list, results):
-        measures = (_measure_for(fa, measure), _measure_for(fb, measure))
-        shape = result.grid_shape
-        if keep_ice:
-            n, o = dataset.n_rows, len(result.output_names)
-            ice_ngo = result.individual.reshape(n, -1, o)
-            shift = ice_ngo.mean(axis=(0, 1))
-            est, surface = _interaction_replicates(
-                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, shape, measures, average,
-                trim,
-            )
-            surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
-                *shape, o)
-        elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
-            est = np.asarray(_interaction_replicates_pd(
-                _shifted(replicated[len(surfaces)], (0, 1)), measures))
-            surfaces[(fa.name, fb.name)] = result.average
-        else:
-            est = np.asarray(_interaction_outputs(_shifted(result.average, (0, 1)), measures))
-            est = est[:, None]
-            surfaces[(fa.name, fb.name)] = result.average
-        estimates.append(np.asarray(est, np.float64))
-    point, std, replicates = summaries(np.stack(estimates))
-    return FeatureInteraction(
-        method="pd_interaction",
-        feature_sets=tuple((fa.name, fb.name) for fa, fb in pair_list),
-        output_names=results[0].output_names,
-        values=point,
-        values_std=std,
-        replicates=replicates,
-        info={
-            "measure": measure,
-            "average": average,
-            "trim": trim,
-            "pd": surfaces,
-            "n_bootstrap": n_bootstrap,
-            "bootstrap_counts": counts,
-        },
-    )
+    return _interaction_from_pds(pair_list, results, replicated, weights, counts,
+                                 measure=measure, average=average, trim=trim,
+                                 n_bootstrap=n_bootstrap)
+

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from ._common import as_key, prepare
+from ._details import PermutationDetails
 from ._engine import evaluate, predict_rows
 from ._loss import (
     LOSSES, RESPONSES, check_response, check_target, logits_to_probabilities, resolve_loss,
@@ -238,14 +239,10 @@ def permutation_importance(
             importances_mean=importances.mean(axis=-1),
             importances_std=importances.std(axis=-1),
             importances=importances,
-            info={
-                "loss": spec.name,
-                "kind": kind,
-                "baseline": baseline,
-                "n_repeats": n_repeats,
-                "n_samples": dataset.n_rows,
-                "sample_rows": rows,
-            },
+            info=PermutationDetails(
+                loss=spec.name, kind=kind, baseline=baseline, n_repeats=n_repeats,
+                n_samples=dataset.n_rows, sample_rows=rows,
+            ),
         )
 
     results = {name: result(specs[name], metrics[name]) for name in specs}

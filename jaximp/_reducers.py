@@ -53,7 +53,7 @@ class Reducer:
         raise NotImplementedError
 
     def partial(self, preds, rows, valid, items, consts, xp):
-        """(ib, o, rows) predictions -> (ib // group, *partial_shape) partial sums."""
+        """``(ib, o, rows)`` predictions -> ``(ib // group, *partial_shape)`` partial sums."""
         raise NotImplementedError
 
     def finalize(self, total: np.ndarray) -> np.ndarray:

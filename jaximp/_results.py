@@ -30,11 +30,13 @@ class FeatureImportance:
     importances_mean : ndarray of shape (p, o)
         Point estimate of each feature's importance.
     importances_std : ndarray of shape (p, o) or None
-        Spread over repeats or bootstrap replicates; ``None`` for deterministic methods.
+        Standard deviation (``ddof=0``, as scikit-learn) over repeats or bootstrap replicates;
+        ``None`` for deterministic methods. :meth:`std` gives other ``ddof``.
     importances : ndarray of shape (p, o, r) or None
         Raw values for each repeat or replicate, when the method has any.
-    info : dict
-        Method-specific settings and extra arrays (loss name, baseline score, ...).
+    info : Details or dict
+        Method-specific settings and extra arrays (loss name, baseline score, ...): a typed
+        record (``info.baseline``) that also reads as a mapping (``info["baseline"]``).
     """
 
     method: str
@@ -74,6 +76,11 @@ class FeatureImportance:
         """Percentile intervals over repeats or replicates, shape (2, p, o)."""
         return self.quantiles(_interval_probabilities(confidence))
 
+    def std(self, ddof: int = 0) -> np.ndarray:
+        """Standard deviation over repeats or replicates, shape (p, o); ``ddof=1`` is R's
+        ``sd()`` (vip's ``StDev``), ``ddof=0`` equals ``importances_std``."""
+        return _spread(self.importances, ddof, self.method)
+
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature, output), sorted by decreasing importance.
 
@@ -107,24 +114,35 @@ class FeatureImportance:
         order = np.argsort(-self.importances_mean[:, column], kind="stable")
         return [self.feature_names[i] for i in order[:k]]
 
-    def plot(self, output: int | str = 0, ax=None):
-        """Horizontal bar chart with error bars where available; returns the Axes."""
-        import matplotlib.pyplot as plt
+    def plot(self, output: int | str = 0, ax=None, top: int | None = None,
+             style: str = "bar", errors: str = "auto"):
+        """Horizontal bars (or dots) of one output's importances, strongest at the top.
 
-        column = _output_index(self.output_names, output)
-        order = np.argsort(self.importances_mean[:, column], kind="stable")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 0.3 * len(order) + 1))
-        err = None if self.importances_std is None else self.importances_std[order, column]
-        ax.barh(
-            [self.feature_names[i] for i in order],
-            self.importances_mean[order, column],
-            xerr=err,
-            color="tab:blue",
-        )
-        ax.set_xlabel(f"{self.method} importance")
-        ax.set_title(str(self.output_names[column]))
-        return ax
+        Parameters
+        ----------
+        output : int or str, default 0
+        ax : matplotlib Axes, optional
+            Default: a new Figure sized to the number of features.
+        top : int, optional
+            Features to show, strongest first. Default: all up to 30 features, the 30
+            strongest past that (the title says so).
+        style : {"bar", "dot"}, default "bar"
+        errors : {"auto", "std", "interval", "none"}, default "auto"
+            Error bars: ``importances_std`` (``"std"``), the 95% percentile interval over
+            ``importances`` (``"interval"``), or the first of these the result has.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Notes
+        -----
+        Signed results (e.g. Olden's) are ranked by magnitude and coloured by sign (negative
+        red), with a line at zero. :func:`jaximp.plot_importances` compares several methods.
+        """
+        from ._plots import plot_importance
+
+        return plot_importance(self, output=output, ax=ax, top=top, style=style, errors=errors)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -146,7 +164,8 @@ class FeatureInteraction:
     values : ndarray of shape (s, o)
         Point estimate on all rows.
     values_std : ndarray of shape (s, o) or None
-        Bootstrap standard error (standard deviation over the replicates).
+        Bootstrap standard error: the standard deviation over the replicates, ``ddof=0`` as
+        every ``*_std`` field; :meth:`std` gives other ``ddof``.
     replicates : ndarray of shape (s, o, r) or None
         The statistic on each bootstrap replicate.
     info : dict
@@ -197,6 +216,11 @@ class FeatureInteraction:
         """
         return self.quantiles(_interval_probabilities(confidence))
 
+    def std(self, ddof: int = 0) -> np.ndarray:
+        """Standard deviation over the bootstrap replicates, shape (s, o); ``ddof=0`` equals
+        ``values_std``."""
+        return _spread(self.replicates, ddof, self.method)
+
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature set, output), strongest first.
 
@@ -246,24 +270,29 @@ class FeatureInteraction:
             table.loc[a, b] = table.loc[b, a] = value
         return table
 
-    def plot(self, output: int | str = 0, top: int = 10, ax=None):
-        """Horizontal bars of the ``top`` strongest feature sets, with interval whiskers."""
-        import matplotlib.pyplot as plt
+    def plot(self, output: int | str = 0, top: int | None = None, ax=None, kind: str = "bar",
+             errors: str = "auto"):
+        """Bars of the strongest feature sets, or a feature x feature heat map of pairs.
 
-        column = _output_index(self.output_names, output)
-        best = self.sorted(output)._take(np.arange(min(top, len(self)))[::-1])
-        labels = [" x ".join(fs) for fs in best.feature_sets]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 0.3 * len(labels) + 1))
-        err = None
-        if best.replicates is not None:
-            low, high = best.intervals()
-            value = best.values[:, column]
-            err = np.stack([value - low[:, column], high[:, column] - value]).clip(min=0)
-        ax.barh(labels, best.values[:, column], xerr=err, color="tab:purple")
-        ax.set_xlabel(self.method)
-        ax.set_title(str(self.output_names[column]))
-        return ax
+        Parameters
+        ----------
+        output : int or str, default 0
+        top : int, optional
+            ``kind="bar"``: feature sets to show, strongest first; ``kind="heatmap"``: features
+            to show, those with the strongest pairs. Default: all up to 30, the strongest 30
+            past that (the title says so).
+        ax : matplotlib Axes, optional
+        kind : {"bar", "heatmap"}, default "bar"
+            The heat map (pairs only) leaves pairs that were not computed blank.
+        errors : {"auto", "std", "interval", "none"}, default "auto"
+            Whiskers on the bars: the 95% bootstrap percentile interval (``"interval"``) or
+            ``values_std`` (``"std"``); ``"auto"`` takes the first the result has.
+
+        Returns the Axes.
+        """
+        from ._plots import plot_interaction
+
+        return plot_interaction(self, output=output, ax=ax, top=top, kind=kind, errors=errors)
 
     def _take(self, index: np.ndarray) -> "FeatureInteraction":
         s = len(self.feature_sets)
@@ -280,6 +309,18 @@ class FeatureInteraction:
             replicates=None if self.replicates is None else self.replicates[index],
             info=info,
         )
+
+
+def _spread(replicates, ddof, method: str) -> np.ndarray:
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
+        raise ValueError(f"ddof must be an int >= 0; got {ddof!r}.")
+    if replicates is None or replicates.shape[-1] <= ddof:
+        have = 0 if replicates is None else replicates.shape[-1]
+        raise ValueError(
+            f"method {method!r} has {have} repeats or replicates; std(ddof={ddof}) needs more "
+            "than ddof of them."
+        )
+    return replicates.std(axis=-1, ddof=ddof)
 
 
 def _interval_probabilities(confidence) -> tuple[float, float]:

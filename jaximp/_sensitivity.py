@@ -20,6 +20,7 @@ import numpy as np
 
 from ._common import as_key, prepare, select_outputs
 from ._data import Dataset, Feature
+from ._details import SensitivityDetails
 from ._engine import evaluate
 from ._loss import check_target
 from ._params import Choice, Int, validate_params
@@ -187,7 +188,7 @@ def sensitivity_importance(
         return FeatureImportance(
             method="sensitivity_max", feature_names=names, output_names=outputs,
             importances_mean=d_p / d_y,
-            info={"variant": variant, "D_p": d_p, "D_y": d_y, "n_values": n_values},
+            info=SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y, n_values=n_values),
         )
 
     prob = None if dataset.weights is None else w / w.sum()
@@ -216,6 +217,6 @@ def sensitivity_importance(
         importances_mean=importances.mean(axis=-1),
         importances_std=importances.std(axis=-1),
         importances=importances,
-        info={"variant": variant, "D_p": d_p, "D_y": d_y, "n_repeats": n_repeats,
-              "n_pairs": n_pairs},
+        info=SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y, n_repeats=n_repeats,
+                                n_pairs=n_pairs),
     )

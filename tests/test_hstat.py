@@ -217,7 +217,7 @@ def test_bootstrap_replicates_are_reweighted_reference_statistics(boot):
     np.testing.assert_allclose(boot.pairwise.values, plain.pairwise.values, rtol=1e-5,
                                atol=1e-8)
     np.testing.assert_allclose(boot.pairwise.values_std,
-                               boot.pairwise.replicates.std(axis=-1, ddof=1))
+                               boot.pairwise.replicates.std(axis=-1))
     frame = boot.to_frame()
     assert list(frame.columns) == ["feature_1", "feature_2", "output", "interaction", "std",
                                    "q025", "q975"]

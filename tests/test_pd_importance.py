@@ -201,7 +201,7 @@ def test_importance_bootstrap_replicates_are_reweighted_reference():
         for r in range(4):
             want = ref_importance(ice_ref, W30 * counts[r], "sd", "median", False)
             np.testing.assert_allclose(imp.importances[j, :, r], want, rtol=2e-4, atol=1e-6)
-    np.testing.assert_allclose(imp.importances_std, imp.importances.std(axis=-1, ddof=1))
+    np.testing.assert_allclose(imp.importances_std, imp.importances.std(axis=-1))
     plain = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, average="median")
     np.testing.assert_allclose(imp.importances_mean, plain.importances_mean, rtol=1e-6)
     frame = imp.to_frame()

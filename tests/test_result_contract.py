@@ -3,6 +3,8 @@ draws), top(k), a short repr, and the names of spreads and intervals."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -55,6 +57,23 @@ def test_feature_importance_vocabulary(results):
         assert text.startswith("FeatureImportance(") and "4 features" in text
         assert "array" not in text and len(text) < 300
         plt.close("all")
+        # one ddof convention: *_std is ddof 0 for repeats and bootstrap replicates alike
+        np.testing.assert_allclose(r.importances_std, r.importances.std(axis=-1))
+        np.testing.assert_allclose(r.std(), r.importances_std)
+        m = r.importances.shape[-1]
+        np.testing.assert_allclose(r.std(ddof=1), r.importances_std * np.sqrt(m / (m - 1)))
+
+
+def test_typed_details():
+    info = jaximp.permutation_importance(lambda A: A @ np.ones(4), X, Y, n_repeats=2).info
+    assert info.loss == info["loss"] == "mse" and info.n_repeats == 2
+    assert set(info) == {"loss", "kind", "baseline", "n_repeats", "n_samples", "sample_rows"}
+    assert dict(info)["baseline"].shape == (1,) and info.sample_rows is None
+    assert repr(info).startswith("PermutationDetails(") and "baseline=array(1,)" in repr(info)
+    with pytest.raises(KeyError):
+        info["no such field"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.loss = "mae"
 
 
 def test_feature_interaction_vocabulary(results):
@@ -71,7 +90,17 @@ def test_feature_interaction_vocabulary(results):
     pairs = results["h"].pairwise
     np.testing.assert_allclose(pairs.intervals(0.8),
                                np.quantile(pairs.replicates, [0.1, 0.9], axis=-1))
-    np.testing.assert_allclose(pairs.values_std, pairs.replicates.std(axis=-1, ddof=1))
+    np.testing.assert_allclose(pairs.values_std, pairs.replicates.std(axis=-1))
+    # one ddof convention (0, as scikit-learn); R's sd() on request
+    r = pairs.replicates
+    np.testing.assert_allclose(pairs.std(), pairs.values_std)
+    np.testing.assert_allclose(pairs.std(ddof=1),
+                               np.sqrt(((r - r.mean(-1, keepdims=True)) ** 2).sum(-1)
+                                       / (r.shape[-1] - 1)))
+    with pytest.raises(ValueError, match=r"^ddof must be an int >= 0; got -1\.$"):
+        pairs.std(ddof=-1)
+    with pytest.raises(ValueError, match=r"has 0 repeats or replicates; std\(ddof=1\)"):
+        results["pd_interaction"].std(ddof=1)
 
 
 def test_h_statistic_vocabulary(results):

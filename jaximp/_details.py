@@ -1,0 +1,211 @@
+"""Typed method details: what a method reports beside its estimates (``result.info``).
+
+Each method's details are a small frozen dataclass with documented fields (``info.baseline``);
+it is also a read-only mapping (``info["baseline"]``, ``dict(info)``), so code written for a
+plain dictionary keeps working. Fields a method does not use in a given call are None.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Details", "LinearDetails", "LocoDetails", "PermutationDetails",
+           "SensitivityDetails", "FilterDetails"]
+
+
+class Details(collections.abc.Mapping):
+    """Base of the typed details: fields as attributes and as a read-only mapping."""
+
+    def __getitem__(self, name: str) -> Any:
+        if not isinstance(name, str) or name not in self._names():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))
+
+    def __repr__(self) -> str:
+        def short(value):
+            if isinstance(value, np.ndarray):
+                return f"array{value.shape}"
+            if isinstance(value, (dict, list, tuple)) and len(value) > 4:
+                return f"{type(value).__name__}(len={len(value)})"
+            return repr(value)
+
+        fields = ", ".join(f"{name}={short(getattr(self, name))}" for name in self._names()
+                           if getattr(self, name) is not None)
+        return f"{type(self).__name__}({fields})"
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+_frozen = dataclasses.dataclass(frozen=True, repr=False, eq=False)
+
+
+@_frozen
+class PermutationDetails(Details):
+    """Details of :func:`jaximp.permutation_importance`.
+
+    Attributes
+    ----------
+    loss : str
+        The loss (or score) name.
+    kind : {"difference", "ratio"}
+    baseline : ndarray of shape (o,)
+        The loss on the intact rows.
+    n_repeats : int
+    n_samples : int
+        Rows used.
+    sample_rows : ndarray of shape (n_samples,) or None
+        Indices of the rows used (``max_samples``), None for all rows.
+    """
+
+    loss: str
+    kind: str
+    baseline: np.ndarray
+    n_repeats: int
+    n_samples: int
+    sample_rows: np.ndarray | None = None
+
+
+@_frozen
+class LocoDetails(Details):
+    """Details of :func:`jaximp.loco_importance`.
+
+    Attributes
+    ----------
+    strategy : {"refit", "mean", "median", "zero"}
+    loss : str
+    kind : {"difference", "ratio"}
+    baseline : ndarray of shape (o,)
+        The full model's loss.
+    losses : ndarray of shape (p, o)
+        The loss without each feature.
+    values : dict or None
+        Replacement values per feature (replacement strategies).
+    models : list or None
+        The refitted models, one per feature (``"refit"``).
+    full_model : object or None
+        The model refitted on every feature (``"refit"``).
+    """
+
+    strategy: str
+    loss: str
+    kind: str
+    baseline: np.ndarray
+    losses: np.ndarray
+    values: dict | None = None
+    models: list | None = None
+    full_model: Any = None
+
+
+@_frozen
+class SensitivityDetails(Details):
+    """Details of :func:`jaximp.sensitivity_importance`.
+
+    Attributes
+    ----------
+    variant : {"random", "max"}
+    D_p : ndarray of shape (p, o) or (p, o, r)
+        Mean absolute prediction difference per feature (per repeat for ``"random"``).
+    D_y : ndarray of shape (o,) or (o, r)
+        The target's scale: mean absolute difference of random pairs (per repeat) or range.
+    n_repeats, n_pairs : int or None
+        ``"random"`` only.
+    n_values : int or None
+        ``"max"`` only.
+    """
+
+    variant: str
+    D_p: np.ndarray
+    D_y: np.ndarray
+    n_repeats: int | None = None
+    n_pairs: int | None = None
+    n_values: int | None = None
+
+
+@_frozen
+class LinearDetails(Details):
+    """Details of :func:`jaximp.linear_importance`.
+
+    Attributes
+    ----------
+    family : {"gaussian", "binomial"}
+    n_obs : int
+    statistic : dict
+        Per feature: the name of its statistic, ``"t"``/``"z"`` (one column) or ``"F"``/
+        ``"wald"`` (a categorical or grouped feature).
+    statistics : dict
+        Per feature: the t or z statistic, or the F / Wald chi-square of a group.
+    df : dict
+        Per feature: its number of design columns.
+    coefficients, std_errors : dict
+        Per feature: coefficient(s) and standard error(s) in the data's units.
+    design_columns, reference : dict
+        Per feature: its design columns, and the reference level of a categorical feature.
+    intercept : float
+    sigma : float or None
+        Residual standard deviation (``"gaussian"``).
+    df_residual : int or None
+        Residual degrees of freedom (``"gaussian"``).
+    classes, positive_class, n_iter, converged
+        ``"binomial"``: the two classes, the one modelled, IRLS iterations, convergence.
+    """
+
+    family: str
+    n_obs: int
+    statistic: dict
+    statistics: dict
+    df: dict
+    coefficients: dict
+    std_errors: dict
+    design_columns: dict
+    reference: dict
+    intercept: float
+    sigma: float | None = None
+    df_residual: int | None = None
+    classes: Any = None
+    positive_class: Any = None
+    n_iter: int | None = None
+    converged: bool | None = None
+
+
+@_frozen
+class FilterDetails(Details):
+    """Details of :func:`jaximp.filter_importance`.
+
+    Attributes
+    ----------
+    method : {"auc", "t", "loess"}
+        The filter applied (``"auto"`` resolved).
+    task : {"classification", "regression"}
+    weighted : bool
+        Whether case weights were used.
+    classes : ndarray or None
+        Class labels (``"auc"``).
+    df : float or None
+        Residual degrees of freedom of the slope's t (``"t"``).
+    span, degree, surface : float, int, str or None
+        The LOESS settings (``"loess"``): span, local polynomial degree, and how the surface is
+        evaluated (``"direct"``: a local fit at every row).
+    """
+
+    method: str
+    task: str
+    weighted: bool
+    classes: Any = None
+    df: float | None = None
+    span: float | None = None
+    degree: int | None = None
+    surface: str | None = None

@@ -1,0 +1,353 @@
+"""Accumulated local effects against closed forms and an independent float64 NumPy reference."""
+
+import jax.numpy as jnp
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaximp._ale import ale, ale_importance, ale_interaction
+from jaximp._common import as_key
+from jaximp._edge import replicate_weights
+from jaximp._pd import partial_dependence
+
+matplotlib.use("Agg")
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def ref_edges(x, w, k):
+    """Weighted type-1 quantiles at 1/k..1 plus the minimum, deduplicated."""
+    order = np.argsort(x)
+    xs, share = x[order], np.cumsum(w[order]) / w.sum()
+    out = [x.min()]
+    for j in range(1, k + 1):
+        out.append(xs[np.nonzero(share >= j / k - 1e-12)[0][0]])
+    return np.unique(np.array(out + [x.max()]))
+
+
+def ref_bins(x, edges):
+    codes = np.array([max(0, min(len(edges) - 2, int(np.sum(edges < v)) - 1)) for v in x])
+    t = (x - edges[codes]) / (edges[codes + 1] - edges[codes])
+    return codes, np.clip(t, 0, 1)
+
+
+def ref_ale_numeric(f, X, j, edges, w):
+    """(uncentred, centred) curves at the edges, each (k + 1, o)."""
+    codes, t = ref_bins(X[:, j], edges)
+    lo, hi = X.copy(), X.copy()
+    lo[:, j], hi[:, j] = edges[codes], edges[codes + 1]
+    diff = np.atleast_2d(np.asarray(f(hi), np.float64).T).T - np.atleast_2d(
+        np.asarray(f(lo), np.float64).T).T
+    steps = np.array([np.average(diff[codes == k], axis=0, weights=w[codes == k])
+                      for k in range(len(edges) - 1)])
+    curve = np.vstack([np.zeros((1, diff.shape[1])), np.cumsum(steps, axis=0)])
+    rows = curve[codes] * (1 - t)[:, None] + curve[codes + 1] * t[:, None]
+    return curve, curve - np.average(rows, axis=0, weights=w)
+
+
+def ref_ale_categorical(f, X, j, order, w):
+    """Levels ``order`` (values of column j); steps average both neighbours' rows."""
+    pos = np.array([list(order).index(v) for v in X[:, j]])
+    out = [0.0]
+    for s in range(len(order) - 1):
+        up, down = X[pos == s].copy(), X[pos == s + 1].copy()
+        d_up = f(np.where(np.arange(X.shape[1]) == j, order[s + 1], up)) - f(up)
+        d_down = f(down) - f(np.where(np.arange(X.shape[1]) == j, order[s], down))
+        ww = np.concatenate([w[pos == s], w[pos == s + 1]])
+        out.append(out[-1] + np.average(np.concatenate([d_up, d_down]), weights=ww))
+    curve = np.array(out)
+    return curve - np.average(curve[pos], weights=w)
+
+
+def ref_ale_pair(f, X, j, l, e1, e2, w):
+    """ALEPlot's second-order steps, centred by the weighted mean of the bilinear
+    interpolation at the rows; also the weighted sd (the interaction strength)."""
+    c1, t1 = ref_bins(X[:, j], e1)
+    c2, t2 = ref_bins(X[:, l], e2)
+    k1, k2 = len(e1) - 1, len(e2) - 1
+
+    def at(a, b):
+        Z = X.copy()
+        Z[:, j], Z[:, l] = a, b
+        return np.asarray(f(Z), np.float64)
+
+    second = (at(e1[c1 + 1], e2[c2 + 1]) - at(e1[c1], e2[c2 + 1])
+              - at(e1[c1 + 1], e2[c2]) + at(e1[c1], e2[c2]))
+    delta, b = np.zeros((k1, k2)), np.zeros((k1, k2))
+    for a in range(k1):
+        for c in range(k2):
+            cell = (c1 == a) & (c2 == c)
+            b[a, c] = w[cell].sum()
+            if cell.any():
+                delta[a, c] = np.average(second[cell], weights=w[cell])
+    assert (b > 0).all(), "the reference assumes no empty cell"
+    F = np.zeros((k1 + 1, k2 + 1))
+    F[1:, 1:] = delta.cumsum(0).cumsum(1)
+    d = F[1:] - F[:-1]
+    f1 = np.concatenate([[0], np.cumsum((b * (d[:, :-1] + d[:, 1:]) / 2).sum(1) / b.sum(1))])
+    d = F[:, 1:] - F[:, :-1]
+    f2 = np.concatenate([[0], np.cumsum((b * (d[:-1] + d[1:]) / 2).sum(0) / b.sum(0))])
+    pure = F - f1[:, None] - f2[None, :]
+    rows = ((1 - t1) * (1 - t2) * pure[c1, c2] + t1 * (1 - t2) * pure[c1 + 1, c2]
+            + (1 - t1) * t2 * pure[c1, c2 + 1] + t1 * t2 * pure[c1 + 1, c2 + 1])
+    mean = np.average(rows, weights=w)
+    return pure - mean, np.sqrt(np.average((rows - mean) ** 2, weights=w))
+
+
+def smooth(X):
+    return np.sin(2 * X[:, 0]) * X[:, 1] + 0.5 * X[:, 2] ** 2 + X[:, 0] * X[:, 2]
+
+
+def smooth_jax(X):
+    return jnp.sin(2 * X[:, 0]) * X[:, 1] + 0.5 * X[:, 2] ** 2 + X[:, 0] * X[:, 2]
+
+
+def linear_jax(X):
+    return X @ jnp.array([1.5, -2.0, 0.0])
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(160, 3))
+    X[:, 1] += 0.6 * X[:, 0]
+    return X, rng.uniform(0.2, 2.0, size=160)
+
+
+# ----------------------------------------------------------------------------- closed forms
+
+
+def test_linear_model_is_coefficient_times_centred_feature(data):
+    X, w = data
+    result = ale(linear_jax, X, "x1", bins=7, sample_weight=w)
+    edges = result.edges[0]
+    np.testing.assert_allclose(result.centred[:, 0], -2.0 * (edges - np.average(X[:, 1],
+                                                                                 weights=w)),
+                               atol=2e-5)
+    np.testing.assert_allclose(result.uncentred[:, 0], -2.0 * (edges - edges[0]), atol=2e-5)
+    np.testing.assert_allclose(edges, ref_edges(X[:, 1], w, 7))
+    unweighted = ale(linear_jax, X, "x1", bins=7).edges[0]  # order statistics, no sort
+    np.testing.assert_allclose(unweighted, ref_edges(X[:, 1], np.ones(len(X)), 7))
+
+
+def test_additive_model_recovers_components_up_to_a_constant(data):
+    X, _ = data
+    f = lambda X: jnp.sin(2 * X[:, 0]) + X[:, 1] ** 2 + jnp.exp(0.3 * X[:, 2])  # noqa: E731
+    for j, g in [(0, lambda z: np.sin(2 * z)), (1, lambda z: z ** 2)]:
+        result = ale(f, X, j, bins=12)
+        offset = result.centred[:, 0] - g(result.edges[0])
+        np.testing.assert_allclose(offset, offset[0], atol=2e-5)
+
+
+def test_correlated_unused_feature_ale_flat_where_pd_extrapolates():
+    rng = np.random.default_rng(0)
+    x0 = rng.uniform(size=400)
+    X = np.column_stack([x0, x0 + rng.normal(scale=0.01, size=400)])
+
+    def f(X):  # x0 on the data; x1 matters only where |x0 - x1| > 0.1: off the data
+        return X[:, 0] + 10 * jnp.maximum(jnp.abs(X[:, 0] - X[:, 1]) - 0.1, 0)
+
+    flat = ale(f, X, "x1", bins=20)
+    np.testing.assert_allclose(flat.centred, 0, atol=1e-6)
+    used = ale(f, X, "x0", bins=20)
+    assert np.ptp(used.centred) > 0.9
+    pdp = partial_dependence(f, X, "x1", grid_resolution=10)
+    assert np.ptp(pdp.average) > 1.0  # the PD moves x1 far from x0: extrapolation
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def test_numeric_equals_numpy_reference_weighted_multi_output(data):
+    X, w = data
+    f2 = lambda X: np.column_stack([smooth(X), np.tanh(X[:, 1] * X[:, 2])])  # noqa: E731
+    fj = lambda X: jnp.stack([smooth_jax(X), jnp.tanh(X[:, 1] * X[:, 2])], axis=1)  # noqa
+    for j in range(3):
+        result = ale(fj, X, j, bins=6, sample_weight=w)
+        edges = ref_edges(X[:, j], w, 6)
+        uncentred, centred = ref_ale_numeric(f2, X, j, edges, w)
+        np.testing.assert_allclose(result.edges[0], edges)
+        np.testing.assert_allclose(result.uncentred, uncentred, atol=2e-5)
+        np.testing.assert_allclose(result.centred, centred, atol=2e-5)
+        codes, _ = ref_bins(X[:, j], edges)
+        np.testing.assert_array_equal(result.counts, np.bincount(codes, minlength=len(edges) - 1))
+
+
+def test_explicit_edges_and_host_model_equal_reference(data):
+    from sklearn.linear_model import LinearRegression
+
+    X, w = data
+    y = smooth(X)
+    model = LinearRegression().fit(X ** 2, y)
+
+    class Squared:
+        def predict(self, Z):
+            return model.predict(np.asarray(Z) ** 2)
+
+    edges = np.array([-4.0, -1.0, 0.0, 0.5, 4.0])
+    result = ale(Squared(), X, "x2", bins=edges, sample_weight=w)
+    _, centred = ref_ale_numeric(Squared().predict, X, 2, edges, w)
+    np.testing.assert_allclose(result.centred, centred, atol=1e-9)
+
+
+def test_categorical_equals_reference_and_level_order():
+    rng = np.random.default_rng(1)
+    n = 160
+    level_of_mean = np.array([2, 0, 3, 1])  # code k has its x1 mean at position level_of_mean[k]
+    codes = rng.integers(0, 4, n)
+    x1 = level_of_mean[codes] + rng.normal(scale=0.8, size=n)
+    x2 = level_of_mean[codes] + rng.normal(scale=0.8, size=n)
+    X = np.column_stack([codes, x1, x2]).astype(float)
+    w = rng.uniform(0.5, 1.5, n)
+    result = ale(smooth_jax, X, "x0", categorical=["x0"], sample_weight=w)
+    order = result.edges[0]
+    # levels ordered by the similarity of x1's and x2's distributions: by their mean
+    assert list(order) in ([1, 3, 0, 2], [2, 0, 3, 1])
+    np.testing.assert_allclose(result.centred[:, 0],
+                               ref_ale_categorical(smooth, X, 0, np.array(order, float), w),
+                               atol=2e-5)
+    frame = result.to_frame()
+    assert list(frame["value"]) == list(order)
+
+
+def test_onehot_group_matches_integer_coding():
+    rng = np.random.default_rng(2)
+    codes = rng.integers(0, 3, 160)
+    other = rng.normal(size=160) + codes
+    onehot = np.eye(3)[codes]
+    Xo = pd.DataFrame({"a": onehot[:, 0], "b": onehot[:, 1], "c": onehot[:, 2], "z": other})
+    Xi = np.column_stack([codes, other]).astype(float)
+    beta = jnp.array([0.0, 2.0, -1.0])
+    res_o = ale(lambda X: X[:, :3] @ beta + X[:, 3], Xo, "g", groups={"g": ["a", "b", "c"]})
+    res_i = ale(lambda X: beta[X[:, 0].astype(int)] + X[:, 1], Xi, "x0", categorical=["x0"])
+    assert [("a", "b", "c").index(v) for v in res_o.edges[0]] == list(res_i.edges[0])
+    np.testing.assert_allclose(res_o.centred, res_i.centred, atol=1e-5)
+
+
+def test_second_order_equals_reference_and_interaction(data):
+    X, w = data
+    result = ale(smooth_jax, X, ("x0", "x2"), bins=4, sample_weight=w)
+    e1, e2 = ref_edges(X[:, 0], w, 4), ref_edges(X[:, 2], w, 4)
+    surface, spread = ref_ale_pair(smooth, X, 0, 2, e1, e2, w)
+    assert result.centred.shape == (len(e1), len(e2), 1)
+    np.testing.assert_allclose(result.centred[..., 0], surface, atol=3e-5)
+    inter = ale_interaction(smooth_jax, X, pairs=[("x0", "x2"), ("x1", "x2")], bins=4,
+                            sample_weight=w)
+    np.testing.assert_allclose(inter.values[0, 0], spread, rtol=1e-4)
+    assert inter.values[1, 0] < 1e-5  # x1 and x2 enter additively
+    assert result.to_frame().shape == (len(e1) * len(e2), 5)
+
+
+def test_bootstrap_replicates_reweight_the_same_bins(data):
+    X, w = data
+    result = ale(smooth_jax, X, "x0", bins=4, sample_weight=w, n_bootstrap=3, random_state=7)
+    weights, _ = replicate_weights(w, 3, as_key(7))
+    for j in range(3):
+        _, centred = ref_ale_numeric(smooth, X, 0, result.edges[0], weights[j + 1])
+        np.testing.assert_allclose(result.replicates[j], centred, atol=3e-5)
+    low, high = result.interval()
+    assert np.all(low <= high)
+    assert {"lower", "upper"} <= set(result.to_frame().columns)
+
+
+def test_importance_closed_form_and_bootstrap(data):
+    X, w = data
+    imp = ale_importance(linear_jax, X, bins=8,
+                         sample_weight=w, n_bootstrap=3)
+    sd = np.sqrt(np.average((X - np.average(X, axis=0, weights=w)) ** 2, axis=0, weights=w))
+    np.testing.assert_allclose(imp.importances_mean[:, 0], [1.5 * sd[0], 2 * sd[1], 0],
+                               rtol=1e-5, atol=1e-6)
+    assert imp.importances.shape == (3, 1, 3) and imp.top(1) == ["x1"]
+
+
+def test_derivative_equals_finite_differences_on_smooth_model(mlp3):
+    X = np.random.default_rng(4).uniform(-1.5, 1.5, size=(160, 3))
+    f_jax, _, _ = mlp3
+    fd = ale_importance(f_jax, X, bins=30)
+    grad = ale_importance(f_jax, X, bins=30, derivative=True)
+    np.testing.assert_allclose(grad.importances_mean, fd.importances_mean, rtol=0.02)
+    for name in ("x0", "x1", "x2"):
+        a, b = fd.info["ale"][name], grad.info["ale"][name]
+        scale = np.ptp(a.centred)
+        np.testing.assert_allclose(b.centred, a.centred, atol=0.02 * scale)
+    # forward mode (one feature, one output) agrees with reverse mode (three features)
+    one = ale(f_jax, X, "x1", bins=30, derivative=True)
+    np.testing.assert_allclose(one.centred, grad.info["ale"]["x1"].centred, atol=1e-5)
+
+
+def test_small_memory_budget_chunks_rows_and_gradients(mlp3):
+    """A budget that forces many row blocks and chunks gives the reference curves, for
+    differences (the float64 twin of the model) and for gradients (per-bin means of
+    ``jax.grad`` at the rows, times the widths, accumulated and centred in float64)."""
+    import jax
+
+    f_jax, f_np, _ = mlp3
+    X = np.random.default_rng(5).normal(size=(2000, 3))
+    ones = np.ones(len(X))
+    small = ale_importance(f_jax, X, bins=6, memory_budget=1 << 16)
+    grads = np.asarray(jax.grad(lambda Z: f_jax(Z).sum())(jnp.asarray(X, jnp.float32)))
+    small_d = ale_importance(f_jax, X, bins=6, derivative=True, memory_budget=1 << 16)
+    for j, name in enumerate(("x0", "x1", "x2")):
+        edges = small.info["ale"][name].edges[0]
+        _, centred = ref_ale_numeric(f_np, X, j, edges, ones)
+        np.testing.assert_allclose(small.info["ale"][name].centred, centred, atol=2e-5)
+        codes, t = ref_bins(X[:, j], edges)
+        steps = np.bincount(codes, grads[:, j]) / np.bincount(codes) * np.diff(edges)
+        curve = np.concatenate([[0], np.cumsum(steps)])
+        curve -= np.mean(curve[codes] * (1 - t) + curve[codes + 1] * t)
+        np.testing.assert_allclose(small_d.info["ale"][name].centred[:, 0], curve, atol=2e-5)
+
+
+def test_alibi_agrees_on_uncentred_curve(data):
+    """alibi picks its own (linearly interpolated, adaptive) quantiles; given those edges the
+    bin assignment and steps agree. alibi centres by the bin-weighted mean of each bin's end
+    values, so the uncentred curves (its ``ale + ale0``) are compared."""
+    alibi_ale = pytest.importorskip("alibi.explainers.ale")
+    X, _ = data
+    q, values, offset = alibi_ale.ale_num(smooth, X, 0, min_bin_points=4)
+    result = ale(smooth_jax, X, "x0", bins=np.asarray(q))
+    assert result.uncentred.shape[0] == len(q)
+    np.testing.assert_allclose(result.uncentred, values + offset, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- edge
+
+
+def test_errors_name_the_parameter(data):
+    X, _ = data
+    f = lambda X: X[:, 0]  # noqa: E731
+    with pytest.raises(ValueError, match=r"bins must be an int >= 1; got 0\."):
+        ale(f, X, "x0", bins=0)
+    with pytest.raises(ValueError, match="must cover the data"):
+        ale(f, X, "x0", bins=[0.0, 1.0])
+    with pytest.raises(ValueError, match="one feature or a pair of features; got 3"):
+        ale(f, X, ["x0", "x1", "x2"])
+    with pytest.raises(ValueError, match="derivative=True computes first-order ALE of numeric"):
+        ale(f, X, ("x0", "x1"), derivative=True)
+    with pytest.raises(TypeError, match="derivative must be True or False"):
+        ale(f, X, "x0", derivative="yes")
+    from sklearn.linear_model import LinearRegression
+
+    host = LinearRegression().fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="derivative=True differentiates the model"):
+        ale(host, X, "x0", derivative=True)
+    Xc = np.column_stack([np.arange(len(X)) % 3, X[:, 0]])
+    with pytest.raises(ValueError, match="is categorical: its bins are its levels"):
+        ale(f, Xc, "x0", categorical=["x0"], bins=[0.0, 1.0, 2.0])
+
+
+def test_repr_frame_and_plots(data):
+    X, _ = data
+    one = ale(smooth_jax, X, "x0", bins=5, n_bootstrap=3)
+    assert repr(one).startswith("AccumulatedLocalEffects(x0: first-order, 5 bins")
+    assert list(one.to_frame().columns) == ["value", "count", "output", "ale", "ale_uncentred",
+                                            "lower", "upper"]
+    one.plot()
+    ale(smooth_jax, X, ("x0", "x1"), bins=3).plot()
+    Xc = np.column_stack([np.arange(len(X)) % 3, X[:, 1:]])
+    ale(smooth_jax, Xc, "x0", categorical=["x0"], n_bootstrap=3).plot()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
