@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # test processes: most of the suite's time is single-threaded XLA compilation
 TEST_WORKERS ?= 2
 
-.PHONY: demo test bench docs clean
+.PHONY: demo test bench docs notebooks clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,14 @@ $(VENV)/.docs-installed: $(VENV)/.installed
 # HTML documentation in build/docs/html; warnings are errors
 docs: $(VENV)/.docs-installed
 	$(PY) -m sphinx -W --keep-going -b html docs build/docs/html
+
+$(VENV)/.notebooks-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[notebooks]"
+	touch $@
+
+# run every notebook in notebooks/ at full size and store its outputs in place
+notebooks: $(VENV)/.notebooks-installed
+	$(PY) notebooks/run.py
 
 clean:
 	rm -rf $(VENV) jaximp-report build *.egg-info

@@ -40,6 +40,7 @@ from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spr
 from ._report import ReportSection, write_report
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
+from ._shapley import ShapleyInteractions, ShapleyValues, shapley_interactions, shapley_values
 from ._trees import impurity_importance, tree_partial_dependence, tree_predictor
 
 __version__ = "0.1.0"
@@ -69,6 +70,8 @@ __all__ = [
     "Predictor",
     "Reducer",
     "ReportSection",
+    "ShapleyInteractions",
+    "ShapleyValues",
     "Spread",
     "Stacked",
     "ale",
@@ -106,6 +109,8 @@ __all__ = [
     "plot_importances",
     "predict_rows",
     "sensitivity_importance",
+    "shapley_interactions",
+    "shapley_values",
     "tree_partial_dependence",
     "tree_predictor",
     "write_report",

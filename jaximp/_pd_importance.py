@@ -282,7 +282,7 @@ def pd_importance(
         PD; an effect that averages out in the PD (a pure interaction) still counts.
     measure : {"auto", "sd", "mad", "range4"}, default "auto"
         Flatness measure. ``"auto"``: ``"sd"`` for continuous and ``"range4"`` for categorical and
-        one-hot features (the seed paper's rule). ``"mad"``: median absolute deviation (scaled by
+        one-hot features (Greenwell et al.'s rule). ``"mad"``: median absolute deviation (scaled by
         1.4826 to estimate a standard deviation), robust to a few extreme PD values.
     average : {"mean", "median", "trimmed"}, default "mean"
         How ICE curves are averaged into the PD (weighted by ``sample_weight``); the ICE variant
@@ -292,7 +292,7 @@ def pd_importance(
         Fraction of the total weight trimmed from each tail by ``average="trimmed"``.
     grid, grid_resolution, percentiles
         The grid of each feature, as in :func:`jaximp.partial_dependence`. The defaults follow
-        the ``pdp``/``vip`` R packages of the seed paper: 51 evenly spaced points from the minimum
+        the ``pdp``/``vip`` R packages used by Greenwell et al. (2018): 51 evenly spaced points from the minimum
         to the maximum (every distinct value when there are at most 51).
     output : int, str or list, optional
         Model outputs to keep (default all); importance is computed per output.

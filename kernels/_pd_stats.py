@@ -71,11 +71,11 @@ def flatness(values: Float[Array, " g"], measure: str = "sd") -> Float[Array, ""
     values : array of shape (g,), g >= 2
         A PD (or ICE) curve on its grid; every grid point counts once.
     measure : {"sd", "mad", "range4"}, default "sd"
-        ``"sd"``: sample standard deviation (ddof = 1), the seed paper's measure for continuous
+        ``"sd"``: sample standard deviation (ddof = 1), Greenwell et al.'s (2018) measure for continuous
         features. ``"range4"``: ``(max - min) / 4``, its measure for categorical features.
         ``"mad"``: median absolute deviation from the median, times 1.4826 (as R's
         ``stats::mad``) so that it estimates the standard deviation of normal data; the robust
-        choice suggested in the seed paper's discussion.
+        choice suggested in Greenwell et al.'s (2018) discussion.
 
     Returns
     -------
@@ -225,7 +225,7 @@ def ice_importance(
 def pd_interaction_strength(
     pd: Float[Array, "g1 g2"], measure_1: str = "sd", measure_2: str = "sd"
 ) -> Float[Array, ""]:
-    """The PD interaction statistic of a pair from its 2-D partial dependence (seed 002, 3.2).
+    """The PD interaction statistic of a pair from its 2-D partial dependence (Greenwell et al. 2018, section 3.2).
 
     For each grid value of feature 2, the flatness of the PD as feature 1 varies,
     ``imp(x1 | x2)``; the spread of these over the grid of feature 2. The same with the roles

@@ -1,0 +1,334 @@
+"""Shapley values and interactions: float64 NumPy brute force, shap, sampling rate, validation."""
+
+import importlib.util
+import itertools
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import random_mlp
+
+from jaximp._shapley import (
+    ShapleyValues,
+    interaction_weights,
+    shapley_interactions,
+    shapley_values,
+    shapley_weights,
+)
+
+HAVE_SHAP = importlib.util.find_spec("shap") is not None
+
+
+def as32(a):
+    """Values the model sees exactly (it evaluates float32 inputs)."""
+    return np.asarray(a, np.float32).astype(np.float64)
+
+
+def coalition_value(f_np, x, B, w, columns):
+    """Float64 v_x(S): background rows with ``columns`` set to x's, weighted mean."""
+    Z = B.copy()
+    Z[:, columns] = x[columns]
+    return np.average(f_np(Z), axis=0, weights=w)
+
+
+def brute_force(f_np, X, B, w, players):
+    """Shapley values (n, p, ...) by the subset formula; players are lists of columns."""
+    p = len(players)
+    out = []
+    for x in X:
+        def v(S):
+            return coalition_value(f_np, x, B, w, [c for j in S for c in players[j]])
+
+        row = []
+        for j in range(p):
+            others = [k for k in range(p) if k != j]
+            total = 0.0
+            for s in range(p):
+                weight = math.factorial(s) * math.factorial(p - s - 1) / math.factorial(p)
+                for S in itertools.combinations(others, s):
+                    total = total + weight * (v(S + (j,)) - v(S))
+            row.append(total)
+        out.append(row)
+    return np.array(out)
+
+
+def brute_force_interactions(f_np, X, B, w, p):
+    """The pairwise Shapley interaction index I (n, p, p), 0 on the diagonal."""
+    out = np.zeros((len(X), p, p))
+    for i, x in enumerate(X):
+        def v(S):
+            return coalition_value(f_np, x, B, w, list(S))
+
+        for j, k in itertools.permutations(range(p), 2):
+            others = [q for q in range(p) if q not in (j, k)]
+            for s in range(p - 1):
+                weight = math.factorial(s) * math.factorial(p - s - 2) / math.factorial(p - 1)
+                for S in itertools.combinations(others, s):
+                    out[i, j, k] += weight * (v(S + (j, k)) - v(S + (j,)) - v(S + (k,)) + v(S))
+    return out
+
+
+@pytest.fixture(scope="module")
+def game():
+    """A two-output tanh MLP on 4 features, 5 explained rows, 12 weighted background rows."""
+    rng = np.random.default_rng(0)
+    f_jax, f_np, _ = random_mlp(3, sizes=(4, 8, 8, 2))
+    X = as32(rng.normal(size=(5, 4)))
+    B = as32(rng.normal(size=(12, 4)))
+    w = rng.uniform(0.2, 3.0, size=12)
+    return f_jax, f_np, X, B, w
+
+
+def test_weight_matrices_closed_forms():
+    for p in (1, 2, 5):
+        M = shapley_weights(p)
+        # phi of the "unanimity" game v(S) = 1{S = N}: 1/p each; of v(S) = |S|: 1 each
+        full = np.zeros(2 ** p)
+        full[-1] = 1.0
+        np.testing.assert_allclose(full @ M, np.full(p, 1.0 / p), rtol=1e-14)
+        sizes = np.array([bin(t).count("1") for t in range(2 ** p)], float)
+        np.testing.assert_allclose(sizes @ M, np.ones(p), rtol=1e-12)
+    W = interaction_weights(4)
+    pair = np.array([float(t & 0b11 == 0b11) for t in range(16)])  # v(S) = 1{0, 1 in S}
+    I = np.einsum("t,tjk->jk", pair, W)
+    expected = np.zeros((4, 4))
+    expected[0, 1] = expected[1, 0] = 1.0
+    np.testing.assert_allclose(I, expected, atol=1e-14)
+
+
+def test_exact_equals_numpy_brute_force_with_weighted_background(game):
+    f_jax, f_np, X, B, w = game
+    sv = shapley_values(f_jax, X, B, background_weight=w)
+    ref = brute_force(f_np, X, B, w, [[0], [1], [2], [3]])  # (n, p, o)
+    assert isinstance(sv, ShapleyValues) and sv.method == "exact"
+    assert sv.values.shape == (5, 4, 2) and sv.standard_errors is None
+    np.testing.assert_allclose(sv.values, ref, atol=2e-6)
+    base = np.average(f_np(B), axis=0, weights=w)
+    np.testing.assert_allclose(sv.base_values, base, atol=1e-6)
+    # efficiency: the values sum to f(x) - base for every row and output
+    np.testing.assert_allclose(sv.values.sum(axis=1), f_np(X) - sv.base_values, atol=2e-6)
+    np.testing.assert_array_equal(sv.data, X)
+
+
+def test_groups_play_as_one_and_dataframe_equals_array():
+    rng = np.random.default_rng(2)
+    levels = rng.integers(0, 3, size=30)
+    onehot = np.eye(3)[levels]
+    other = as32(rng.normal(size=(30, 2)))
+    A = np.c_[other[:, :1], onehot, other[:, 1:]]
+    frame = pd.DataFrame(A, columns=["a", "c0", "c1", "c2", "b"])
+    coef = np.array([1.0, 0.5, -1.0, 2.0, -0.7])
+
+    def f_np(Z):
+        return np.sin(Z @ coef) + Z[:, 0] * Z[:, 4]
+
+    def f_jax(Z):
+        return jnp.sin(Z @ jnp.asarray(coef, jnp.float32)) + Z[:, 0] * Z[:, 4]
+
+    groups = {"color": ["c0", "c1", "c2"]}
+    sv = shapley_values(f_jax, frame.iloc[:4], frame, groups=groups, background_size=None)
+    assert sv.feature_names == ("a", "color", "b")
+    ref = brute_force(f_np, A[:4], A, np.ones(30), [[0], [1, 2, 3], [4]])
+    np.testing.assert_allclose(sv.values[..., 0], ref, atol=2e-6)
+    np.testing.assert_array_equal(sv.data[:, 1], levels[:4])  # one-hot level index
+    again = shapley_values(f_jax, A[:4], A, feature_names=list(frame.columns), groups=groups,
+                           background_size=None)
+    np.testing.assert_allclose(again.values, sv.values, atol=1e-7)
+
+
+def test_feature_subset_keeps_other_columns_at_the_background(game):
+    f_jax, f_np, X, B, w = game
+    sv = shapley_values(f_jax, X, B, background_weight=w, features=["x0", "x2", "x3"])
+    ref = brute_force(f_np, X, B, w, [[0], [2], [3]])
+    np.testing.assert_allclose(sv.values, ref, atol=2e-6)
+    joint = np.array([coalition_value(f_np, x, B, w, [0, 2, 3]) for x in X])
+    np.testing.assert_allclose(sv.values.sum(axis=1), joint - sv.base_values, atol=2e-6)
+
+
+@pytest.mark.skipif(not HAVE_SHAP, reason="shap is not installed")
+def test_exact_equals_shap_exact_explainer(monkeypatch):
+    # shap's numba kernels compile for about a minute on first use; as plain Python they
+    # take milliseconds at this size (shap not yet imported by any other test)
+    numba = pytest.importorskip("numba")
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    import shap
+
+    rng = np.random.default_rng(4)
+    f_jax, f_np, _ = random_mlp(5, sizes=(5, 16, 1))
+    X = as32(rng.normal(size=(3, 5)))
+    B = as32(rng.normal(size=(15, 5)))
+    explainer = shap.ExactExplainer(f_np, shap.maskers.Independent(B, max_samples=len(B)))
+    theirs = explainer(X)
+    ours = shapley_values(f_jax, X, B)
+    np.testing.assert_allclose(ours.values[..., 0], theirs.values, atol=2e-6)
+    np.testing.assert_allclose(ours.base_values[0], theirs.base_values[0], atol=1e-6)
+
+
+def three_way(Z):
+    """A model with three-way interactions: antithetic pairs are exact for models with only
+    main effects and pairwise interactions, so a sampling test needs more."""
+    return Z[:, 0] * Z[:, 1] * Z[:, 2] + jnp.sin(Z[:, 3] * Z[:, 4] * Z[:, 5] + Z[:, 0]) \
+        + jnp.maximum(Z[:, 1] + Z[:, 3] + Z[:, 5], 0.0)
+
+
+def test_sampling_is_unbiased_efficient_and_shrinks_like_one_over_sqrt_samples():
+    rng = np.random.default_rng(5)
+    X, B = rng.normal(size=(16, 6)), rng.normal(size=(20, 6))
+    f = three_way
+    exact = shapley_values(f, X, B).values
+    counts = [4, 16, 64]
+    errors, reported, z = [], [], []
+    for m in counts:
+        sv = shapley_values(f, X, B, method="permutation", n_permutations=m, random_state=1)
+        assert sv.method == "permutation" and sv.info["n_permutations"] == m
+        # efficiency holds for every sampled order, so for the estimate
+        np.testing.assert_allclose(sv.values.sum(axis=1), exact.sum(axis=1), atol=2e-5)
+        errors.append(np.sqrt(np.mean((sv.values - exact) ** 2)))
+        reported.append(np.sqrt(np.mean(sv.standard_errors ** 2)))
+        noisy = sv.standard_errors > 1e-3  # features in no three-way term are sampled exactly
+        z.append(((sv.values - exact)[noisy] / sv.standard_errors[noisy]))
+    slope = np.polyfit(np.log(counts), np.log(errors), 1)[0]
+    assert -0.8 < slope < -0.3, (slope, errors)
+    # the standard errors describe the actual error
+    ratio = np.array(errors) / np.array(reported)
+    assert np.all((ratio > 0.5) & (ratio < 2.0)), ratio
+    # unbiased: the standardized errors average to about 0 (t statistics, heavy-ish tails)
+    z = np.concatenate(z)
+    assert abs(z.mean()) < 5 * z.std() / np.sqrt(z.size), (z.mean(), z.std(), z.size)
+
+
+def test_interactions_equal_brute_force_and_sum_to_shapley_values(game):
+    f_jax, f_np, X, B, w = game
+    si = shapley_interactions(f_jax, X[:3], B, background_weight=w)
+    assert si.values.shape == (3, 4, 4, 2)
+    for k in range(2):
+        ref = brute_force_interactions(lambda Z: f_np(Z)[:, k], X[:3], B, w, 4)
+        off = ~np.eye(4, dtype=bool)
+        np.testing.assert_allclose(si.values[..., k][:, off], 0.5 * ref[:, off], atol=2e-6)
+    np.testing.assert_allclose(si.values, np.swapaxes(si.values, 1, 2), atol=1e-12)
+    phi = brute_force(f_np, X[:3], B, w, [[0], [1], [2], [3]])
+    np.testing.assert_allclose(si.values.sum(axis=2), phi, atol=2e-6)
+    np.testing.assert_allclose(si.shapley_values().values, phi, atol=2e-6)
+
+
+def test_interactions_vanish_for_an_additive_model():
+    rng = np.random.default_rng(6)
+    X, B = rng.normal(size=(4, 5)), rng.normal(size=(10, 5))
+    si = shapley_interactions(lambda Z: jnp.sin(Z[:, 0]) + Z[:, 1] ** 2 + jnp.exp(Z[:, 2] / 3)
+                              + Z[:, 3] - Z[:, 4], X, B)
+    off = ~np.eye(5, dtype=bool)
+    assert np.abs(si.values[:, off]).max() < 1e-6
+    table = si.interaction().matrix()
+    assert np.nanmax(table.to_numpy()) < 1e-6
+
+
+def test_scikit_learn_model_linear_closed_form():
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 3))
+    model = LinearRegression().fit(X, X @ np.array([1.5, -2.0, 0.5]) + 0.1 * rng.normal(size=60))
+    w = rng.uniform(0.5, 2.0, size=60)
+    sv = shapley_values(model, X[:6], X, background_weight=w, background_size=None)
+    # linear model, independent background: phi_j = beta_j (x_j - weighted mean of b_j)
+    ref = model.coef_ * (X[:6] - np.average(X, axis=0, weights=w))
+    np.testing.assert_allclose(sv.values[..., 0], ref, atol=1e-9)
+    np.testing.assert_allclose(sv.base_values[0], np.average(model.predict(X), weights=w),
+                               atol=1e-9)
+
+
+def test_default_background_is_a_keyed_subsample_of_x_with_its_weights():
+    rng = np.random.default_rng(8)
+    X = as32(rng.normal(size=(40, 3)))
+    w = rng.uniform(0.5, 2.0, size=40)
+
+    def f(Z):
+        return Z[:, 0] * Z[:, 1] + Z[:, 2]
+
+    sv = shapley_values(f, X[:4], background_size=10, random_state=3)  # X[:4] has 4 rows
+    assert sv.info["background_rows"] is None and sv.info["n_background"] == 4
+    sv = shapley_values(f, X, sample_weight=w, background_size=10, random_state=3)
+    rows = sv.info["background_rows"]
+    assert rows.shape == (10,) and len(set(rows)) == 10
+    f_np = lambda Z: Z[:, 0] * Z[:, 1] + Z[:, 2]  # noqa: E731
+    np.testing.assert_allclose(sv.base_values[0], np.average(f_np(X[rows]), weights=w[rows]),
+                               atol=1e-6)
+    ref = brute_force(lambda Z: f_np(Z)[:, None], X[:3], X[rows], w[rows], [[0], [1], [2]])
+    np.testing.assert_allclose(sv.values[:3], ref, atol=2e-6)
+    same = shapley_values(f, X, sample_weight=w, background_size=10, random_state=3)
+    np.testing.assert_array_equal(same.values, sv.values)
+    # importance: the weighted mean |value| over the explained rows
+    imp = sv.importance()
+    assert imp.method == "shapley"
+    np.testing.assert_allclose(imp.importances_mean,
+                               np.einsum("n,npo->po", w, np.abs(sv.values)) / w.sum())
+
+
+def test_row_groups_under_a_small_memory_budget_give_the_same_values():
+    rng = np.random.default_rng(9)
+    X, B = rng.normal(size=(60, 6)), rng.normal(size=(8, 6))
+    f = three_way
+    whole = shapley_values(f, X, B)
+    # 63 coalitions x 24 bytes per explained row: 43 rows per engine call
+    pieces = shapley_values(f, X, B, memory_budget=1 << 16)
+    np.testing.assert_allclose(pieces.values, whole.values, atol=2e-6)
+    sampled = [shapley_values(f, X, B, method="permutation", n_permutations=4,
+                              memory_budget=budget) for budget in (None, 1 << 16)]
+    np.testing.assert_allclose(sampled[0].values, sampled[1].values, atol=2e-6)
+
+
+def test_result_read_outs_and_plots(game):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    f_jax, _, X, B, w = game
+    sv = shapley_values(f_jax, X, B, method="permutation", n_permutations=4)
+    frame = sv.to_frame()
+    assert list(frame.columns) == ["row", "feature", "output", "value", "feature_value", "std"]
+    assert len(frame) == 5 * 4 * 2
+    first = frame[(frame.row == 2) & (frame.feature == "x1") & (frame.output == "y1")]
+    assert first.value.item() == sv.values[2, 1, 1] and first.feature_value.item() == X[2, 1]
+    assert repr(sv).startswith("ShapleyValues('permutation', 5 rows x 4 features")
+    assert sv.plot().get_xlabel().startswith("Shapley value")
+    assert sv.plot("dependence", feature="x2", output="y1").get_xlabel() == "x2"
+    with pytest.raises(ValueError, match=r"a dependence plot needs feature= \(a name or an "
+                                         r"index\); got None\."):
+        sv.plot("dependence")
+    si = shapley_interactions(f_jax, X[:2], B)
+    assert len(si.to_frame()) == 2 * 4 * 4 * 2
+    assert repr(si).startswith("ShapleyInteractions('exact', 2 rows x 4 features")
+    si.plot()
+
+
+def test_validation_messages(game):
+    f_jax, _, X, B, _ = game
+    with pytest.raises(ValueError, match=r"method must be one of \('auto', 'exact', "
+                                         r"'permutation'\); got 'kernel'\."):
+        shapley_values(f_jax, X, B, method="kernel")
+    with pytest.raises(ValueError, match=r"n_permutations must be an even int >= 4 "
+                                         r"\(antithetic pairs, .*\); got 5\."):
+        shapley_values(f_jax, X, B, n_permutations=5)
+    with pytest.raises(ValueError, match=r"background_size must be an int >= 1; got 0\."):
+        shapley_values(f_jax, X, B, background_size=0)
+    with pytest.raises(ValueError, match=r"background must have the 4 columns of X; got "
+                                         r"shape \(12, 3\)\."):
+        shapley_values(f_jax, X, B[:, :3])
+    with pytest.raises(ValueError, match=r"background_weight needs an explicit background"):
+        shapley_values(f_jax, X, background_weight=np.ones(5))
+    wide = np.zeros((2, 17))
+    with pytest.raises(ValueError, match=r"method='exact' handles at most 16 features or "
+                                         r"groups \(2\^p coalitions per row\); got 17\."):
+        shapley_values(lambda Z: Z.sum(axis=1), wide, wide, method="exact")
+    with pytest.raises(ValueError, match=r"shapley_interactions handles at most 12 features "
+                                         r"or groups \(2\^p coalitions per row\); got 17\."):
+        shapley_interactions(lambda Z: Z.sum(axis=1), wide, wide)
+
+
+def test_background_categories_must_match_x():
+    X = pd.DataFrame({"a": [0.5, 1.0, 2.0], "c": pd.Categorical(["u", "v", "u"])})
+    B = pd.DataFrame({"a": [1.0, 0.0], "c": pd.Categorical(["u", "v"], categories=["v", "u"])})
+    with pytest.raises(ValueError, match=r"background column 'c' must have the same categories "
+                                         r"as X's, so that their codes agree"):
+        shapley_values(lambda Z: Z.sum(axis=1), X, B)
