@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Details", "LinearDetails", "LocoDetails", "PermutationDetails",
-           "SensitivityDetails", "FilterDetails"]
+__all__ = ["Details", "FilterDetails", "HDetails", "LinearDetails", "LocoDetails",
+           "PDImportanceDetails", "PDInteractionDetails", "PermutationDetails",
+           "SensitivityDetails", "WeightDetails"]
 
 
 class Details(collections.abc.Mapping):
@@ -209,3 +210,92 @@ class FilterDetails(Details):
     span: float | None = None
     degree: int | None = None
     surface: str | None = None
+
+
+@_frozen
+class PDImportanceDetails(Details):
+    """Details of :func:`jaximp.pd_importance` (and the ICE variant).
+
+    Attributes
+    ----------
+    measure : dict
+        Per feature: the flatness measure used (``"sd"``, ``"mad"``, ``"range"``...).
+    average : str
+    trim : float
+    grid_values : dict
+        Per feature: its grid (g,).
+    pd : dict
+        Per feature: its PD curve (g, o).
+    n_bootstrap : int
+    bootstrap_counts : ndarray of shape (r, n) or None
+        How often each row was drawn in each bootstrap replicate.
+    """
+
+    measure: dict
+    average: str
+    trim: float
+    grid_values: dict
+    pd: dict
+    n_bootstrap: int
+    bootstrap_counts: np.ndarray | None = None
+
+
+@_frozen
+class PDInteractionDetails(Details):
+    """Details of :func:`jaximp.pd_interaction`.
+
+    Attributes
+    ----------
+    measure, average, trim
+        As :class:`PDImportanceDetails`.
+    pd : dict
+        Per pair: its 2-D PD (g1, g2, o).
+    n_bootstrap : int
+    bootstrap_counts : ndarray of shape (r, n) or None
+    """
+
+    measure: Any
+    average: str
+    trim: float
+    pd: dict
+    n_bootstrap: int
+    bootstrap_counts: np.ndarray | None = None
+
+
+@_frozen
+class HDetails(Details):
+    """Details of one kind of H-statistic (``HStatistic.overall``, ``.pairwise``...).
+
+    Attributes
+    ----------
+    numerator, denominator : ndarray of shape (s, o)
+        Full-sample numerator and denominator of each feature set's statistic.
+    normalized, squared : bool
+        The read-out options.
+    """
+
+    numerator: np.ndarray
+    denominator: np.ndarray
+    normalized: bool
+    squared: bool
+
+
+@_frozen
+class WeightDetails(Details):
+    """Details of :func:`jaximp.garson_importance`, :func:`jaximp.olden_importance` and
+    :func:`jaximp.gedeon_importance`.
+
+    Attributes
+    ----------
+    layer_sizes : tuple of int
+        The network's layer sizes.
+    units, reduce : str or None
+        Gedeon's settings.
+    groups : dict or None
+        The input columns summed into each group.
+    """
+
+    layer_sizes: tuple
+    units: str | None = None
+    reduce: str | None = None
+    groups: dict | None = None

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import as_key, check_int, prepare, select_outputs
+from ._ale import ale_importance
 from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights
 from ._hstat import h_statistic
 from ._loco import loco_importance
@@ -21,15 +22,17 @@ from ._pd_importance import _MEASURE_CHOICES, _importance_from_pds, _interaction
 from ._permutation import permutation_importance
 from ._results import FeatureImportance, FeatureInteraction, _output_index
 from ._sensitivity import sensitivity_importance
+from ._shapley import shapley_values
 
 __all__ = ["Explanation", "explain", "kendall_tau_b"]
 
 METHODS = ("pd_importance", "pd_interaction", "h_statistic", "permutation", "loco",
-           "sensitivity", "garson", "olden")
+           "sensitivity", "garson", "olden", "ale", "shapley")
 _NEEDS_Y = ("permutation", "loco", "sensitivity")
 _WEIGHT_METHODS = {"garson": garson_importance, "olden": olden_importance}
 _FUNCTIONS = {"h_statistic": h_statistic, "permutation": permutation_importance,
-              "loco": loco_importance, "sensitivity": sensitivity_importance}
+              "loco": loco_importance, "sensitivity": sensitivity_importance,
+              "ale": ale_importance, "shapley": shapley_values}
 # Arguments explain passes itself; the per-method options may not set them.
 _RESERVED = {"model", "X", "y", "features", "output", "random_state", "sample_weight",
              "feature_names", "categorical", "groups", "variables", "memory_budget", "progress",
@@ -351,7 +354,9 @@ def explain(
         Targets; needed by ``"permutation"``, ``"loco"`` and ``"sensitivity"``.
     methods : list of str, optional
         From ``"pd_importance"``, ``"pd_interaction"``, ``"h_statistic"``, ``"permutation"``,
-        ``"loco"``, ``"sensitivity"``, ``"garson"``, ``"olden"``. Default: the three PD-based
+        ``"loco"``, ``"sensitivity"``, ``"garson"``, ``"olden"``, ``"ale"`` (ALE importance),
+        ``"shapley"`` (mean absolute Shapley value; exact up to 14 features, on ``X`` as
+        explained rows and a background of 100 of them). Default: the three PD-based
         methods (interactions only with at least two features); with ``y`` also permutation
         and sensitivity importance; LOCO when ``fit`` is given; Garson and Olden when
         :func:`jaximp.extract_weights` reads the model's weights.
@@ -455,6 +460,12 @@ def explain(
             if step == "partial_dependence":
                 pds = _pd_methods(results, dataset, predictor, chosen, pair_list, listed,
                                   options, grid_resolution, n_bootstrap, key, output, engine)
+            elif step == "ale":
+                results[step] = ale_importance(predictor, dataset, n_bootstrap=n_bootstrap,
+                                               **shared, **options.get(step, {}))
+            elif step == "shapley":
+                results[step] = _shapley_importance(predictor, dataset, names, output, engine,
+                                                    random_state, options.get(step, {}))
             elif step == "h_statistic":
                 results[step] = h_statistic(predictor, dataset, n_bootstrap=n_bootstrap,
                                             **shared, **options.get(step, {}))
@@ -520,6 +531,18 @@ def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
             counts, measure=options.get("pd_interaction", {}).get("measure", "auto"),
             **common)
     return PartialDependences({f.name: r for f, r in zip(chosen, evaluated[:p])})
+
+
+def _shapley_importance(predictor, dataset, names, output, engine, random_state, options):
+    """Mean absolute Shapley value of every row of the data, for the outputs asked for."""
+    values = shapley_values(predictor, dataset, features=names, random_state=random_state,
+                            **engine, **options)
+    result = values.importance()
+    keep = select_outputs(result.output_names, output)
+    return FeatureImportance(
+        method=result.method, feature_names=result.feature_names,
+        output_names=tuple(result.output_names[j] for j in keep),
+        importances_mean=result.importances_mean[:, keep], info=result.info)
 
 
 def _weight_method(method, model, dataset, predictor, names, output) -> FeatureImportance:

@@ -25,6 +25,7 @@ import pandas as pd
 from jaximp.kernels import _pd_stats as K
 
 from ._common import as_key, check_bool, prepare, select_outputs
+from ._details import HDetails
 from ._edge import (
     check_n_bootstrap,
     replicate_weights,
@@ -688,8 +689,8 @@ def _statistic(kind: str, raw: _RawStatistic, floor, output_names, normalized, s
     num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
     constant = np.where(den <= floor[None], 0.0, num)  # a zero numerator reads as 0
     point, std, replicates = summaries(K.h_value(constant, den, normalized, squared, eps, np))
-    info = {"numerator": num[..., 0], "denominator": den[..., 0], "normalized": normalized,
-            "squared": squared}
+    info = HDetails(numerator=num[..., 0], denominator=den[..., 0], normalized=normalized,
+                    squared=squared)
     if kind in ("overall", "total"):
         return FeatureImportance(
             method=f"h_{kind}", feature_names=tuple(fs[0] for fs in raw.feature_sets),

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaximp._details import WeightDetails
 from jaximp._results import FeatureImportance
 from jaximp.kernels._weights import garson as _garson_kernel
 from jaximp.kernels._weights import gedeon_shares as _gedeon_shares_kernel
@@ -530,11 +531,13 @@ def _result(
     groups: Mapping | None,
     info: dict[str, Any],
 ) -> FeatureImportance:
+    """The importance result, with ``groups`` (name -> member columns) summed."""
     values = np.asarray(values, dtype=np.float64)
     names, matrix, members = _group_matrix(groups, feature_names)
     if matrix is not None:
         values = matrix.T @ values
         info = {**info, "groups": members}
+    info = WeightDetails(**info)
     return FeatureImportance(
         method=method,
         feature_names=names,

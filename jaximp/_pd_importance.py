@@ -17,6 +17,7 @@ import numpy as np
 from jaximp.kernels import _pd_stats as K
 
 from ._common import as_key, check_choice, prepare
+from ._details import PDImportanceDetails, PDInteractionDetails
 from ._edge import (
     check_n_bootstrap,
     replicate_weights,
@@ -164,15 +165,11 @@ def _importance_from_pds(chosen, results, replicated, weights, counts, *, ice, m
         importances_mean=point,
         importances_std=std,
         importances=replicates,
-        info={
-            "measure": dict(zip((f.name for f in chosen), measures)),
-            "average": average,
-            "trim": trim,
-            "grid_values": {f.name: r.grid_values[0] for f, r in zip(chosen, results)},
-            "pd": curves,
-            "n_bootstrap": n_bootstrap,
-            "bootstrap_counts": counts,
-        },
+        info=PDImportanceDetails(
+            measure=dict(zip((f.name for f in chosen), measures)), average=average, trim=trim,
+            grid_values={f.name: r.grid_values[0] for f, r in zip(chosen, results)},
+            pd=curves, n_bootstrap=n_bootstrap, bootstrap_counts=counts,
+        ),
     )
 
 
@@ -212,14 +209,8 @@ def _interaction_from_pds(pair_list, results, replicated, weights, counts, *, me
         values=point,
         values_std=std,
         replicates=replicates,
-        info={
-            "measure": measure,
-            "average": average,
-            "trim": trim,
-            "pd": surfaces,
-            "n_bootstrap": n_bootstrap,
-            "bootstrap_counts": counts,
-        },
+        info=PDInteractionDetails(measure=measure, average=average, trim=trim, pd=surfaces,
+                                  n_bootstrap=n_bootstrap, bootstrap_counts=counts),
     )
 
 

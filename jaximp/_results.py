@@ -300,6 +300,8 @@ class FeatureInteraction:
         for key, value in self.info.items():
             per_set = isinstance(value, np.ndarray) and value.shape[:1] == (s,)
             info[key] = value[index] if per_set else value
+        if dataclasses.is_dataclass(self.info):  # typed details keep their type
+            info = dataclasses.replace(self.info, **info)
         return FeatureInteraction(
             method=self.method,
             feature_sets=tuple(self.feature_sets[i] for i in index),

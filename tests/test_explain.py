@@ -192,3 +192,14 @@ def test_plot_and_repr(bootstrapped):
     text = repr(bootstrapped)
     assert text.startswith("Explanation(4 methods on 40 rows x 3 features")
     assert "top by pd_importance: c" in text
+
+
+def test_ale_and_shapley_equal_their_own_calls():
+    ex = explain(model, X, methods=["ale", "shapley"], features=["a", "c"], output=0,
+                 options={"shapley": {"background_size": 20}})
+    ale = jaximp.ale_importance(model, X, features=["a", "c"])
+    np.testing.assert_allclose(ex["ale"].importances_mean, ale.importances_mean)
+    shap = jaximp.shapley_values(model, X, features=["a", "c"], background_size=20)
+    np.testing.assert_allclose(ex["shapley"].importances_mean,
+                               np.abs(shap.values).mean(axis=0))
+    assert ex["shapley"].feature_names == ("a", "c") and ex["shapley"].method == "shapley"
