@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ._params import Flag, Replicates, validate_params
 from ._common import as_key, check_bool, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights, summaries
@@ -808,6 +809,7 @@ def _check_derivative_specs(specs: list[_Spec]) -> None:
             )
 
 
+@validate_params(derivative=Flag(), n_bootstrap=Replicates())
 def ale(
     model,
     X,
@@ -948,6 +950,7 @@ def ale(
     return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine)[0]
 
 
+@validate_params(derivative=Flag(), n_bootstrap=Replicates())
 def ale_importance(
     model,
     X,
@@ -1027,6 +1030,7 @@ def ale_importance(
     )
 
 
+@validate_params(n_bootstrap=Replicates())
 def ale_interaction(
     model,
     X,

@@ -12,21 +12,14 @@ import numpy as np
 from jaximp.kernels import _pd_stats as K
 
 from ._data import Dataset, Feature
+from ._params import Replicates
 
 __all__ = ["check_n_bootstrap", "replicate_weights", "resolve_feature_sets", "resolve_pairs",
            "row_weights", "summaries"]
 
 
 def check_n_bootstrap(n_bootstrap) -> int:
-    if (
-        isinstance(n_bootstrap, bool)
-        or not isinstance(n_bootstrap, (int, np.integer))
-        or n_bootstrap < 0
-        or n_bootstrap == 1
-    ):
-        raise ValueError(
-            f"n_bootstrap must be 0 (no bootstrap) or an int >= 2; got {n_bootstrap!r}."
-        )
+    Replicates().check("n_bootstrap", n_bootstrap)
     return int(n_bootstrap)
 
 

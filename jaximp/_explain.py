@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ._params import Int, Replicates, validate_params
 from ._common import as_key, check_int, prepare, select_outputs
 from ._ale import ale_importance
 from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights
@@ -316,6 +317,7 @@ def _progress_bar(steps: list[str], progress):
     return tqdm(total=len(steps), desc="jaximp explain", unit="method")
 
 
+@validate_params(grid_resolution=Int(2), n_bootstrap=Replicates())
 def explain(
     model,
     X,

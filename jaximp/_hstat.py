@@ -24,6 +24,7 @@ import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
+from ._params import Flag, Replicates, validate_params
 from ._common import as_key, check_bool, prepare, select_outputs
 from ._details import HDetails
 from ._edge import (
@@ -358,6 +359,8 @@ def _resolve_triples(dataset, three_way):
 # ---------------------------------------------------------------------------------------------
 
 
+@validate_params(overall=Flag(), normalized=Flag(), squared=Flag(),
+                 n_bootstrap=Replicates())
 def h_statistic(
     model,
     X,

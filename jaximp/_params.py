@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["Choice", "Flag", "Int", "Real", "validate_params"]
+__all__ = ["Choice", "Flag", "Int", "Real", "Replicates", "validate_params"]
 
 
 class _Rule:
@@ -72,6 +72,19 @@ class Int(_Rule):
 
     def bad_value(self):
         return self.minimum - 1
+
+
+class Replicates(_Rule):
+    """A number of bootstrap replicates: 0 (none) or an int >= 2."""
+
+    def accepts(self, value) -> bool:
+        return _is_int(value) and (value == 0 or value >= 2)
+
+    def expected(self) -> str:
+        return "0 (no bootstrap) or an int >= 2"
+
+    def bad_value(self):
+        return 1
 
 
 class Real(_Rule):

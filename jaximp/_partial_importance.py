@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ._params import Flag, validate_params
 from ._common import check_bool, prepare, select_outputs
 from ._engine import _check_result_fits, evaluate, predict_rows
 from ._grid import feature_grid, resolve_grid, validate_grid_options
@@ -173,6 +174,7 @@ def _grid_counts(column_block: np.ndarray, grid: np.ndarray) -> np.ndarray | Non
     return np.asarray([lookup[tuple(r)] for r in grid.tolist()], np.float64)
 
 
+@validate_params(individual=Flag())
 def partial_importance(
     model,
     X,

@@ -10,7 +10,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._common import check_bool, check_choice, prepare, select_outputs
+from ._params import Choice, Flag, validate_params
+from ._common import prepare, select_outputs
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate
 from ._grid import feature_grid, mquantiles, resolve_grid, validate_grid_options
@@ -343,6 +344,7 @@ def _check_kind(kind) -> None:
         raise ValueError(f"kind must be one of {_KINDS}; got {kind!r}.")
 
 
+@validate_params(centered=Flag(), method=Choice(*_METHODS))
 def partial_dependence(
     model,
     X,
@@ -433,8 +435,6 @@ def partial_dependence(
     True
     """
     _check_kind(kind)
-    check_bool(centered, "centered")
-    check_choice(method, "method", _METHODS)
     validate_grid_options(grid, grid_resolution, percentiles)
     if method == "auto":  # scikit-learn's rule
         method = "recursion" if _recursion_by_default(model) and kind == "average" and (
@@ -456,6 +456,7 @@ def partial_dependence(
     return result
 
 
+@validate_params(centered=Flag())
 def partial_dependence_all(
     model,
     X,
@@ -495,7 +496,6 @@ def partial_dependence_all(
     (['x0', 'x1', 'x2'], (4, 1))
     """
     _check_kind(kind)
-    check_bool(centered, "centered")
     validate_grid_options(grid, grid_resolution, percentiles)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,

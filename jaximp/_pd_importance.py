@@ -16,6 +16,7 @@ import numpy as np
 
 from jaximp.kernels import _pd_stats as K
 
+from ._params import Choice, Replicates, validate_params
 from ._common import as_key, check_choice, prepare
 from ._details import PDImportanceDetails, PDInteractionDetails
 from ._edge import (
@@ -230,6 +231,8 @@ def _validate_common(measure, average, trim, grid, grid_resolution, percentiles,
     return trim, n_bootstrap, key
 
 
+@validate_params(measure=Choice(*_MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+                 n_bootstrap=Replicates())
 def pd_importance(
     model,
     X,
@@ -354,6 +357,8 @@ def pd_importance(
                                 n_bootstrap=n_bootstrap)
 
 
+@validate_params(measure=Choice(*_MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+                 n_bootstrap=Replicates())
 def pd_interaction(
     model,
     X,

@@ -26,6 +26,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ._params import Choice, validate_params
 from ._common import as_key, check_choice, check_int, prepare
 from ._data import Dataset, as_dataset
 from ._engine import evaluate, resolve_budget
@@ -460,6 +461,7 @@ def _player_positions(bits: list[int], rows: np.ndarray, m: int, p: int) -> np.n
                      .argsort(axis=-1) for i in rows])
 
 
+@validate_params(method=Choice(*_METHODS))
 def shapley_values(
     model,
     X,

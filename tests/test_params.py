@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaximp
-from jaximp._params import Choice, Flag, Int, Real, validate_params
+from jaximp._params import Choice, Flag, Int, Real, Replicates, validate_params
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 3))
@@ -34,6 +34,17 @@ CALLS = {
     "sensitivity_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "linear_importance": lambda f, model, **kw: f(X, Y, **kw),
     "filter_importance": lambda f, model, **kw: f(X, Y, **kw),
+    "partial_dependence": lambda f, model, **kw: f(model, X, 0, **kw),
+    "partial_dependence_all": lambda f, model, **kw: f(model, X, **kw),
+    "pd_importance": lambda f, model, **kw: f(model, X, **kw),
+    "pd_interaction": lambda f, model, **kw: f(model, X, **kw),
+    "h_statistic": lambda f, model, **kw: f(model, X, **kw),
+    "shapley_values": lambda f, model, **kw: f(model, X, **kw),
+    "partial_importance": lambda f, model, **kw: f(model, X, Y, 0, **kw),
+    "explain": lambda f, model, **kw: f(model, X, Y, **kw),
+    "ale": lambda f, model, **kw: f(model, X, 0, **kw),
+    "ale_importance": lambda f, model, **kw: f(model, X, **kw),
+    "ale_interaction": lambda f, model, **kw: f(model, X, **kw),
 }
 
 
@@ -70,6 +81,7 @@ def test_rule_messages():
         (Choice("a", "b", fix="Use 'a'."), "c", ValueError,
          "n must be one of ('a', 'b'); got 'c'. Use 'a'."),
         (Flag(), 1, TypeError, "n must be True or False; got 1."),
+        (Replicates(), 1, ValueError, "n must be 0 (no bootstrap) or an int >= 2; got 1."),
     ]
     for rule, value, error, message in cases:
         with pytest.raises(error) as err:
