@@ -41,7 +41,12 @@ from ._report import ReportSection, write_report
 from ._results import FeatureImportance, FeatureInteraction
 from ._sensitivity import sensitivity_importance
 from ._shapley import ShapleyInteractions, ShapleyValues, shapley_interactions, shapley_values
-from ._trees import impurity_importance, tree_partial_dependence, tree_predictor
+from ._trees import (
+    TransversalRates, impurity_importance, transversal_rates, tree_partial_dependence,
+    tree_predictor,
+)
+from ._decorrelation import decorrelation_importance
+from ._trends import Trends, trends
 
 __version__ = "0.1.0"
 
@@ -74,6 +79,8 @@ __all__ = [
     "ShapleyValues",
     "Spread",
     "Stacked",
+    "TransversalRates",
+    "Trends",
     "ale",
     "ale_importance",
     "ale_interaction",
@@ -83,6 +90,7 @@ __all__ = [
     "at_drawn_rows",
     "at_permuted_rows",
     "at_values",
+    "decorrelation_importance",
     "default_memory_budget",
     "evaluate",
     "explain",
@@ -111,7 +119,9 @@ __all__ = [
     "sensitivity_importance",
     "shapley_interactions",
     "shapley_values",
+    "transversal_rates",
     "tree_partial_dependence",
     "tree_predictor",
+    "trends",
     "write_report",
 ]

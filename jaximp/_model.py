@@ -42,7 +42,9 @@ class Predictor:
         floating parameter is float64 (JAX would promote the computation to float64), else
         float32. A JAX model without floating parameters (a plain function or closure)
         follows the input: float64 under x64, float32 otherwise. A host model is float64
-        (NumPy's default). ``apply`` still returns float32.
+        (NumPy's default). ``apply`` returns float32, except the array form of tree
+        ensembles under x64, which returns float64 so that it equals scikit-learn's float64
+        predictions.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -241,6 +243,7 @@ def as_predictor(
     batched: bool | None = None,
     sample=None,
     response_method: str = "auto",
+    trees: str = "arrays",
 ) -> Predictor:
     """Turn a model into a :class:`Predictor`.
 
@@ -278,6 +281,16 @@ def as_predictor(
         For objects with ``predict`` only, as scikit-learn's: ``"auto"`` uses
         ``predict_proba`` for a classifier and ``predict`` otherwise. Every method accepts
         the returned Predictor in place of the model.
+    trees : {"arrays", "host"}, default "arrays"
+        For fitted scikit-learn trees, forests and gradient boosting (``DecisionTree*``,
+        ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``; and
+        ``HistGradientBoosting*`` when ``jax_enable_x64`` is on): ``"arrays"`` reads the
+        model into node arrays and predicts in JAX (:func:`jaximp.tree_predictor`), so the
+        methods run it compiled and batched instead of calling scikit-learn; its splits are
+        exactly scikit-learn's, its outputs are float32 (float64 under x64). ``"host"`` keeps
+        scikit-learn's own ``predict`` / ``predict_proba`` on host batches (float64). Models
+        the array form does not cover (categorical splits, other responses, a DataFrame whose
+        columns differ from the fitted names...) stay on the host either way.
 
     Returns
     -------
@@ -300,8 +313,20 @@ def as_predictor(
             f"response_method={response_method!r} chooses the method of a scikit-learn-like "
             f"estimator; {type(model).__name__} is not one (it has no predict method)."
         )
+    if trees not in ("arrays", "host"):
+        raise ValueError(
+            f"trees must be one of ('arrays', 'host'); got {trees!r}. Use 'host' to keep "
+            "scikit-learn's own predict for tree models."
+        )
     if isinstance(model, Predictor):
         return model
+    if trees == "arrays" and variables is None and hasattr(model, "predict"):
+        from ._trees import array_form
+
+        converted = array_form(model, response_method, sample, n_features)
+        if converted is not None:
+            return _finish(converted.apply, converted.params, converted.n_outputs,
+                           output_names, converted.name, classes=converted.output_names)
     if variables is not None:
         if not _is_flax_linen(model):
             raise TypeError(

@@ -12,6 +12,7 @@ from ._losses import (
     weighted_mean,
 )
 from ._weights import column_shares, garson, gedeon, gedeon_shares, olden
+from ._decorrelation import average_ranks, gram_schmidt, pearson, spearman
 from ._pd_stats import (
     bootstrap_counts,
     bootstrap_weights,
@@ -54,4 +55,8 @@ __all__ = [
     "pd_interaction_strength",
     "weighted_average",
     "weighted_center",
+    "average_ranks",
+    "gram_schmidt",
+    "pearson",
+    "spearman",
 ]

@@ -9,6 +9,7 @@ from sklearn.ensemble import (
     ExtraTreesRegressor,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
     RandomForestClassifier,
     RandomForestRegressor,
@@ -143,7 +144,11 @@ def test_unsupported_estimators_raise(data):
     X, y, _, _ = data
     hgb = HistGradientBoostingRegressor(max_iter=5).fit(X, y)
     with pytest.raises(TypeError, match="got HistGradientBoostingRegressor.*pass the estimator"):
-        tree_predictor(hgb)
+        impurity_importance(hgb)  # predictions only: no impurities in its nodes
+    with pytest.raises(TypeError, match="got KNeighborsRegressor.*pass the estimator"):
+        from sklearn.neighbors import KNeighborsRegressor
+
+        tree_predictor(KNeighborsRegressor().fit(X, y))
     with pytest.raises(TypeError, match="unfitted"):
         tree_predictor(RandomForestRegressor())
     gb = GradientBoostingRegressor(n_estimators=5, init=DecisionTreeRegressor(max_depth=2))
@@ -252,9 +257,11 @@ def test_partial_dependence_method_recursion_and_auto_as_scikit_learn():
                                          grid_resolution=8)
         np.testing.assert_allclose(np.asarray(ours.grid_values[0]), ref["grid_values"][0])
         np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
-    brute = jaximp.partial_dependence(gb, X, 1, grid="sklearn", grid_resolution=8)
     ref_brute = sk_partial_dependence(gb, X, [1], method="brute", grid_resolution=8)
-    np.testing.assert_allclose(brute.average[:, 0], ref_brute["average"][0], rtol=1e-8)
+    host = jaximp.as_predictor(gb, n_features=3, trees="host")
+    for model, rtol in ((gb, 1e-5), (host, 1e-8)):  # float32 node arrays; float64 host
+        brute = jaximp.partial_dependence(model, X, 1, grid="sklearn", grid_resolution=8)
+        np.testing.assert_allclose(brute.average[:, 0], ref_brute["average"][0], rtol=rtol)
     labels = (y > np.median(y)).astype(int)
     gbc = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0).fit(X, labels)
     ours = jaximp.partial_dependence(gbc, X, 0, method="recursion", grid="sklearn",
@@ -264,10 +271,134 @@ def test_partial_dependence_method_recursion_and_auto_as_scikit_learn():
     np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
     # a forest classifier: auto is brute (probabilities over X), as scikit-learn
     rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, labels)
-    auto = jaximp.partial_dependence(rf, X, 0, method="auto", grid="sklearn", grid_resolution=6)
     ref = sk_partial_dependence(rf, X, [0], method="brute", grid_resolution=6)
-    np.testing.assert_allclose(auto.average[:, 1], ref["average"][0], rtol=1e-8)
+    host = jaximp.as_predictor(rf, n_features=3, trees="host")
+    for model, rtol in ((rf, 1e-5), (host, 1e-8)):
+        auto = jaximp.partial_dependence(model, X, 0, method="auto", grid="sklearn",
+                                         grid_resolution=6)
+        np.testing.assert_allclose(auto.average[:, 1], ref["average"][0], rtol=rtol)
     with pytest.raises(ValueError, match="method='recursion' gives the average"):
         jaximp.partial_dependence(gb, X, 0, method="recursion", kind="both")
     with pytest.raises(ValueError, match="method must be one of"):
         jaximp.partial_dependence(gb, X, 0, method="fast")
+
+
+# ------------------------------------------------------------------ HistGradientBoosting
+
+
+def _hist_data(seed=3, n=300):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[:, 3] = rng.integers(0, 5, size=n)  # few values: thresholds at midpoints
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * X[:, 2] * X[:, 3]
+    X[rng.random(n) < 0.1, 1] = np.nan  # missing values seen in training (feature 1 only)
+    return X, y
+
+
+HIST = {
+    "reg": lambda X, y: HistGradientBoostingRegressor(
+        max_iter=8, max_leaf_nodes=8, random_state=0).fit(X, y),
+    "poisson": lambda X, y: HistGradientBoostingRegressor(
+        loss="poisson", max_iter=8, max_leaf_nodes=8, random_state=0).fit(X, np.exp(y / 3)),
+    "bin": lambda X, y: HistGradientBoostingClassifier(
+        max_iter=8, max_leaf_nodes=8, random_state=0).fit(X, np.where(y > 0, "yes", "no")),
+    "3": lambda X, y: HistGradientBoostingClassifier(
+        max_iter=4, max_leaf_nodes=8, random_state=0).fit(X, np.digitize(y, [-1.0, 1.0])),
+}
+
+
+def _hist_rows(est, X):
+    """Training rows, rows equal to every raw threshold and to its float64 neighbours, and
+    NaN in every feature (features without training NaN included)."""
+    rows = [X]
+    base = np.nanmedian(X, axis=0)
+    for stage in est._predictors:
+        for predictor in stage:
+            nodes = predictor.nodes[predictor.nodes["is_leaf"] == 0]
+            for f, t in zip(nodes["feature_idx"], nodes["num_threshold"]):
+                block = np.repeat(base[None], 3, axis=0)
+                block[:, f] = [t, np.nextafter(t, -np.inf), np.nextafter(t, np.inf)]
+                rows.append(block)
+    nan_rows = np.repeat(base[None], X.shape[1], axis=0)
+    nan_rows[np.arange(X.shape[1]), np.arange(X.shape[1])] = np.nan
+    return np.vstack(rows + [nan_rows])
+
+
+def _reference_output(est, X):
+    return est.predict_proba(X) if hasattr(est, "classes_") else est.predict(X)[:, None]
+
+
+@pytest.mark.parametrize("name", sorted(HIST))
+def test_hist_gradient_boosting_equals_sklearn(name):
+    X, y = _hist_data()
+    est = HIST[name](X, y)
+    pred = tree_predictor(est)
+    assert not pred.host and pred.n_outputs == _reference_output(est, X[:2]).shape[1]
+    if name == "bin":
+        assert pred.output_names == ("no", "yes")
+    # float32 (default): rows rounded like the thresholds; training rows route exactly
+    np.testing.assert_allclose(np.asarray(pred(X)), _reference_output(est, X),
+                               rtol=1e-5, atol=1e-6)
+    with jax.enable_x64(True):  # float64 rows against the raw float64 thresholds: exact
+        rows = _hist_rows(est, X)
+        out = np.asarray(tree_predictor(est)(rows))
+        assert out.dtype == np.float64
+        np.testing.assert_allclose(out, _reference_output(est, rows), rtol=1e-12, atol=1e-13)
+
+
+def test_hist_gradient_boosting_refuses_categorical_splits():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 4, size=200), rng.normal(size=200)]).astype(float)
+    y = np.where(X[:, 0] == 2, 3.0, 0.0) + X[:, 1]
+    est = HistGradientBoostingRegressor(max_iter=5, categorical_features=[0]).fit(X, y)
+    with pytest.raises(TypeError, match="has categorical splits, which the JAX array form"):
+        tree_predictor(est)
+    predictor = jaximp.as_predictor(est, n_features=2)  # stays on the host
+    assert predictor.host
+
+
+# ------------------------------------------------------------------ as_predictor dispatch
+
+
+def test_as_predictor_reads_trees_into_arrays(data):
+    X, y, _, y_3 = data
+    rf = RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0).fit(X, y)
+    arrays = jaximp.as_predictor(rf, n_features=P)
+    assert not arrays.host and arrays.name.endswith("(JAX trees)")
+    host = jaximp.as_predictor(rf, n_features=P, trees="host")
+    assert host.host
+    np.testing.assert_allclose(np.asarray(arrays(X))[:, 0], rf.predict(X), rtol=1e-5,
+                               atol=1e-6)
+    clf = GradientBoostingClassifier(n_estimators=5, random_state=0).fit(X, y_3)
+    named = jaximp.as_predictor(clf, n_features=P, output_names=["a", "b", "c"])
+    assert not named.host and named.output_names == ("a", "b", "c")
+    assert jaximp.as_predictor(clf, n_features=P).output_names == ("0", "1", "2")
+    # other responses, another width, reordered or non-numeric columns: the host path
+    assert jaximp.as_predictor(clf, n_features=P, response_method="predict").host
+    assert jaximp.as_predictor(clf, n_features=P, response_method="decision_function").host
+    df = pd.DataFrame(X, columns=[f"c{j}" for j in range(P)])
+    fitted = RandomForestRegressor(n_estimators=3, random_state=0).fit(df, y)
+    assert not jaximp.as_predictor(fitted, sample=df.iloc[:2], n_features=P).host
+    with pytest.raises(ValueError, match="feature names"):  # scikit-learn's own check
+        jaximp.as_predictor(fitted, sample=df.iloc[:2, ::-1], n_features=P)
+    hist = HistGradientBoostingRegressor(max_iter=3).fit(X, y)
+    assert jaximp.as_predictor(hist, n_features=P).host  # float64 thresholds need x64
+    with jax.enable_x64(True):
+        assert not jaximp.as_predictor(hist, n_features=P).host
+    with pytest.raises(ValueError, match=r"trees must be one of \('arrays', 'host'\); got "
+                                         r"'jax'"):
+        jaximp.as_predictor(rf, n_features=P, trees="jax")
+
+
+def test_float64_rows_under_x64_equal_the_host_path(data):
+    """Under x64 the engine feeds float64 rows: the array form (which rounds them to float32
+    as scikit-learn does) equals the float64 host path to float64 precision."""
+    X, y, _, _ = data
+    rf = RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0).fit(X, y)
+    with jax.enable_x64(True):
+        rows = X + 1e-9  # float64 values that float32 cannot hold
+        host = jaximp.as_predictor(rf, n_features=P, trees="host", sample=rows[:2])
+        a = jaximp.partial_dependence(rf, rows, 0, grid="sklearn", grid_resolution=6)
+        b = jaximp.partial_dependence(host, rows, 0, grid="sklearn", grid_resolution=6)
+        assert a.average.dtype == np.float64
+        np.testing.assert_allclose(a.average, b.average, rtol=1e-12)

@@ -1,0 +1,413 @@
+"""Trend estimators: in which direction does each feature move the target?
+
+Following Gerstorfer, Krieg & Hahn-Klimroth (2023), for every feature at once:
+
+- ``"pearson"``, ``"spearman"``: Pearson's r(x, y) and Spearman's rho(x, y) (average ranks for
+  ties, as ``scipy.stats.spearmanr``) of the raw data;
+- ``"linear"``: the coefficient of the feature in a least-squares linear model of y on all
+  features with an intercept (:func:`jaximp.linear_importance`), with its two-sided t-test
+  p-value (``2 P(T_{n-k} > |t|)``, computed in float64 from the regularized incomplete beta
+  function);
+- ``"shapley_pearson"``, ``"shapley_spearman"``: r(x, s(x)) and rho(x, s(x)), where ``s(x)``
+  are the feature's Shapley values for the model: a positive trend is a feature whose larger
+  values push the prediction up;
+- ``"atr"``, ``"rtr"``: the absolute and relative transversal rates of a tree ensemble (split by
+  split, is the average target right of the threshold above the one left of it?), read from
+  the fitted trees by ``jaximp._trees.transversal_rates``. They are left out when that
+  function is not available or the model is not a scikit-learn tree ensemble.
+
+Bootstrap, as the authors (mean and sd over 100 fits on 70 % subsets): ``n_bootstrap`` subsets
+of ``subsample * n`` rows drawn without replacement. With ``fit`` the model is refitted on each
+subset (and its Shapley values and transversal rates recomputed); without it the statistics are
+recomputed on the subset's rows with the one given model (its Shapley values are computed once,
+on all rows, and the subset's rows taken), so the transversal rates, which depend on the model
+only, get no spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from jaximp.kernels import _decorrelation as K
+
+from ._common import as_key
+from ._data import as_dataset
+from ._edge import check_n_bootstrap
+from ._loss import check_target
+from ._rng import key_bits, rng_stream
+
+__all__ = ["Trends", "trends"]
+
+ESTIMATORS = ("pearson", "spearman", "linear", "shapley_pearson", "shapley_spearman", "atr",
+              "rtr")
+_SHAPLEY = ("shapley_pearson", "shapley_spearman")
+_TREES = ("atr", "rtr")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Trends:
+    """Trend estimates of every feature: the sign says the direction, the size the strength.
+
+    Attributes
+    ----------
+    feature_names : tuple of str, length p
+    estimators : tuple of str, length e
+        The estimators computed, in the order of ``jaximp._trends.ESTIMATORS``.
+    values : ndarray of shape (e, p)
+        Estimates on all rows.
+    sd : ndarray of shape (e, p) or None
+        Standard deviation over the bootstrap subsets (ddof 0); NaN for the transversal rates
+        when the model is not refitted (they do not depend on the rows). None without bootstrap.
+    replicates : ndarray of shape (e, p, r) or None
+        The estimates on each subset.
+    p_values : ndarray of shape (p,) or None
+        Two-sided p-values of the linear-model coefficients (when ``"linear"`` was computed).
+    info : dict
+        ``n_bootstrap``, ``subsample``, ``refit``, ``skipped`` (estimators left out, with why),
+        and ``linear_t`` (the t statistics) when ``"linear"`` was computed.
+    """
+
+    feature_names: tuple[str, ...]
+    estimators: tuple[str, ...]
+    values: np.ndarray
+    sd: np.ndarray | None = None
+    replicates: np.ndarray | None = None
+    p_values: np.ndarray | None = None
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        spread = (f", {self.replicates.shape[-1]} bootstrap subsets"
+                  if self.replicates is not None else "")
+        head = "; ".join(
+            f"{name}: " + ", ".join(f"{f}={v:+.2f}" for f, v in
+                                    zip(self.feature_names[:3], self.values[e, :3]))
+            + (", ..." if len(self.feature_names) > 3 else "")
+            for e, name in enumerate(self.estimators[:2]))
+        return (f"Trends({len(self.estimators)} estimators x {len(self.feature_names)} "
+                f"features{spread}; {head})")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table, one row per (feature, estimator): ``feature``, ``estimator``, ``value``,
+        ``sd`` (NaN without bootstrap) and ``p_value`` (the linear coefficient's; NaN for the
+        other estimators)."""
+        e, p = self.values.shape
+        sd = self.sd if self.sd is not None else np.full((e, p), np.nan)
+        p_value = np.full((e, p), np.nan)
+        if self.p_values is not None and "linear" in self.estimators:
+            p_value[self.estimators.index("linear")] = self.p_values
+        return pd.DataFrame({
+            "feature": np.tile(np.asarray(self.feature_names, dtype=object), e),
+            "estimator": np.repeat(np.asarray(self.estimators, dtype=object), p),
+            "value": self.values.reshape(-1),
+            "sd": sd.reshape(-1),
+            "p_value": p_value.reshape(-1),
+        })
+
+    def plot(self, axes=None):
+        """One dot plot per estimator (features down, value across, error bars of one sd, a
+        line at 0); returns the array of Axes."""
+        import matplotlib.pyplot as plt
+
+        e, p = self.values.shape
+        if axes is None:
+            _, axes = plt.subplots(1, e, figsize=(2.2 * e + 1, 0.3 * p + 1.2), sharey=True,
+                                   squeeze=False)
+            axes = axes[0]
+        positions = np.arange(p)[::-1]
+        for k, ax in enumerate(np.ravel(axes)[:e]):
+            err = None if self.sd is None else np.nan_to_num(self.sd[k])
+            ax.errorbar(self.values[k], positions, xerr=err, fmt="o", color="tab:blue",
+                        ecolor="tab:gray", capsize=2)
+            ax.axvline(0.0, color="k", lw=0.6)
+            ax.set_title(self.estimators[k], fontsize=9)
+            ax.set_yticks(positions, self.feature_names)
+        return axes
+
+
+def _check_subsample(subsample) -> float:
+    if isinstance(subsample, bool) or not isinstance(subsample, (int, float, np.floating)) or (
+        not 0 < subsample <= 1
+    ):
+        raise ValueError(f"subsample must be a fraction in (0, 1], e.g. 0.7; got {subsample!r}.")
+    return float(subsample)
+
+
+def _check_methods(methods) -> tuple[tuple[str, ...], bool]:
+    """The estimators asked for, in canonical order, and whether the user named them."""
+    if methods is None:
+        return ESTIMATORS, False
+    listed = [methods] if isinstance(methods, str) else list(methods)
+    unknown = [m for m in listed if m not in ESTIMATORS]
+    if unknown or not listed:
+        raise ValueError(f"methods must be a non-empty list of {ESTIMATORS}; got {methods!r}.")
+    return tuple(m for m in ESTIMATORS if m in listed), True
+
+
+def _two_sided_p(t: np.ndarray, df: int) -> np.ndarray:
+    """``2 P(T_df > |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2)`` in float64."""
+    t = np.asarray(t, np.float64)
+    with jax.enable_x64(True):
+        p = jax.scipy.special.betainc(df / 2.0, 0.5, df / (df + t * t))
+        return np.asarray(p, np.float64)
+
+
+@jax.jit
+def _correlations(X, y, S):
+    """Pearson and Spearman of (x, y) and of (x, s(x)) for every column: (4, p). S may be
+    all-NaN (no Shapley values)."""
+    by_column = jax.vmap(lambda x: jnp.stack([K.pearson(x, y), K.spearman(x, y)]), in_axes=1)
+    with_shapley = jax.vmap(lambda x, s: jnp.stack([K.pearson(x, s), K.spearman(x, s)]),
+                            in_axes=(1, 1))
+    return jnp.concatenate([by_column(X).T, with_shapley(X, S).T])
+
+
+def _shapley_array(values, n: int, p: int, output: int) -> np.ndarray:
+    """Shapley values (n, p) for one output from an array or an object with ``.values``."""
+    values = np.asarray(getattr(values, "values", values), np.float64)
+    if values.ndim == 3:
+        if not -values.shape[2] <= output < values.shape[2]:
+            raise ValueError(
+                f"output must be an index below {values.shape[2]} (the Shapley values' outputs); "
+                f"got {output}."
+            )
+        values = values[:, :, output]
+    if values.shape != (n, p):
+        raise ValueError(
+            f"shapley values must have shape (n, p) = ({n}, {p}) or (n, p, o); got "
+            f"{values.shape}. Fix: pass the values of the rows of X, one column per feature."
+        )
+    return values
+
+
+class _Unavailable(Exception):
+    """An estimator that cannot be computed here (left out when not asked for by name)."""
+
+
+def _shapley_of(model, X, shapley, background, n, p, output):
+    if model is None and (shapley is None or callable(shapley)):
+        raise _Unavailable("no model was given (model=None and no fit)")
+    if shapley is None:
+        try:
+            from ._shapley import shapley_values
+        except ImportError as err:
+            raise _Unavailable("jaximp._shapley.shapley_values is not available") from err
+        return _shapley_array(shapley_values(model, X, background=background), n, p, output)
+    if callable(shapley) and not hasattr(shapley, "values"):
+        return _shapley_array(shapley(model, X), n, p, output)
+    return _shapley_array(shapley, n, p, output)
+
+
+def _transversal_rates(model, p):
+    if model is None:
+        raise _Unavailable("no model was given (model=None and no fit)")
+    try:
+        from ._trees import transversal_rates
+    except ImportError as err:
+        raise _Unavailable("jaximp._trees.transversal_rates is not available") from err
+    try:
+        rates = transversal_rates(model)
+    except TypeError as err:
+        raise _Unavailable(f"the model is not a scikit-learn tree ensemble ({err})") from err
+    return np.stack([np.asarray(rates.atr, np.float64).reshape(p),
+                     np.asarray(rates.rtr, np.float64).reshape(p)])
+
+
+def trends(
+    model,
+    X,
+    y,
+    *,
+    shapley=None,
+    methods: Sequence[str] | None = None,
+    fit: Callable | None = None,
+    n_bootstrap: int = 0,
+    subsample: float = 0.7,
+    output: int = 0,
+    background=None,
+    random_state: int | jax.Array = 0,
+    feature_names=None,
+) -> Trends:
+    """Trend of every feature: Pearson, Spearman, the linear-model coefficient, Shapley trends
+    and transversal rates (Gerstorfer, Krieg & Hahn-Klimroth 2023).
+
+    See :mod:`jaximp._trends` for the definitions. The linear coefficient is the trend
+    practitioners often read off a linear model; it can have the wrong sign when features are
+    correlated and the relation is not linear, where in the authors' experiments the Shapley
+    trends of a forest and its transversal rates kept the sign of the marginal relation.
+
+    Parameters
+    ----------
+    model : fitted model or None
+        The model whose Shapley values (and, for a scikit-learn tree ensemble, transversal
+        rates) are read. None with ``fit``: ``fit(X, y)``.
+    X : array of shape (n, p) or DataFrame
+        Numeric features, one column each.
+    y : array of shape (n,)
+        Numeric target.
+    shapley : array, object, callable or None
+        The model's Shapley values on ``X``: an array (n, p) or (n, p, o), an object whose
+        ``.values`` is one (as ``jaximp.shapley_values`` returns), or ``shapley(model, X)``
+        returning either. Default: :func:`jaximp.shapley_values` ``(model, X,
+        background=background)``; the Shapley estimators are left out (``info["skipped"]``)
+        when that is unavailable, unless named in ``methods``. Precomputed values cannot be
+        combined with ``fit`` (they belong to one model).
+    methods : list of str, optional
+        Estimators to compute (default all available): ``"pearson"``, ``"spearman"``,
+        ``"linear"``, ``"shapley_pearson"``, ``"shapley_spearman"``, ``"atr"``, ``"rtr"``.
+        Naming one that cannot be computed raises an error.
+    fit : callable, optional
+        ``fit(X, y) -> model`` to refit the model on every bootstrap subset (X in the user's
+        types: a DataFrame's rows, or an array's).
+    n_bootstrap : int, default 0
+        Subsets (0: none; else >= 2). The authors used 100.
+    subsample : float, default 0.7
+        Share of the rows in each subset, drawn without replacement.
+    output : int, default 0
+        Which output of (n, p, o) Shapley values to use.
+    background : array, optional
+        Passed to ``shapley_values`` (default there: X).
+    random_state : int or PRNG key, default 0
+        Draws the subsets.
+    feature_names : sequence of str, optional
+
+    Returns
+    -------
+    Trends
+        ``values`` (e, p), ``sd`` and ``replicates`` over the subsets, ``p_values`` of the linear
+        coefficients, ``to_frame()`` and ``plot()``.
+
+    References
+    ----------
+    Gerstorfer, Y., Krieg, L. and Hahn-Klimroth, M. (2023). A notion of feature importance by
+    decorrelation and detection of trends by random forest regression. arXiv:2303.01156.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=200)
+    >>> shap = X * np.array([1.0, -2.0])   # Shapley values of the linear model (centred X)
+    >>> t = trends(None, X, y, shapley=shap, methods=["pearson", "linear", "shapley_pearson"])
+    >>> np.sign(t.values)
+    array([[ 1., -1.],
+           [ 1., -1.],
+           [ 1., -1.]])
+    """
+    estimators, named = _check_methods(methods)
+    n_bootstrap = check_n_bootstrap(n_bootstrap)
+    subsample = _check_subsample(subsample)
+    if isinstance(output, bool) or not isinstance(output, (int, np.integer)):
+        raise ValueError(f"output must be an int (an output index); got {output!r}.")
+    if fit is not None and not callable(fit):
+        raise TypeError(f"fit must be a function fit(X, y) -> model or None; got {fit!r:.60}.")
+    if fit is not None and shapley is not None and not (
+            callable(shapley) and not hasattr(shapley, "values")):
+        raise ValueError(
+            "precomputed shapley values belong to one model, but fit=... refits it on every "
+            "subset. Fix: pass shapley=None (jaximp.shapley_values) or a function "
+            "shapley(model, X) -> values."
+        )
+    key = as_key(random_state)
+    dataset = as_dataset(X, feature_names=feature_names)
+    odd = [f.name for f in dataset.features if f.is_categorical or len(f.columns) != 1]
+    if odd:
+        raise ValueError(
+            f"trends need numeric features of one column each; {odd} are categorical or "
+            "grouped. Encode them as numbers first."
+        )
+    F = np.asarray(dataset.X, np.float64)
+    n, p = F.shape
+    target = check_target(y, n)
+    if target.ndim != 1 or target.dtype.kind not in "biuf":
+        raise ValueError(
+            f"y must be a numeric array of shape ({n},); got dtype {target.dtype} and shape "
+            f"{target.shape}."
+        )
+    target = target.astype(np.float64)
+    names = dataset.feature_names
+    source = dataset.source if dataset.source is not None else F
+    if model is None and fit is not None:
+        model = fit(source, target)
+
+    skipped: dict[str, str] = {}
+
+    def model_parts(model, X_user, rows):
+        """Shapley values (n_rows, p) or NaN, and transversal rates (2, p) or NaN."""
+        shap = np.full((len(rows), p), np.nan)
+        rates = np.full((2, p), np.nan)
+        if any(e in estimators for e in _SHAPLEY) and _SHAPLEY[0] not in skipped:
+            try:
+                shap = _shapley_of(model, X_user, shapley, background, len(rows), p, output)
+            except _Unavailable as why:
+                if named:
+                    raise ValueError(f"{why}; it is needed for {list(_SHAPLEY)}.") from None
+                skipped.update(dict.fromkeys(_SHAPLEY, str(why)))
+        if any(e in estimators for e in _TREES) and _TREES[0] not in skipped:
+            try:
+                rates = _transversal_rates(model, p)
+            except _Unavailable as why:
+                if named:
+                    raise ValueError(f"{why}; it is needed for {list(_TREES)}.") from None
+                skipped.update(dict.fromkeys(_TREES, str(why)))
+        return shap, rates
+
+    def statistics(rows, shap, rates):
+        """All estimators on the given rows, (7, p), and the linear t statistics."""
+        Xr, yr = F[rows], target[rows]
+        Xc = Xr - Xr.mean(axis=0)  # correlations are shift-invariant; centring keeps digits
+        corr = np.asarray(_correlations(jnp.asarray(Xc), jnp.asarray(yr - yr.mean()),
+                                        jnp.asarray(shap)), np.float64)
+        coef = t = np.full(p, np.nan)
+        df = 0
+        if "linear" in estimators:
+            from ._linear import linear_importance
+
+            lin = linear_importance(Xr, yr, feature_names=names)
+            coef = np.array([lin.info["coefficients"][f] for f in names])
+            t = np.array([lin.info["statistics"][f] for f in names])
+            df = lin.info["df_residual"]
+        out = np.stack([corr[0], corr[1], coef, corr[2], corr[3], rates[0], rates[1]])
+        return out, t, df
+
+    all_rows = np.arange(n)
+    shap, rates = model_parts(model, source, all_rows)
+    values, t, df = statistics(all_rows, shap, rates)
+
+    replicates = None
+    if n_bootstrap:
+        size = max(2, int(round(subsample * n)))
+        bits = key_bits(key)
+        reps = []
+        for b in range(n_bootstrap):
+            rows = np.sort(rng_stream(bits, 3, b).choice(n, size, replace=False))
+            if fit is not None:
+                X_user = dataset.take(rows).source if dataset.source is not None else F[rows]
+                refit = fit(X_user, target[rows])
+                parts = model_parts(refit, X_user, rows)
+            else:
+                parts = (shap[rows], np.full_like(rates, np.nan))
+            reps.append(statistics(rows, *parts)[0])
+        replicates = np.stack(reps, axis=-1)  # (7, p, r)
+
+    keep = [ESTIMATORS.index(e) for e in estimators if e not in skipped]
+    kept = tuple(ESTIMATORS[i] for i in keep)
+    info: dict = {"n_bootstrap": n_bootstrap, "subsample": subsample, "refit": fit is not None,
+                  "skipped": {e: why for e, why in skipped.items() if e in estimators}}
+    p_values = None
+    if "linear" in kept:
+        p_values = _two_sided_p(t, df)
+        info["linear_t"] = t
+    sd = None
+    if replicates is not None:
+        replicates = replicates[keep]
+        with np.errstate(invalid="ignore"):
+            sd = replicates.std(axis=-1)
+    return Trends(feature_names=names, estimators=kept, values=values[keep], sd=sd,
+                  replicates=replicates, p_values=p_values, info=info)
