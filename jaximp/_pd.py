@@ -344,7 +344,7 @@ def _check_kind(kind) -> None:
         raise ValueError(f"kind must be one of {_KINDS}; got {kind!r}.")
 
 
-@validate_params(centered=Flag(), method=Choice(*_METHODS))
+@validate_params(centered=Flag(), method=Choice(*_METHODS), derivative=Flag())
 def partial_dependence(
     model,
     X,
@@ -364,6 +364,7 @@ def partial_dependence(
     memory_budget: int | None = None,
     progress: bool | None = None,
     method: Literal["brute", "recursion", "auto"] = "brute",
+    derivative: bool = False,
 ) -> PartialDependence:
     """Partial dependence and ICE curves of a model on one feature or a set of features.
 
@@ -419,6 +420,11 @@ def partial_dependence(
         recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting, a
         regression tree, a random forest regressor), else brute. The default differs from
         scikit-learn's ``"auto"`` so that the PD is always over ``X``.
+    derivative : bool, default False
+        Curves of the model's partial derivative along the feature instead of its value
+        (derivative ICE, Goldstein et al. 2015): ``d f / d x_S`` at ``(z, x_iC)`` for every
+        row and grid value, by ``jax.jvp`` through a JAX model, and their mean. One numeric
+        single-column feature, ``method="brute"``.
 
     Returns
     -------
@@ -436,6 +442,8 @@ def partial_dependence(
     """
     _check_kind(kind)
     validate_grid_options(grid, grid_resolution, percentiles)
+    if derivative and method != "brute":
+        raise ValueError(f"derivative=True needs method='brute'; got method={method!r}.")
     if method == "auto":  # scikit-learn's rule
         method = "recursion" if _recursion_by_default(model) and kind == "average" and (
             isinstance(features, (str, int, np.integer)) or len(features) == 1) and \
@@ -448,12 +456,34 @@ def partial_dependence(
         sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress,
     )
+    chosen = dataset.resolve(features)
+    if derivative:
+        predictor = _derivative_predictor(dataset, predictor, chosen)
     (result,) = compute_pd(
-        dataset, predictor, [dataset.resolve(features)], kind=kind, grid=grid,
+        dataset, predictor, [chosen], kind=kind, grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
         output=output, memory_budget=memory_budget, progress=progress,
     )
     return result
+
+
+def _derivative_predictor(dataset, predictor, chosen):
+    """The model's partial derivative along the one numeric column of ``chosen``, with the
+    model's own output names."""
+    from ._ale import _gradient_predictor
+
+    if predictor.host:
+        raise ValueError(
+            f"derivative=True differentiates the model with jax.jvp, but {predictor.name} runs "
+            "on the host (NumPy / scikit-learn) and has no gradient; use derivative=False."
+        )
+    if len(chosen) != 1 or chosen[0].kind != "continuous":
+        raise ValueError(
+            f"derivative=True needs one numeric feature; got "
+            f"{[f'{f.name} ({f.kind})' for f in chosen]}."
+        )
+    gradient = _gradient_predictor(predictor, list(chosen[0].columns), dataset.X.shape[1])
+    return dataclasses.replace(gradient, output_names=predictor.output_names)
 
 
 @validate_params(centered=Flag())

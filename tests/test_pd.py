@@ -1,5 +1,6 @@
 """Partial dependence and ICE against scikit-learn and a float64 NumPy loop."""
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -202,3 +203,24 @@ def test_multi_output_model():
         Xz[:, 2] = z
         np.testing.assert_allclose(result.average[k], f_np(Xz).mean(0), atol=2e-5)
     assert set(result.to_frame()["output"]) == {"y0", "y1"}
+
+
+def test_derivative_ice_equals_the_analytic_partial_derivative():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(30, 3))
+
+    def f(A):
+        return jnp.stack([A[:, 0] ** 2 * A[:, 1], jnp.sin(A[:, 0]) + A[:, 2]], axis=1)
+
+    r = jaximp.partial_dependence(f, X, "x0", kind="both", derivative=True, grid_resolution=5)
+    z = np.asarray(r.grid_values[0], np.float64)
+    expected = np.stack([2 * z[None, :] * X[:, 1:2], np.cos(z)[None, :] + 0 * X[:, 1:2]], -1)
+    np.testing.assert_allclose(r.individual, expected, atol=1e-6)
+    np.testing.assert_allclose(r.average, expected.mean(axis=0), atol=1e-6)
+    assert r.output_names == ("y0", "y1")
+    with pytest.raises(ValueError, match=r"^derivative=True needs method='brute'; got "
+                                         r"method='recursion'\.$"):
+        jaximp.partial_dependence(f, X, "x0", derivative=True, method="recursion")
+    with pytest.raises(ValueError, match=r"derivative=True needs one numeric feature; got "
+                                         r"\['x0 \(continuous\)', 'x1 \(continuous\)'\]"):
+        jaximp.partial_dependence(f, X, ["x0", "x1"], derivative=True)

@@ -1,5 +1,5 @@
 """PD-based importance and the PD interaction statistic: closed forms, a float64 NumPy reference,
-robust options, bootstrap, and the seed 002 (Greenwell et al. 2018) Friedman experiment."""
+robust options, bootstrap, and Greenwell et al.'s (2018) Friedman experiment."""
 
 import itertools
 

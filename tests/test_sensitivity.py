@@ -1,4 +1,4 @@
-"""Huh & Lee sensitivity importance: seed 004 Table 2, closed forms, draws, validation."""
+"""Huh & Lee sensitivity importance: Huh & Lee (2003) Table 2, closed forms, draws, validation."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,7 +11,7 @@ from jaximp._plans import at_drawn_rows
 from jaximp._sensitivity import sensitivity_importance
 from jaximp.kernels import _streams
 
-TABLE2_LINEAR = np.array([0.72, 0.54, 0.37, 0.19])  # seed 004, Table 2, linear regression
+TABLE2_LINEAR = np.array([0.72, 0.54, 0.37, 0.19])  # Huh & Lee (2003), Table 2, linear regression
 
 
 @pytest.fixture(scope="module")
