@@ -148,14 +148,10 @@ def _predict_each(stacked, X: np.ndarray, engine: dict) -> np.ndarray:
 
 # Every order fits a new forest that is evaluated once or a few times: reading it into JAX
 # node arrays would compile a program per forest size, so scikit-learn predicts on the host.
-_HOST_TREES = {"trees": "host"} if "trees" in inspect.signature(as_predictor).parameters else {}
-
-
 def _as_predictor(model, p: int, what: str):
     if model is None:
         raise ValueError(f"{what} returned None; it must return the fitted model.")
-    return as_predictor(model, n_features=p, **(_HOST_TREES if hasattr(model, "predict")
-                                                  else {}))
+    return as_predictor(model, n_features=p, trees="host")
 
 
 def _predict(model, X: np.ndarray, engine: dict, what: str) -> np.ndarray:

@@ -459,8 +459,12 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     items_pad = _bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)
     items_pad = math.ceil(items_pad / sizes.items_per_chunk) * sizes.items_per_chunk
 
-    put_rows = (lambda a: _distributed.shard_rows(a, mesh))
-    put_whole = (lambda a: _distributed.replicate(a, mesh))
+    if mesh is None and n_item_chunks * n_row_chunks == 1:
+        # one call: its host arguments go with it, cheaper than a device_put first
+        put_rows = put_whole = (lambda tree: tree)
+    else:
+        put_rows = (lambda a: _distributed.shard_rows(a, mesh))
+        put_whole = (lambda a: _distributed.replicate(a, mesh))
     tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
     if plan.table is not None:
         tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
