@@ -65,7 +65,13 @@ def ref_h_all(f, X, w, pairs, triples, **options):
 
 
 # ------------------------------------------------------------------------------------------
-# Published values (R's iml and hstats).
+# Published values (R's iml and hstats). Produced by this R script (hstats 1.1.2, iml 0.11.1):
+#   X <- data.frame(x1 = c(1, 1, 1, 2), x2 = c(0, 0, 2, 1), x3 = c(2, 2, 1, 4))
+#   pf <- function(m, newdata) newdata[, 1] + newdata[, 2] * sqrt(newdata[, 3])
+#   h2_pairwise(hstats(X = X, pred_fun = pf))            # x2:x3 0.078125
+#   h2_pairwise(hstats(X = X, pred_fun = pf, w = 0:3))   # x2:x3 0.1010093
+#   iml::Interaction$new(iml::Predictor$new(data = X, predict.function = pf),
+#                        grid.size = 5, feature = "x3")$results  # x2:x3, squared: 0.078125
 # ------------------------------------------------------------------------------------------
 
 X_PUB = np.array([[1, 0, 2], [1, 0, 2], [1, 2, 1], [2, 1, 4.0]])

@@ -25,7 +25,10 @@ from jaximp.kernels import _weights as kernels
 # float32 kernels against float64 references
 RTOL, ATOL = 2e-5, 1e-6
 
-# NeuralNetTools' documented example: garson(wts_in, struct) and olden(wts_in, struct)
+# The example of R NeuralNetTools 1.5.3 (?garson, ?olden): with
+#   wts_in <- c(13.12, 1.49, 0.16, -0.11, -0.19, -0.16, 0.56, -0.52, 0.81); struct <- c(2, 2, 1)
+#   garson(wts_in, struct, bar_plot = FALSE)  # rel_imp X1 0.7229437, X2 0.2770563
+#   olden(wts_in, struct, bar_plot = FALSE)   # importance X1 -0.9287, X2 -0.2128
 NNT_WEIGHTS = [13.12, 1.49, 0.16, -0.11, -0.19, -0.16, 0.56, -0.52, 0.81]
 NNT_STRUCT = (2, 2, 1)
 
