@@ -19,6 +19,7 @@ from ._hstat import h_statistic
 from ._loco import loco_importance
 from ._nn_weights import extract_weights, garson_importance, olden_importance
 from ._pd import PartialDependences, compute_pd
+from ._plots import plot_importances
 from ._pd_importance import _MEASURE_CHOICES, _importance_from_pds, _interaction_from_pds
 from ._permutation import permutation_importance
 from ._results import FeatureImportance, FeatureInteraction, _output_index
@@ -187,25 +188,15 @@ class Explanation(Mapping):
             return pd.DataFrame(columns=_FRAME_COLUMNS)
         return pd.concat(frames, ignore_index=True).reindex(columns=_FRAME_COLUMNS)
 
-    def plot(self, methods=None, output: int | str = 0):
-        """The importance methods side by side, one panel each, drawn by each result's own
-        ``plot``; returns the Figure."""
-        import matplotlib.pyplot as plt
-
+    def plot(self, methods=None, output: int | str = 0, top: int | None = None):
+        """The importance methods side by side, one panel each, features in one shared order
+        (the first method's ranking; :func:`jaximp.plot_importances`); returns the Figure."""
         names = self.importance_methods if methods is None else list(methods)
         unknown = [m for m in names if m not in self.importance_methods]
         if unknown or not names:
             raise ValueError(f"methods must name importance results among "
                              f"{self.importance_methods}; got {names!r}.")
-        p = len(self.feature_names)
-        fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names),
-                                                         0.28 * min(p, 30) + 1.6),
-                                 squeeze=False)
-        for ax, name in zip(axes[0], names):
-            self[name].plot(output=output, ax=ax)
-            ax.set_title(name)
-        fig.tight_layout()
-        return fig
+        return plot_importances({name: self[name] for name in names}, output=output, top=top)
 
 
 def _check_methods(methods) -> list[str] | None:

@@ -189,6 +189,12 @@ def test_plot_and_repr(bootstrapped):
     axes = fig.axes
     assert [ax.get_title() for ax in axes] == bootstrapped.importance_methods
     assert all(len(ax.patches) == 3 for ax in axes)  # one bar per feature
+    # one shared feature order: the first method's ranking, strongest at the top
+    order = bootstrapped["pd_importance"].top(3)[::-1]
+    for ax in axes:
+        labels = [t.get_text() for t in ax.get_yticklabels()] or \
+            [t.get_text() for t in axes[0].get_yticklabels()]
+        assert labels == order
     text = repr(bootstrapped)
     assert text.startswith("Explanation(4 methods on 40 rows x 3 features")
     assert "top by pd_importance: c" in text
