@@ -146,6 +146,24 @@ class PartialDependences(Mapping):
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
+    def importance(self, measure: str = "auto"):
+        """PD importance read from these curves, without a model call: ``measure`` of each
+        feature's PD over its grid (``"auto"``: ``"sd"`` for a numeric feature, ``"range4"``
+        for a categorical one), so the measure can be chosen after the PDs exist. Equals
+        :func:`jaximp.pd_importance` on the same grid (``average="mean"``, no bootstrap).
+        Returns a :class:`jaximp.FeatureImportance`."""
+        from ._pd_importance import _MEASURE_CHOICES, _importance_from_pds
+
+        Choice(*_MEASURE_CHOICES).check("measure", measure)
+        results = list(self._results.values())
+        if any(len(r.feature_names) != 1 or r.average is None for r in results):
+            raise ValueError("importance() needs the average 1-D PDs of partial_dependence_all"
+                             "(kind='average' or 'both').")
+        chosen = [Feature(name, (0,), r.feature_kinds[0]) for name, r in self._results.items()]
+        averages = [dataclasses.replace(r, individual=None) for r in results]
+        return _importance_from_pds(chosen, averages, None, np.ones((1, 1)), None, ice=False,
+                                    measure=measure, average="mean", trim=0.0, n_bootstrap=0)
+
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """The ``k`` features whose PD varies most (standard deviation over the grid,
         ``ddof=1``, as the PD importance ``"sd"``)."""

@@ -404,3 +404,32 @@ def test_seed002_friedman_experiment_small():
     inter = pd_interaction(model, X, grid_resolution=8)
     assert inter.top(1) == [("x1", "x2")]
     assert inter.values[:, 0].max() > 2 * np.sort(inter.values[:, 0])[-2]
+
+
+def test_measure_chosen_after_the_pds_exist(monkeypatch):
+    """PartialDependences.importance reads every measure from stored PDs: no model call, and
+    the values of pd_importance on the same grid."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=120), "b": rng.normal(size=120),
+                      "c": pd.Categorical(rng.choice(["u", "v", "w"], 120))})
+
+    def f(A):
+        return 2 * A[:, 0] + jnp.sin(A[:, 1]) + A[:, 2] ** 2
+
+    pds = jaximp.partial_dependence_all(f, X, grid_resolution=9)
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("the model was evaluated")
+
+    with monkeypatch.context() as m:
+        for module in (jaximp._engine, jaximp._pd, jaximp._pd_importance):
+            if hasattr(module, "evaluate"):
+                m.setattr(module, "evaluate", no_evaluation)
+        read = {measure: pds.importance(measure) for measure in ("auto", "sd", "mad", "range4")}
+    for measure, result in read.items():
+        direct = jaximp.pd_importance(f, X, measure=measure, grid="uniform", grid_resolution=9,
+                                      percentiles=(0.05, 0.95))
+        np.testing.assert_allclose(result.importances_mean, direct.importances_mean, rtol=1e-12)
+    assert read["auto"].info.measure == {"a": "sd", "b": "sd", "c": "range4"}
+    with pytest.raises(ValueError, match=r"^measure must be one of \('auto'"):
+        pds.importance("variance")
