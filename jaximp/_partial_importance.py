@@ -126,8 +126,10 @@ class PartialImportance:
         x = np.asarray(self.grid_values, np.float64) if numeric else np.arange(
             len(self.grid_values))
         if self.ici is not None:
-            step = max(1, self.ici.shape[0] // max_curves)
-            ax.plot(x, self.ici[::step, :, j].T, color="0.6", lw=0.5, alpha=0.4)
+            from ._plots import ice_rows
+
+            rows = ice_rows(self.ici.shape[0], max_curves)
+            ax.plot(x, self.ici[rows, :, j].T, color="0.6", lw=0.5, alpha=0.4)
         ax.plot(x, self.pi[:, j], color="tab:red", lw=2.5, marker=None if numeric else "o")
         ax.axhline(0, color="0.3", lw=0.5)
         if not numeric:

@@ -344,8 +344,13 @@ def test_repr_frame_and_plots(data):
     assert repr(one).startswith("AccumulatedLocalEffects(x0: first-order, 5 bins")
     assert list(one.to_frame().columns) == ["value", "count", "output", "ale", "ale_uncentred",
                                             "lower", "upper"]
-    one.plot()
-    ale(smooth_jax, X, ("x0", "x1"), bins=3).plot()
+    ax = one.plot()
+    curve = [line for line in ax.get_lines() if len(line.get_xdata()) == len(one.edges[0])]
+    np.testing.assert_allclose(curve[0].get_ydata(), one.centred[:, 0])
+    assert ax.get_xlabel() == "x0" and ax.get_ylabel() == f"ALE ({one.output_names[0]})"
+    assert len(ax.collections) >= 2  # the bootstrap band and the rug
+    ax2 = ale(smooth_jax, X, ("x0", "x1"), bins=3).plot()
+    assert (ax2.get_xlabel(), ax2.get_ylabel()) == ("x1", "x0")
     Xc = np.column_stack([np.arange(len(X)) % 3, X[:, 1:]])
     ale(smooth_jax, Xc, "x0", categorical=["x0"], n_bootstrap=3).plot()
     import matplotlib.pyplot as plt

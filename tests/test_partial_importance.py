@@ -125,7 +125,11 @@ def test_errors_frame_plot_and_repr(data):
     assert res.to_frame().shape == (10, 3)
     assert res.to_frame("individual").shape == (80 * 5 * 2, 4)
     assert repr(res).startswith("PartialImportance(x2: 5 grid points, loss 'mse'")
-    res.plot(output=1)
+    ax = res.plot(output=1, max_curves=30)
+    lines = [line for line in ax.get_lines() if len(line.get_xdata()) == 5]
+    assert len(lines) == 30 + 1  # exactly max_curves ICI curves, then the PI curve
+    np.testing.assert_allclose(lines[-1].get_ydata(), res.pi[:, 1])
+    assert ax.get_xlabel() == "x2" and ax.get_ylabel() == f"change in mse ({res.output_names[1]})"
     import matplotlib.pyplot as plt
 
     plt.close("all")
