@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Details", "FilterDetails", "HDetails", "LinearDetails", "LocoDetails",
+__all__ = ["Details", "FilterDetails", "HDetails", "HStatisticDetails", "LinearDetails", "LocoDetails",
            "PDImportanceDetails", "PDInteractionDetails", "PermutationDetails",
            "SensitivityDetails", "WeightDetails"]
 
@@ -299,3 +299,30 @@ class WeightDetails(Details):
     units: str | None = None
     reduce: str | None = None
     groups: dict | None = None
+
+
+@_frozen
+class HStatisticDetails(Details):
+    """Details of :func:`jaximp.h_statistic` (``HStatistic.info``).
+
+    Attributes
+    ----------
+    rows : ndarray or None
+        Indices of the rows used (``n_max`` subsampling), None for all.
+    bootstrap_counts : ndarray of shape (r, n_rows) or None
+    eps : float
+        Numerators at most ``eps`` times their denominators read as 0.
+    n_bootstrap : int
+    feature_names : tuple of str
+        Every feature of X.
+    numerator, denominator : ndarray of shape (o,) or None
+        The total statistic's, when computed.
+    """
+
+    rows: np.ndarray | None
+    bootstrap_counts: np.ndarray | None
+    eps: float
+    n_bootstrap: int
+    feature_names: tuple
+    numerator: np.ndarray | None = None
+    denominator: np.ndarray | None = None

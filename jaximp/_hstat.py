@@ -26,7 +26,7 @@ from jaximp.kernels import _pd_stats as K
 
 from ._params import Flag, Replicates, validate_params
 from ._common import as_key, check_bool, prepare, select_outputs
-from ._details import HDetails
+from ._details import HDetails, HStatisticDetails
 from ._edge import (
     check_n_bootstrap,
     replicate_weights,
@@ -73,10 +73,10 @@ class HStatistic:
         The options the values were computed with.
     n_rows : int
         Rows used (after ``n_max`` subsampling).
-    info : dict
-        ``"rows"`` (indices of the rows used), ``"bootstrap_counts"`` (r, n_rows), ``"eps"``,
-        ``"feature_names"`` (every feature of X), and the total's ``"numerator"`` and
-        ``"denominator"``. Each part's own info holds its
+    info : HStatisticDetails
+        ``rows`` (indices of the rows used), ``bootstrap_counts`` (r, n_rows), ``eps``,
+        ``feature_names`` (every feature of X), and the total's ``numerator`` and
+        ``denominator``. Each part's own info (``HDetails``) holds its
         numerators and denominators (weighted means over the rows, before normalizing).
     """
 
@@ -90,7 +90,7 @@ class HStatistic:
     normalized: bool
     squared: bool
     n_rows: int
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: Any = None
     _raw: dict = dataclasses.field(default_factory=dict, repr=False)
     _floor: np.ndarray | None = dataclasses.field(default=None, repr=False)
     _extend: Any = dataclasses.field(default=None, repr=False)
@@ -104,10 +104,10 @@ class HStatistic:
                 kind, raw[kind], floor, output_names, normalized, squared, eps)
 
         total = part("total")
-        info = dict(info, eps=eps)
+        info = dataclasses.replace(info, eps=eps)
         if total is not None:
-            info.update(numerator=raw["total"].numerator[0, :, 0],
-                        denominator=raw["total"].denominator[0, :, 0])
+            info = dataclasses.replace(info, numerator=raw["total"].numerator[0, :, 0],
+                                       denominator=raw["total"].denominator[0, :, 0])
         return cls(
             overall=part("overall"), pairwise=part("pairwise"), three_way=part("three_way"),
             total=None if total is None else total.importances_mean[0],
@@ -643,8 +643,8 @@ def h_statistic(
             "pairwise": tuple(tuple(f.name for f in fs) for fs in pair_spec),
             "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
     raw = {kind: _RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
-    info: dict[str, Any] = {"rows": rows, "bootstrap_counts": counts, "eps": eps,
-                            "n_bootstrap": n_bootstrap, "feature_names": dataset.feature_names}
+    info = HStatisticDetails(rows=rows, bootstrap_counts=counts, eps=eps,
+                             n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
 
     def extend(kind: str, listed) -> tuple:
         """The names of the pairs or triples ``listed``, after evaluating into ``raw`` those
