@@ -39,7 +39,7 @@ from ._common import as_key, check_bool, check_choice, check_int
 from ._data import as_dataset
 from ._engine import _Progress, predict_rows
 from ._loss import check_target
-from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
+from ._mlp import MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params
 from ._model import _as_2d_float32, as_predictor
 from ._results import FeatureImportance
 from ._rng import key_bits, rng_stream
@@ -50,40 +50,9 @@ _RESIDUALS = ("gram_schmidt", "learned")
 _IMPORTANCES = ("impurity", "permutation", "pd")
 #: the default learned-residual regressor
 DEFAULT_RESIDUAL_FIT = functools.partial(fit_mlp, hidden=(32,), steps=500)
-_MLP_FIXED = ("X", "y", "input_mask", "random_state")
 
 
 # ---------------------------------------------------------------------------------- fits
-
-
-def _mlp_options(fit, name: str) -> dict | None:
-    """:func:`fit_mlp`'s options when ``fit`` is it or a keyword partial of it, else None."""
-    if fit is fit_mlp:
-        options: dict = {}
-    elif isinstance(fit, functools.partial) and fit.func is fit_mlp and not fit.args:
-        options = dict(fit.keywords)
-    else:
-        return None
-    clash = sorted(set(options) & set(_MLP_FIXED))
-    if clash:
-        raise ValueError(
-            f"{name}=partial(fit_mlp, ...) must not set {clash}: decorrelation_importance "
-            "supplies the data, the input masks and the keys; pass the seed as "
-            "random_state=... instead."
-        )
-    signature = inspect.signature(fit_mlp)
-    defaults = {k: v.default for k, v in signature.parameters.items() if k not in _MLP_FIXED}
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        raise ValueError(f"fit_mlp has no parameters {unknown}; got them in {name}=partial(...).")
-    options = {**defaults, **options}
-    if options["activation"] not in ACTIVATIONS:
-        raise ValueError(
-            f"activation must be one of {sorted(ACTIVATIONS)}; got {options['activation']!r}."
-        )
-    if any(int(h) < 1 for h in options["hidden"]):
-        raise ValueError(f"hidden widths must be positive ints; got {tuple(options['hidden'])}.")
-    return options
 
 
 @functools.partial(jax.jit, static_argnames=("sizes", "options"))
@@ -387,11 +356,12 @@ def decorrelation_importance(
         )
     key = as_key(random_state)
     bits = key_bits(key)
-    mlp = None if fit is None else _mlp_options(fit, "fit")
+    mlp = None if fit is None else fit_mlp_options(fit, "fit", "decorrelation_importance")
     residual_mlp = None
     if residuals == "learned":
         residual_fit = DEFAULT_RESIDUAL_FIT if residual_fit is None else residual_fit
-        residual_mlp = _mlp_options(residual_fit, "residual_fit")
+        residual_mlp = fit_mlp_options(residual_fit, "residual_fit",
+                                       "decorrelation_importance")
     if mlp is not None and importance == "impurity":
         raise ValueError(
             "importance='impurity' needs tree models, but fit is fit_mlp. Fix: use "

@@ -29,7 +29,9 @@ from ._common import as_key, prepare
 from ._data import Dataset, Feature, as_dataset
 from ._details import LocoDetails
 from ._engine import evaluate, predict_rows
-from ._mlp import ACTIVATIONS, MLP, fit_mlp, init_mlp_params, train_mlp_params
+from ._mlp import (
+    ACTIVATIONS, MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params,
+)
 from ._model import _as_2d_float32, as_predictor
 from ._loss import (
     RESPONSES, check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
@@ -42,33 +44,6 @@ __all__ = ["loco_importance"]
 
 _STRATEGIES = ("refit", "mean", "median", "zero")
 _KINDS = ("difference", "ratio")
-_MLP_FIXED = ("X", "y", "input_mask", "random_state")
-
-
-def _mlp_options(fit) -> dict | None:
-    """Training options when ``fit`` is :func:`fit_mlp` or a keyword partial of it."""
-    if fit is fit_mlp:
-        options: dict = {}
-    elif isinstance(fit, functools.partial) and fit.func is fit_mlp and not fit.args:
-        options = dict(fit.keywords)
-    else:
-        return None
-    clash = sorted(set(options) & set(_MLP_FIXED))
-    if clash:
-        raise ValueError(
-            f"fit=partial(fit_mlp, ...) must not set {clash}: loco_importance supplies the "
-            "data, the input masks and the keys; pass the seed as random_state=... instead."
-        )
-    signature = inspect.signature(fit_mlp)
-    unknown = sorted(set(options) - set(signature.parameters))
-    if unknown:
-        raise ValueError(f"fit_mlp has no parameters {unknown}; got them in fit=partial(...).")
-    defaults = {
-        name: param.default
-        for name, param in signature.parameters.items()
-        if name not in _MLP_FIXED
-    }
-    return {**defaults, **options}
 
 
 def _train_options() -> tuple[str, ...]:
@@ -337,7 +312,7 @@ def loco_importance(
                 "strategy='refit' needs fit=...: a function fit(X, y) -> model, e.g. "
                 f"jaximp.fit_mlp; got fit={fit!r:.60}."
             )
-        mlp_options = _mlp_options(fit)
+        mlp_options = fit_mlp_options(fit, "fit", "loco_importance")
     elif fit is not None:
         raise ValueError(
             f"fit is used by strategy='refit' only; got it with strategy={strategy!r}."

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-__all__ = ["MLP", "fit_mlp", "init_mlp_params", "mlp_forward", "train_mlp_params"]
+__all__ = ["MLP", "fit_mlp", "fit_mlp_options", "init_mlp_params", "mlp_forward",
+           "train_mlp_params"]
 
 
 def init_mlp_params(key: jax.Array, sizes: Sequence[int]) -> list[dict]:
@@ -201,3 +202,41 @@ def fit_mlp(
     )
     return MLP(params, jnp.asarray(x_mean), jnp.asarray(x_scale), jnp.asarray(y_mean),
                jnp.asarray(y_scale), jnp.asarray(mask), losses, activation)
+
+
+#: Arguments of :func:`fit_mlp` that a batched refit supplies itself.
+_FIT_SUPPLIED = ("X", "y", "input_mask", "random_state")
+
+
+def fit_mlp_options(fit, name: str, caller: str) -> dict | None:
+    """All of :func:`fit_mlp`'s options when ``fit`` is it or a keyword partial of it (so
+    ``caller`` can train its refits as one vmapped job), else None. ``name`` is the parameter
+    that passed ``fit``, for the messages."""
+    import functools
+    import inspect
+
+    if fit is fit_mlp:
+        options: dict = {}
+    elif isinstance(fit, functools.partial) and fit.func is fit_mlp and not fit.args:
+        options = dict(fit.keywords)
+    else:
+        return None
+    clash = sorted(set(options) & set(_FIT_SUPPLIED))
+    if clash:
+        raise ValueError(
+            f"{name}=partial(fit_mlp, ...) must not set {clash}: {caller} supplies the data, "
+            "the input masks and the keys; pass the seed as random_state=... instead."
+        )
+    parameters = inspect.signature(fit_mlp).parameters
+    defaults = {k: v.default for k, v in parameters.items() if k not in _FIT_SUPPLIED}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"fit_mlp has no parameters {unknown}; got them in {name}=partial(...).")
+    options = {**defaults, **options}
+    if options["activation"] not in ACTIVATIONS:
+        raise ValueError(
+            f"activation must be one of {sorted(ACTIVATIONS)}; got {options['activation']!r}."
+        )
+    if any(int(h) < 1 for h in options["hidden"]):
+        raise ValueError(f"hidden widths must be positive ints; got {tuple(options['hidden'])}.")
+    return options
