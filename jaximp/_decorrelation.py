@@ -36,8 +36,8 @@ import numpy as np
 from jaximp.kernels import _decorrelation as K
 
 from ._common import as_key, check_bool, check_choice, check_int
-from ._data import as_dataset
 from ._engine import _Progress, predict_rows
+from ._edge import numeric_matrix
 from ._loss import check_target
 from ._mlp import MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params
 from ._model import _as_2d_float32, as_predictor
@@ -368,14 +368,7 @@ def decorrelation_importance(
             "importance='permutation' or 'pd' with MLPs."
         )
 
-    dataset = as_dataset(X, feature_names=feature_names)
-    odd = [f.name for f in dataset.features if f.is_categorical or len(f.columns) != 1]
-    if odd:
-        raise ValueError(
-            f"decorrelation importance needs numeric features of one column each; {odd} are "
-            "categorical or grouped. Encode them as numbers first."
-        )
-    F = np.asarray(dataset.X, np.float64)
+    dataset, F = numeric_matrix(X, feature_names, "decorrelation importance needs")
     n, p = F.shape
     if p < 2:
         raise ValueError(f"decorrelation importance needs at least 2 features; got {p}.")

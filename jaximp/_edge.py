@@ -14,7 +14,7 @@ from jaximp.kernels import _pd_stats as K
 from ._data import Dataset, Feature
 from ._params import Replicates
 
-__all__ = ["check_n_bootstrap", "replicate_weights", "resolve_feature_sets", "resolve_pairs",
+__all__ = ["check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets", "resolve_pairs",
            "row_weights", "summaries"]
 
 
@@ -96,6 +96,21 @@ def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
         twice = next(sorted(names) for names in seen if seen.count(names) > 1)
         raise ValueError(f"the feature set {tuple(twice)} is listed more than once.")
     return resolved
+
+
+def numeric_matrix(X, feature_names, what: str) -> tuple[Dataset, np.ndarray]:
+    """The dataset and its float64 (n, p) matrix of numeric one-column features, or a ValueError
+    saying which features are categorical or grouped (``what`` names the method)."""
+    from ._data import as_dataset
+
+    dataset = as_dataset(X, feature_names=feature_names)
+    odd = [f.name for f in dataset.features if f.is_categorical or len(f.columns) != 1]
+    if odd:
+        raise ValueError(
+            f"{what} numeric features of one column each; {odd} are categorical or grouped. "
+            "Encode them as numbers first."
+        )
+    return dataset, np.asarray(dataset.X, np.float64)
 
 
 def row_weights(dataset: Dataset) -> np.ndarray:

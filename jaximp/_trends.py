@@ -37,8 +37,7 @@ import pandas as pd
 from jaximp.kernels import _decorrelation as K
 
 from ._common import as_key
-from ._data import as_dataset
-from ._edge import check_n_bootstrap
+from ._edge import check_n_bootstrap, numeric_matrix
 from ._loss import check_target
 from ._rng import key_bits, rng_stream
 
@@ -315,14 +314,7 @@ def trends(
             "shapley(model, X) -> values."
         )
     key = as_key(random_state)
-    dataset = as_dataset(X, feature_names=feature_names)
-    odd = [f.name for f in dataset.features if f.is_categorical or len(f.columns) != 1]
-    if odd:
-        raise ValueError(
-            f"trends need numeric features of one column each; {odd} are categorical or "
-            "grouped. Encode them as numbers first."
-        )
-    F = np.asarray(dataset.X, np.float64)
+    dataset, F = numeric_matrix(X, feature_names, "trends need")
     n, p = F.shape
     target = check_target(y, n)
     if target.ndim != 1 or target.dtype.kind not in "biuf":
