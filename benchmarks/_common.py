@@ -18,6 +18,13 @@ def machine() -> str:
             f"JAX {jax.__version__} on {device.platform} ({kind}), {len(jax.devices())} device(s)")
 
 
+def float32_rtol() -> float:
+    """Relative tolerance of a float32 model's outputs against a float64 reference: float32
+    rounding on CPU; on a GPU, JAX's default matmul precision rounds float32 operands to
+    TF32 (a 10-bit mantissa), which leaves errors of a few 1e-4."""
+    return 1e-4 if jax.default_backend() == "cpu" else 3e-3
+
+
 def random_relu_mlp(sizes, seed=0):
     """Weights ``[(W, b), ...]`` (float32) of a ReLU MLP with scaled normal weights."""
     rng = np.random.default_rng(seed)

@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
+    float32_rtol,
     jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
     timed_against_floor_and_peers,
 )
@@ -54,7 +55,7 @@ def case(name, sizes, n, repeats):
     scale = max(np.abs(r).max() for r in ref)
     for j, name_j in enumerate(result):
         err = np.abs(result[name_j].average[:, 0] - ref[j]).max()
-        assert err <= 1e-4 * scale + 1e-5, f"PD mismatch on {name_j}: {err}"
+        assert err <= float32_rtol() * scale + 1e-5, f"PD mismatch on {name_j}: {err}"
 
     grid_points = sum(len(r.grid_values[0]) for r in result.values())
     total_rows = grid_points * n

@@ -48,6 +48,14 @@ class Dataset:
     features: tuple[Feature, ...]
     weights: np.ndarray | None = None
     source: object = None
+    # sorted copies of columns, made on first use (grids and rugs of one call share a sort)
+    _sorted: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
+
+    def sorted_column(self, j: int) -> np.ndarray:
+        """Column ``j`` of ``X`` in ascending order (computed once per dataset)."""
+        if j not in self._sorted:
+            self._sorted[j] = np.sort(self.X[:, j])
+        return self._sorted[j]
 
     def take(self, rows) -> "Dataset":
         """The dataset restricted to ``rows`` (indices), in order."""
@@ -208,8 +216,9 @@ def as_dataset(
     n, c = values.shape
     if n == 0 or c == 0:
         raise ValueError(f"X is empty: got shape {values.shape}; need at least 1 row and column.")
-    bad = ~np.isfinite(values)
-    if bad.any():
+    # the sum is finite for finite data short of overflow: one pass, no boolean copy
+    bad = None if np.isfinite(values.sum()) else ~np.isfinite(values)
+    if bad is not None and bad.any():
         rows, cols = np.nonzero(bad)
         raise ValueError(
             f"X contains {bad.sum()} NaN or infinite values (first at row {rows[0]}, column "

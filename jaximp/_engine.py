@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -68,7 +69,12 @@ def default_memory_budget() -> int:
                 f"{env!r}. Fix or unset the environment variable."
             )
         return int(value)
-    device = jax.local_devices()[0]
+    return _device_budget(jax.local_devices()[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _device_budget(device) -> int:
+    """A quarter of an accelerator's memory (asked once per device); 1 GiB on CPU."""
     if device.platform != "cpu":
         try:
             return int(device.memory_stats()["bytes_limit"] // 4)
@@ -173,11 +179,9 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     rows_per_block = max(1, block_total // (n_devices * group))
     if rows_per_block >= n_local:  # every row in one block: put several items in it
         rows_per_block = min(_bucket(n_local), rows_per_block)
-        items = max(1, block_total // max(1, rows_per_block * n_devices))
-        items = max(group, items // group * group)
-        # balanced: the last block is not mostly padding items
-        n_blocks = math.ceil(n_items / items)
-        items_per_block = math.ceil(math.ceil(n_items / n_blocks) / group) * group
+        items_per_block = _items_per_block(
+            n_items, block_total // max(1, rows_per_block * n_devices),
+            rows_fit // max(1, rows_per_block * n_devices), group)
         row_blocks = 1
     else:
         items_per_block = group
@@ -194,6 +198,20 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     n_chunks = math.ceil(item_blocks_total / item_blocks)
     item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
     return _Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
+
+
+def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
+    """Items per block near ``target`` (from 2/3 to 3/2 of it, at most ``most``, a multiple
+    of ``group``) that pads ``n_items`` to whole blocks with the fewest padding items; ties go
+    to the size nearest ``target``. E.g. 51 items, target 12: 3 blocks of 17, not 5 of 11."""
+    target = max(group, target // group * group)
+    upper = max(group, min(most // group * group, target * 3 // 2 // group * group))
+    lower = min(upper, max(group, -(-target * 2 // 3 // group) * group))
+    every_item = -(-n_items // group) * group  # one block holding all items
+    candidates = [size for size in range(lower, upper + 1, group)]
+    if every_item <= upper:
+        candidates.append(every_item)
+    return min(candidates, key=lambda size: (-(-n_items // size) * size, abs(size - target)))
 
 
 def _available_host_bytes() -> float:
@@ -422,17 +440,21 @@ def _layout(array: np.ndarray, n_devices: int, n_local: int, n_local_pad: int, d
 
     Padding rows repeat row 0, so a model sees only real rows (their weight is 0)."""
     array = np.asarray(array, dtype=dtype)
+    if n_devices == 1 and array.shape[0] == n_local_pad:
+        return array[None]
     out = np.empty((n_devices, n_local_pad, *array.shape[1:]), array.dtype)
-    out[...] = array[0]
     for d in range(n_devices):
         part = array[d * n_local:(d + 1) * n_local]
         out[d, : part.shape[0]] = part
+        out[d, part.shape[0]:] = array[0]
     return out
 
 
 def _pad_items(array: np.ndarray, size: int) -> np.ndarray:
-    pad = [(0, size - array.shape[0])] + [(0, 0)] * (array.ndim - 1)
-    return np.pad(array, pad)
+    """``array`` with zero rows appended up to ``size`` rows."""
+    out = np.zeros((size, *array.shape[1:]), array.dtype)
+    out[: array.shape[0]] = array
+    return out
 
 
 def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):

@@ -14,7 +14,8 @@ __all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "resolve_grid",
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp")
 
 
-def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4) -> np.ndarray:
+def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
+               assume_sorted: bool = False) -> np.ndarray:
     """Sample quantiles with plotting positions ``(k - alphap) / (n + 1 - alphap - betap)``.
 
     The defaults equal ``scipy.stats.mstats.mquantiles``, which scikit-learn uses for the
@@ -25,7 +26,9 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4) -> n
     >>> mquantiles(np.arange(10.0), [0.05, 0.5, 0.95]).tolist()
     [0.0, 4.5, 9.0]
     """
-    data = np.sort(np.asarray(x, dtype=np.float64))
+    data = np.asarray(x, dtype=np.float64)
+    if not assume_sorted:
+        data = np.sort(data)
     n = data.size
     p = np.asarray(prob, dtype=np.float64)
     m = alphap + p * (1.0 - alphap - betap)
@@ -56,7 +59,6 @@ def feature_grid(
     labels : tuple, length g
         The grid point as shown to the user (the value, or the level of a categorical).
     """
-    columns = dataset.X[:, list(feature.columns)]
     if feature.kind == "onehot":
         k = len(feature.columns)
         if values is not None:
@@ -70,7 +72,6 @@ def feature_grid(
             f"feature {feature.name!r} is a group of {len(feature.columns)} columns that is "
             "not one-hot; partial dependence needs a one-hot block or single columns."
         )
-    col = columns[:, 0]
     if values is not None:
         grid = np.asarray(values, dtype=np.float64)
         if grid.ndim != 1:
@@ -84,7 +85,8 @@ def feature_grid(
                 f"numbers; got {values!r}."
             )
         return grid[:, None], tuple(grid.tolist())
-    uniques = np.unique(col)
+    col = dataset.sorted_column(feature.columns[0])
+    uniques = col[np.concatenate([[True], col[1:] != col[:-1]])]
     if uniques.size < 2:
         raise ValueError(
             f"feature {feature.name!r} has a single distinct value ({uniques[0]:g}); its "
@@ -100,7 +102,7 @@ def feature_grid(
     if strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
     if strategy == "pdp":  # R pdp / vip: seq(min, max, length = min(n_unique, resolution))
-        grid = np.linspace(col.min(), col.max(), min(uniques.size, grid_resolution))
+        grid = np.linspace(col[0], col[-1], min(uniques.size, grid_resolution))
         return grid[:, None], tuple(grid.tolist())
     use_unique = (
         strategy == "unique"
@@ -110,9 +112,10 @@ def feature_grid(
     if use_unique:
         grid = uniques
     elif strategy == "quantile":
-        grid = np.unique(mquantiles(col, np.linspace(*percentiles, grid_resolution)))
+        grid = np.unique(mquantiles(col, np.linspace(*percentiles, grid_resolution),
+                                     assume_sorted=True))
     else:
-        low, high = mquantiles(col, percentiles)
+        low, high = mquantiles(col, percentiles, assume_sorted=True)
         # exact equality only: a narrow range at a large magnitude (a 900-wide range of
         # timestamps at 1.6e9) is a valid float64 grid; whether the model's dtype resolves it
         # is for jaximp._precision.check_collapse to say.

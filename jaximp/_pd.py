@@ -206,7 +206,9 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
     """Deciles of a numeric feature's values (the rug of a PD plot); None for levels."""
     if feature.is_categorical:
         return None
-    return tuple(mquantiles(dataset.X[:, feature.columns[0]], np.arange(1, 10) / 10).tolist())
+    deciles = mquantiles(dataset.sorted_column(feature.columns[0]), np.arange(1, 10) / 10,
+                         assume_sorted=True)
+    return tuple(deciles.tolist())
 
 
 def _recursion_by_default(model) -> bool:

@@ -23,7 +23,7 @@ from ._loss import (
 )
 from ._params import Choice, Int, validate_params
 from ._plans import at_permuted_rows
-from ._precision import check_collapse
+from ._precision import check_collapse_columns
 from ._reducers import LossSums, Stacked
 from ._results import FeatureImportance
 from ._rng import key_bits, rng_stream
@@ -196,10 +196,10 @@ def permutation_importance(
     c, p = dataset.X.shape[1], len(chosen)
     engine = dict(memory_budget=memory_budget, progress=progress)
 
-    for feat in chosen:
-        for column in feat.columns:
-            check_collapse(feat.name, dataset.X[:, column], predictor.dtype, "permuted values",
-                           stacklevel=3)
+    checked = [(feat.name, column) for feat in chosen for column in feat.columns]
+    check_collapse_columns([name for name, _ in checked], dataset.X,
+                           [column for _, column in checked], predictor.dtype,
+                           "permuted values", stacklevel=3)
     masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
     for j, feat in enumerate(chosen):
         masks[j, list(feat.columns)] = True

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import numpy as np
+
+from ._rng import key_bits
 
 __all__ = ["Plan", "at_values", "at_permuted_rows", "at_drawn_rows", "at_coded_values"]
 
@@ -123,7 +124,7 @@ def _streams(item_stream, b: int) -> np.ndarray:
 
 
 def _key_bits(key) -> np.ndarray:
-    return np.asarray(jax.random.key_data(key), dtype=np.uint32).reshape(-1)[-2:]
+    return np.asarray(key_bits(key)[-2:], dtype=np.uint32)
 
 
 def at_permuted_rows(masks, item_mask, key, item_stream) -> Plan:

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["PrecisionWarning", "check_collapse"]
+__all__ = ["PrecisionWarning", "check_collapse", "check_collapse_columns"]
 
 #: a spread narrower than this many steps of the model's dtype is not resolved at all
 _MIN_STEPS = 4.0
@@ -128,3 +128,28 @@ def check_collapse(
         PrecisionWarning,
         stacklevel=stacklevel,
     )
+
+
+def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: str, *,
+                           stacklevel: int = 2) -> None:
+    """:func:`check_collapse` for columns of a finite float64 matrix ``X``, one per name.
+
+    The ranges of all columns come from one pass over ``X``; a column is read again (and its
+    distinct values counted) only when its range is coarsely resolved in ``dtype``.
+    """
+    try:
+        info = _finfo(np.dtype(dtype))
+    except TypeError:
+        return
+    if info is None or X.shape[0] < 2 or not len(columns):
+        return
+    columns = np.asarray(columns, dtype=int)
+    low, high = X.min(axis=0)[columns], X.max(axis=0)[columns]
+    scale = np.maximum(np.abs(low), np.abs(high))
+    with np.errstate(divide="ignore"):
+        step = np.maximum(float(info.eps) * 2.0 ** np.floor(np.log2(scale)),
+                          float(info.smallest_subnormal))
+    coarse = (high > low) & ((scale > float(info.max)) | ((high - low) / step < _COARSE_STEPS))
+    for k in np.flatnonzero(coarse):
+        check_collapse(feature_names[k], X[:, columns[k]], dtype, what,
+                       stacklevel=stacklevel + 1)

@@ -12,9 +12,17 @@ import numpy as np
 __all__ = ["key_bits", "rng_stream"]
 
 
+_BITS: dict[int, tuple] = {}  # id(key) -> (key, bits): int seeds reuse one key object
+
+
 def key_bits(key: jax.Array) -> list[int]:
-    """The raw bits of a PRNG key, as Python ints (one device read)."""
-    return np.asarray(jax.random.key_data(key), dtype=np.uint32).reshape(-1).tolist()
+    """The raw bits of a PRNG key, as Python ints (one device read per key object)."""
+    hit = _BITS.get(id(key))
+    if hit is None or hit[0] is not key:
+        if len(_BITS) >= 64:
+            _BITS.pop(next(iter(_BITS)))
+        hit = _BITS[id(key)] = (key, np.asarray(jax.random.key_data(key), np.uint32).ravel())
+    return hit[1].tolist()
 
 
 def rng_stream(bits: list[int], *indices: int) -> np.random.Generator:

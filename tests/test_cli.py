@@ -83,7 +83,9 @@ def test_cli_reproduces_the_python_api_exactly(cli_report, api_explanation):
     written["feature"] = written["feature"].fillna("")  # the total H names no feature
     expected = api_explanation.to_frame()
     assert written["value"].notna().all()
-    pd.testing.assert_frame_equal(written, expected, check_exact=True, check_dtype=False)
+    # the same numbers up to the last bits, which a GPU's reduction order may change
+    pd.testing.assert_frame_equal(written, expected, check_exact=False, rtol=1e-9,
+                                  check_dtype=False)
     document = json.loads((cli_report / "results.json").read_text())
     values = [record["value"] for record in document["results"]]
     assert values == expected["value"].tolist()

@@ -91,4 +91,22 @@ def test_other_low_precision_dtypes():
 
 def test_exports():
     assert issubclass(PrecisionWarning, UserWarning)
-    assert set(_precision.__all__) == {"PrecisionWarning", "check_collapse"}
+    assert set(_precision.__all__) == {"PrecisionWarning", "check_collapse",
+                                       "check_collapse_columns"}
+
+
+def test_column_check_warns_exactly_where_the_one_column_check_does():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(size=200), 1.6e9 + rng.uniform(0, 900, 200),
+                         np.full(200, 3.0), 1e-30 * rng.uniform(size=200)])
+    names = ["u", "stamp", "const", "tiny"]
+    for dtype in (np.float32, np.float16):
+        with warnings.catch_warnings(record=True) as one:
+            warnings.simplefilter("always")
+            for j, name in enumerate(names):
+                _precision.check_collapse(name, X[:, j], dtype, "permuted values")
+        with warnings.catch_warnings(record=True) as many:
+            warnings.simplefilter("always")
+            _precision.check_collapse_columns(names, X, range(4), dtype, "permuted values")
+        assert [str(w.message) for w in many] == [str(w.message) for w in one]
+        assert any("'stamp'" in str(w.message) for w in many)
