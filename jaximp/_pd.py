@@ -97,6 +97,40 @@ class PartialDependence:
             frames.append(block.assign(output=name, yhat=flat[:, :, j].reshape(-1)))
         return pd.concat(frames, ignore_index=True)
 
+    def interaction(self, measure: str = "auto"):
+        """The PD interaction statistic of this 2-D PD's pair, read from the stored surface
+        without a model call, so the measure can be chosen after the PD exists (``"auto"``:
+        ``"sd"`` over a numeric feature's grid, ``"range4"`` over a categorical one's). Equals
+        :func:`jaximp.pd_interaction` on the same grid (``average="mean"``, no bootstrap).
+        Returns a :class:`jaximp.FeatureInteraction` with one pair.
+
+        Examples
+        --------
+        >>> import numpy as np, jaximp
+        >>> X = np.random.default_rng(0).uniform(size=(50, 2))
+        >>> surface = jaximp.partial_dependence(lambda A: A[:, 0] * A[:, 1], X, ("x0", "x1"),
+        ...                                     grid_resolution=5, percentiles=(0, 1))
+        >>> strength = surface.interaction("sd").values[0, 0]
+        >>> bool(np.isclose(strength, jaximp.pd_interaction(lambda A: A[:, 0] * A[:, 1], X,
+        ...      grid_resolution=5, measure="sd").values[0, 0], rtol=1e-5))
+        True
+        """
+        from ._pd_importance import _MEASURE_CHOICES, _interaction_from_pds
+
+        Choice(*_MEASURE_CHOICES).check("measure", measure)
+        if len(self.feature_names) != 2 or self.average is None:
+            held = "the average PD" if self.average is not None else "ICE curves only"
+            raise ValueError(
+                "interaction() needs the average PD of a feature pair; this result holds "
+                f"{held} over {len(self.feature_names)} feature(s). Compute "
+                "partial_dependence(model, X, (a, b)) with kind='average' or 'both'."
+            )
+        pair = tuple(Feature(name, (0,), kind) for name, kind in
+                     zip(self.feature_names, self.feature_kinds or ("continuous",) * 2))
+        average = dataclasses.replace(self, individual=None)
+        return _interaction_from_pds([pair], [average], None, np.ones((1, 1)), None,
+                                     measure=measure, average="mean", trim=0.0, n_bootstrap=0)
+
     def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200,
              rug: bool = True):
         """A 1-D PD over its ICE curves, or a 2-D PD as a heat map; returns the Axes.

@@ -433,3 +433,35 @@ def test_measure_chosen_after_the_pds_exist(monkeypatch):
     assert read["auto"].info.measure == {"a": "sd", "b": "sd", "c": "range4"}
     with pytest.raises(ValueError, match=r"^measure must be one of \('auto'"):
         pds.importance("variance")
+
+
+def test_interaction_measure_chosen_after_the_2d_pd_exists(monkeypatch):
+    """PartialDependence.interaction reads every measure from a stored 2-D PD: no model call,
+    and the values of pd_interaction on the same grid (numeric x numeric and x categorical)."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=100), "b": rng.uniform(size=100),
+                      "c": pd.Categorical(rng.choice(["u", "v", "w"], 100))})
+
+    def f(A):
+        return A[:, 0] * A[:, 1] + jnp.sin(A[:, 0]) * A[:, 2]
+
+    surfaces = {pair: jaximp.partial_dependence(f, X, pair, grid_resolution=7,
+                                                percentiles=(0, 1))
+                for pair in [("a", "b"), ("a", "c")]}
+    measures = ("auto", "sd", "mad", "range4")
+    with monkeypatch.context() as m:
+        for module in (jaximp._engine, jaximp._pd, jaximp._pd_importance):
+            if hasattr(module, "evaluate"):
+                m.setattr(module, "evaluate", lambda *a, **k: pytest.fail("model evaluated"))
+        read = {(pair, measure): surface.interaction(measure)
+                for pair, surface in surfaces.items() for measure in measures}
+    for measure in measures:
+        direct = jaximp.pd_interaction(f, X, pairs=[("a", "b"), ("a", "c")], measure=measure,
+                                       grid_resolution=7)
+        got = np.concatenate([read[(pair, measure)].values for pair in surfaces])
+        np.testing.assert_allclose(got, direct.values, rtol=1e-6)
+        assert read[(("a", "c"), measure)].feature_sets == (("a", "c"),)
+    assert read[(("a", "b"), "auto")].values[0, 0] > 0.05
+    with pytest.raises(ValueError, match=r"^interaction\(\) needs the average PD of a feature "
+                                         r"pair; this result holds the average PD over 1"):
+        jaximp.partial_dependence(f, X, "a", grid_resolution=5).interaction()
