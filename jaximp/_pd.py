@@ -336,18 +336,20 @@ def compute_pd(
                                    "grid points", stacklevel=4)
             mask[list(feat.columns)] = True
             per_feature.append(grids[feat.name][0])
-        for combo in itertools.product(*[range(len(g)) for g in per_feature]):
-            row = np.zeros(c)
-            for feat, rows, k in zip(features, per_feature, combo):
-                row[list(feat.columns)] = rows[k]
-            values.append(row)
-            item_mask.append(s)
+        shape = tuple(len(g) for g in per_feature)
+        index = np.indices(shape).reshape(len(shape), -1)  # the product grid, last fastest
+        block = np.zeros((index.shape[1], c))
+        for feat, rows, k in zip(features, per_feature, index):
+            block[:, list(feat.columns)] = rows[k]
+        values.append(block)
+        item_mask.append(np.full(block.shape[0], s))
         masks.append(mask)
-        shapes.append(tuple(len(g) for g in per_feature))
+        shapes.append(shape)
     keep = kind in ("individual", "both")
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
     weightings = w[None] if weightings is None else np.asarray(weightings, np.float64)
-    plan = at_values(np.stack(masks), item_mask, np.stack(values), np.arange(len(values)))
+    values = np.concatenate(values)
+    plan = at_values(np.stack(masks), np.concatenate(item_mask), values, np.arange(len(values)))
     out = evaluate(
         predictor, dataset, plan, Keep() if keep else Mean(weightings),
         memory_budget=memory_budget, progress=progress, devices=devices,
