@@ -207,10 +207,13 @@ def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
     target = max(group, target // group * group)
     upper = max(group, min(most // group * group, target * 3 // 2 // group * group))
     lower = min(upper, max(group, -(-target * 2 // 3 // group) * group))
-    every_item = -(-n_items // group) * group  # one block holding all items
-    candidates = [size for size in range(lower, upper + 1, group)]
+    every_item = -(-n_items // group) * group  # one block holding all items: least padding
     if every_item <= upper:
-        candidates.append(every_item)
+        return every_item
+    candidates = range(lower, upper + 1, group)
+    if len(candidates) > 64:  # a large target (an accelerator): balanced blocks pad little
+        n_blocks = -(-n_items // target)
+        return -(-(-(-n_items // n_blocks)) // group) * group
     return min(candidates, key=lambda size: (-(-n_items // size) * size, abs(size - target)))
 
 

@@ -160,6 +160,27 @@ def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
         assert n_local <= covered <= 1.125 * n_local + 256 * covered / sizes.rows_per_block
 
 
+@pytest.mark.parametrize("n_items,target,most,group", [
+    (51, 12, 24, 1), (200, 12, 24, 1), (5, 12, 24, 1), (51, 12, 12, 1), (97, 10, 40, 3),
+    (10**7, 10**5, 10**6, 7),
+])
+def test_items_per_block_pads_least_near_the_target(n_items, target, most, group):
+    from jaximp._engine import _items_per_block
+
+    size = _items_per_block(n_items, target, most, group)
+    padded = -(-n_items // size) * size
+    assert size % group == 0 and size <= max(most, group)
+    if size * 2 >= n_items and padded - n_items < group:
+        return  # one block of every item (rounded up to the group): no smaller padding exists
+    assert 2 * target // 3 - group <= size <= 3 * target // 2
+    if target < 1000:  # small targets: the least padding among every allowed size
+        allowed = range(-(-2 * target // 3 // group) * group,
+                        min(most, 3 * target // 2) + 1, group)
+        assert padded == min(-(-n_items // k) * k for k in allowed if k >= group)
+    else:  # balanced blocks: under one group of padding per block
+        assert padded - n_items < group * -(-n_items // size)
+
+
 def test_bucket_sizes_pad_at_most_an_eighth():
     assert [_bucket(n) for n in (1, 8, 9, 12, 13, 100, 1000)] == [8, 8, 9, 12, 13, 104, 1024]
     sizes = np.arange(8, 100_000, 37)
