@@ -202,7 +202,9 @@ def as_dataset(
             )
         if values.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, columns); got shape {values.shape}.")
-        values = values.astype(np.float64)
+        # no copy of float64 data; a read-only view, so that jaximp never writes into it
+        values = np.asarray(values, dtype=np.float64).view()
+        values.flags.writeable = False
         if feature_names is None:
             names = [f"x{i}" for i in range(values.shape[1])]
         else:

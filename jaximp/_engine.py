@@ -442,11 +442,12 @@ def _layout(array: np.ndarray, n_devices: int, n_local: int, n_local_pad: int, d
     """(n, ...) -> (devices, n_local_pad, ...): device d holds rows d*n_local .. +n_local.
 
     Padding rows repeat row 0, so a model sees only real rows (their weight is 0)."""
-    array = np.asarray(array, dtype=dtype)
+    array = np.asarray(array)
+    dtype = array.dtype if dtype is None else np.dtype(dtype)
     if n_devices == 1 and array.shape[0] == n_local_pad:
-        return array[None]
-    out = np.empty((n_devices, n_local_pad, *array.shape[1:]), array.dtype)
-    for d in range(n_devices):
+        return array.astype(dtype, copy=False)[None]
+    out = np.empty((n_devices, n_local_pad, *array.shape[1:]), dtype)
+    for d in range(n_devices):  # rows cast to ``dtype`` as they are copied: one pass
         part = array[d * n_local:(d + 1) * n_local]
         out[d, : part.shape[0]] = part
         out[d, part.shape[0]:] = array[0]
