@@ -26,12 +26,13 @@ from ._common import as_key, check_bool, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights, summaries
 from ._engine import evaluate
-from ._model import Predictor, _stable_apply
+from ._model import Predictor, stable_apply
 from ._plans import at_coded_values, at_values
 from ._reducers import Reducer
 from ._results import FeatureImportance, FeatureInteraction
 
-__all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
+__all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction",
+           "gradient_predictor"]
 
 _RUG_POINTS = 500
 
@@ -130,7 +131,7 @@ class _GradientSums(Reducer):
         return sums.reshape(ib, n_features, *sums.shape[1:])
 
 
-def _gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int) -> Predictor:
+def gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int) -> Predictor:
     """The model's partial derivatives along ``columns`` as a predictor with ``F * o``
     outputs (feature-major): forward mode (one ``jvp`` per column) when there are no more
     columns than outputs, else reverse mode (one ``vjp`` per output). Rows must be predicted
@@ -159,7 +160,7 @@ def _gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int
 
         return apply_gradient
 
-    apply = _stable_apply(("ale-gradient", mode, predictor.apply), make)
+    apply = stable_apply(("ale-gradient", mode, predictor.apply), make)
     names = tuple(f"d{j}/{name}" for j in columns for name in predictor.output_names)
     return dataclasses.replace(
         predictor, apply=apply, params=(predictor.params, jnp.asarray(directions)),
@@ -592,11 +593,11 @@ class AccumulatedLocalEffects:
 
     def interval(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile bootstrap band of the centred curve, shape (2, ...)."""
-        from ._results import _interval_probabilities
+        from ._results import interval_probabilities
 
         if self.replicates is None:
             raise ValueError("this ALE has no bootstrap replicates; rerun with n_bootstrap >= 2.")
-        return np.quantile(self.replicates, _interval_probabilities(confidence), axis=0)
+        return np.quantile(self.replicates, interval_probabilities(confidence), axis=0)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one row per curve point and output: ``value`` (``value_1``,
@@ -707,7 +708,7 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights
     if derivative:
         columns = [s.features[0].columns[0] for s in specs]
         codes = np.stack([s.codes[0] for s in specs])
-        gradient = _gradient_predictor(predictor, columns, c)
+        gradient = gradient_predictor(predictor, columns, c)
         plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
         totals = evaluate(gradient, dataset, plan, _GradientSums(codes, n_groups, padded),
                           label="derivative ALE", **engine)[0]  # (F, r, G, o + 1)

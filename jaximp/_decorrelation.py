@@ -36,11 +36,11 @@ import numpy as np
 from jaximp.kernels import _decorrelation as K
 
 from ._common import as_key, check_bool, check_choice, check_int
-from ._engine import _Progress, predict_rows
+from ._engine import ProgressMeter, predict_rows
 from ._edge import numeric_matrix
 from ._loss import check_target
 from ._mlp import MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params
-from ._model import _as_2d_float32, as_predictor
+from ._model import as_2d_float32, as_predictor
 from ._results import FeatureImportance
 from ._rng import key_bits, rng_stream
 
@@ -102,7 +102,7 @@ class _EachOnItsOwn:
     def __call__(self, X):
         n = X.shape[0]
         blocks = jnp.swapaxes(X.reshape(n, -1, self.width), 0, 1)  # (m, n, c)
-        out = jax.vmap(lambda model, x: _as_2d_float32(model(x), n, "fitted model"))(
+        out = jax.vmap(lambda model, x: as_2d_float32(model(x), n, "fitted model"))(
             self.models, blocks)
         return jnp.swapaxes(out, 0, 1).reshape(n, -1)
 
@@ -396,7 +396,7 @@ def decorrelation_importance(
     loops = (m if mlp is None else 1) + (p if mlp is None and weighting else 0)
     if residuals == "learned":
         loops += (p - 1) * (m if residual_mlp is None else 1)
-    meter = _Progress(loops, progress, "decorrelation importance")
+    meter = ProgressMeter(loops, progress, "decorrelation importance")
     engine_quiet = dict(memory_budget=memory_budget, progress=False)
 
     if residuals == "gram_schmidt":

@@ -35,7 +35,8 @@ from ._model import Predictor
 from ._plans import Plan, at_values
 from ._reducers import Keep, Reducer
 
-__all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"]
+__all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget", "ProgressMeter",
+           "check_result_fits"]
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -115,7 +116,7 @@ def _bytes_per_row(predictor: Predictor, n_columns: int, dtype) -> float:
     return cache[key]
 
 
-class _Progress:
+class ProgressMeter:
     """A one-line progress meter on stderr (process 0 only); silent unless switched on."""
 
     def __init__(self, total: int, enabled: bool | None, label: str):
@@ -228,7 +229,7 @@ def _available_host_bytes() -> float:
     return float("inf")
 
 
-def _check_result_fits(result_bytes: float, what: str, fix: str) -> None:
+def check_result_fits(result_bytes: float, what: str, fix: str) -> None:
     if result_bytes < 1 << 20:  # a result under 1 MiB fits: skip reading /proc/meminfo
         return
     available = _available_host_bytes()
@@ -310,12 +311,12 @@ def evaluate(
         return _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, label)
     o = predictor.n_outputs
     if reducer.combine == "keep":
-        _check_result_fits(4.0 * plan.n_items * n * o,
+        check_result_fits(4.0 * plan.n_items * n * o,
                            f"{plan.n_items} items x {n} rows x {o} outputs of predictions",
                            result_hint + ".")
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
-        _check_result_fits(size, "reduced values", result_hint + ".")
+        check_result_fits(size, "reduced values", result_hint + ".")
     if predictor.host:
         out = _run_host(predictor, data, plan, reducer, budget, progress, label)
     else:
@@ -526,7 +527,7 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     else:
         per_chunk = sizes.items_per_chunk // reducer.group
         result = np.zeros((n_item_chunks * per_chunk, *reducer.partial_shape(o)), np.float64)
-    meter = _Progress(n_item_chunks * n_row_chunks, progress, label)
+    meter = ProgressMeter(n_item_chunks * n_row_chunks, progress, label)
     pending: collections.deque = collections.deque()
 
     def collect():
@@ -611,7 +612,7 @@ def _run_host(predictor, data, plan, reducer, budget, progress, label):
         result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)))
     item_blocks = math.ceil(b / ib)
     row_blocks = math.ceil(n / rows_per_block)
-    meter = _Progress(item_blocks * row_blocks, progress, label)
+    meter = ProgressMeter(item_blocks * row_blocks, progress, label)
     for kb in range(item_blocks):
         items = kb * ib + np.arange(ib)
         live = np.minimum(items, b - 1)  # padded items repeat the last one, then are dropped

@@ -20,9 +20,9 @@ from ._loco import loco_importance
 from ._nn_weights import extract_weights, garson_importance, olden_importance
 from ._pd import PartialDependences, compute_pd
 from ._plots import plot_importances
-from ._pd_importance import _MEASURE_CHOICES, _importance_from_pds, _interaction_from_pds
+from ._pd_importance import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._permutation import permutation_importance
-from ._results import FeatureImportance, FeatureInteraction, _output_index
+from ._results import FeatureImportance, FeatureInteraction, output_index
 from ._sensitivity import sensitivity_importance
 from ._shapley import shapley_values
 
@@ -127,7 +127,7 @@ class Explanation(Mapping):
 
     def _scores(self, method: str, output) -> pd.Series:
         result = self[method]
-        column = _output_index(result.output_names, output)
+        column = output_index(result.output_names, output)
         values = result.importances_mean[:, column]
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)
@@ -429,9 +429,9 @@ def explain(
                          "options={'loco': {'strategy': 'mean'}} to replace instead.")
     for method in ("pd_importance", "pd_interaction"):
         measure = options.get(method, {}).get("measure", "auto")
-        if measure not in _MEASURE_CHOICES:
+        if measure not in MEASURE_CHOICES:
             raise ValueError(f"options[{method!r}]['measure'] must be one of "
-                             f"{_MEASURE_CHOICES}; got {measure!r}.")
+                             f"{MEASURE_CHOICES}; got {measure!r}.")
     pd_methods = [m for m in listed if m in _PD_OPTIONS]
     pair_list = []
     if "pd_interaction" in listed:
@@ -514,12 +514,12 @@ def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
     p = len(chosen)
     common = dict(average="mean", trim=0.1, n_bootstrap=n_bootstrap)
     if "pd_importance" in listed:
-        results["pd_importance"] = _importance_from_pds(
+        results["pd_importance"] = importance_from_pds(
             chosen, evaluated[:p], None if replicated is None else replicated[:p], weights,
             counts, ice=False, measure=options.get("pd_importance", {}).get("measure", "auto"),
             **common)
     if "pd_interaction" in listed:
-        results["pd_interaction"] = _interaction_from_pds(
+        results["pd_interaction"] = interaction_from_pds(
             pair_list, evaluated[p:], None if replicated is None else replicated[p:], weights,
             counts, measure=options.get("pd_interaction", {}).get("measure", "auto"),
             **common)

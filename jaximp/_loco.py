@@ -32,7 +32,7 @@ from ._engine import evaluate, predict_rows
 from ._mlp import (
     ACTIVATIONS, MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params,
 )
-from ._model import _as_2d_float32, as_predictor
+from ._model import as_2d_float32, as_predictor
 from ._loss import (
     RESPONSES, check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
 )
@@ -133,7 +133,7 @@ class _StackedModels:
     masks: jax.Array  # (m, c)
 
     def __call__(self, X):
-        out = jax.vmap(lambda model, mask: _as_2d_float32(
+        out = jax.vmap(lambda model, mask: as_2d_float32(
             model(X * mask), X.shape[0], "refitted model"))(self.models, self.masks)  # (m, n, o)
         return jnp.transpose(out, (1, 0, 2)).reshape(X.shape[0], -1)
 

@@ -231,7 +231,7 @@ def probabilities(logits, xp=np):
 
 def logits_to_probabilities(predictor: Predictor) -> Predictor:
     """The model followed by :func:`probabilities` (one compiled function per model)."""
-    from ._model import _stable_apply
+    from ._model import stable_apply
 
     def make_apply():
         def apply_probabilities(params, X):
@@ -239,7 +239,7 @@ def logits_to_probabilities(predictor: Predictor) -> Predictor:
 
         return apply_probabilities
 
-    apply = _stable_apply(("probabilities", predictor.apply), make_apply)
+    apply = stable_apply(("probabilities", predictor.apply), make_apply)
     def host_probabilities(batch, _fn=predictor.host_fn):
         out = np.asarray(_fn(batch), np.float64)
         return probabilities(out.reshape(out.shape[0], -1))

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Predictor", "as_predictor"]
+__all__ = ["Predictor", "as_predictor", "stable_apply", "as_2d_float32", "compute_dtype",
+           "x64_enabled"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,7 +65,7 @@ _APPLY_CACHE: "collections.OrderedDict" = collections.OrderedDict()
 _APPLY_CACHE_SIZE = 64
 
 
-def _stable_apply(key, make: Callable[[], Callable]) -> Callable:
+def stable_apply(key, make: Callable[[], Callable]) -> Callable:
     """One ``apply`` function per model key (LRU of 64), so jit caches keyed on it are reused.
 
     Unhashable keys are cached by identity; the entry holds the key, so the identity stays
@@ -85,14 +86,14 @@ def _stable_apply(key, make: Callable[[], Callable]) -> Callable:
     return apply
 
 
-def _x64_enabled() -> bool:
+def x64_enabled() -> bool:
     """Whether float64 arrays stay float64 (``jax_enable_x64``, also inside ``jax.enable_x64``)."""
     return jax.dtypes.canonicalize_dtype(np.float64) == np.float64
 
 
-def _compute_dtype(params) -> np.dtype:
+def compute_dtype(params) -> np.dtype:
     """float64 if x64 is on and a floating leaf of ``params`` is float64 (or there is none)."""
-    if not _x64_enabled():
+    if not x64_enabled():
         return np.dtype(np.float32)
     floating = [
         np.dtype(leaf.dtype) for leaf in jax.tree_util.tree_leaves(params)
@@ -138,14 +139,14 @@ def _pytree_apply(treedef, static: tuple, name: str) -> Callable:
             it = iter(arrays)
             leaves = [fixed[i] if i in fixed else next(it) for i in range(n_leaves)]
             module = jax.tree_util.tree_unflatten(treedef, leaves)
-            return _as_2d_float32(module(X), X.shape[0], name)
+            return as_2d_float32(module(X), X.shape[0], name)
 
         return apply_pytree
 
-    return _stable_apply(("pytree", treedef, static, name), make)
+    return stable_apply(("pytree", treedef, static, name), make)
 
 
-def _as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
+def as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
     """Model output as (n, o) float32; a wrong shape is an error naming the model."""
     out = jnp.asarray(out)
     _check_output_shape(out.shape, n_rows, name)
@@ -334,7 +335,7 @@ def as_predictor(
                 f"{type(model).__name__}."
             )
         module, params, name = model, variables, f"linen {type(model).__name__}"
-        apply = _stable_apply(module, lambda: lambda params, X: _as_2d_float32(
+        apply = stable_apply(module, lambda: lambda params, X: as_2d_float32(
             module.apply(params, X), X.shape[0], name))
     elif _is_flax_linen(model):
         raise TypeError(
@@ -346,7 +347,7 @@ def as_predictor(
 
         graphdef, params = nnx.split(model)
         name = f"nnx {type(model).__name__}"
-        apply = _stable_apply(graphdef, lambda: lambda state, X: _as_2d_float32(
+        apply = stable_apply(graphdef, lambda: lambda state, X: as_2d_float32(
             nnx.merge(graphdef, state)(X), X.shape[0], name))
     elif _is_equinox(model):
         import equinox as eqx
@@ -358,11 +359,11 @@ def as_predictor(
             def apply_equinox(arrays, X):
                 module = eqx.combine(arrays, static)
                 out = module(X) if batched else jax.vmap(module)(X)
-                return _as_2d_float32(out, X.shape[0], name)
+                return as_2d_float32(out, X.shape[0], name)
 
             return apply_equinox
 
-        apply = _stable_apply((static, bool(batched)), make_equinox_apply)
+        apply = stable_apply((static, bool(batched)), make_equinox_apply)
     elif hasattr(model, "predict") and not isinstance(model, type):
         return _host_predictor(model, n_features, output_names, sample, response_method)
     elif callable(model) and not isinstance(model, type) and (
@@ -373,7 +374,7 @@ def as_predictor(
     elif callable(model):
         function, params = model, None
         name = getattr(model, "__name__", type(model).__name__)
-        apply = _stable_apply(function, lambda: lambda _, X: _as_2d_float32(
+        apply = stable_apply(function, lambda: lambda _, X: as_2d_float32(
             function(X), X.shape[0], name))
     else:
         raise TypeError(
@@ -447,7 +448,7 @@ def _finish(apply, params, n_outputs, output_names, name, classes=None, host=Fal
             output_names = ("y",)
         else:
             output_names = tuple(f"y{i}" for i in range(n_outputs))
-    return Predictor(apply, params, n_outputs, output_names, name, host, _compute_dtype(params))
+    return Predictor(apply, params, n_outputs, output_names, name, host, compute_dtype(params))
 
 
 def _host_predictor(model, n_features, output_names, sample=None,
@@ -483,6 +484,6 @@ def _host_predictor(model, n_features, output_names, sample=None,
 
         return apply_host
 
-    apply = _stable_apply((model, n_outputs), make_host_apply)
+    apply = stable_apply((model, n_outputs), make_host_apply)
     predictor = _finish(apply, None, n_outputs, output_names, name, classes, host=True)
     return dataclasses.replace(predictor, host_fn=host_fn, dtype=np.dtype(np.float64))

@@ -17,10 +17,10 @@ import pandas as pd
 
 from ._params import Flag, validate_params
 from ._common import check_bool, prepare, select_outputs
-from ._engine import _check_result_fits, evaluate, predict_rows
+from ._engine import check_result_fits, evaluate, predict_rows
 from ._grid import feature_grid, resolve_grid, validate_grid_options
 from ._loss import check_target, resolve_loss
-from ._pd import _grid_option
+from ._pd import grid_option
 from ._plans import at_values
 from ._reducers import Itemwise, LossSums
 
@@ -292,7 +292,7 @@ def partial_importance(
         spec.check_probabilities(predict_rows(predictor, dataset, **engine),
                                  predictor.n_outputs)
     feat = dataset.feature(feature)
-    strategy, explicit = _grid_option(resolve_grid(grid, dataset), feat.name)
+    strategy, explicit = grid_option(resolve_grid(grid, dataset), feat.name)
     rows, labels = feature_grid(dataset, feat, strategy=strategy,
                                 grid_resolution=grid_resolution, percentiles=percentiles,
                                 values=explicit)
@@ -305,7 +305,7 @@ def partial_importance(
     w = np.ones(n) if dataset.weights is None else dataset.weights
     if individual or fn is not None:
         width = 1 if fn is None and spec.task == "classification" else len(spec.out_idx)
-        _check_result_fits(8.0 * n * (g + 1) * width,
+        check_result_fits(8.0 * n * (g + 1) * width,
                            f"{n} rows x {g + 1} items x {width} losses of ICI curves",
                            "use individual=False, fewer grid points or fewer rows.")
         losses = evaluate(predictor, dataset, plan,

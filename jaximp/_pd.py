@@ -21,7 +21,7 @@ from ._precision import check_collapse
 from ._reducers import Keep, Mean
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
-           "partial_dependence_all"]
+           "partial_dependence_all", "grid_option"]
 
 _KINDS = ("average", "individual", "both")
 
@@ -115,9 +115,9 @@ class PartialDependence:
         ...      grid_resolution=5, measure="sd").values[0, 0], rtol=1e-5))
         True
         """
-        from ._pd_importance import _MEASURE_CHOICES, _interaction_from_pds
+        from ._pd_importance import MEASURE_CHOICES, interaction_from_pds
 
-        Choice(*_MEASURE_CHOICES).check("measure", measure)
+        Choice(*MEASURE_CHOICES).check("measure", measure)
         if len(self.feature_names) != 2 or self.average is None:
             held = "the average PD" if self.average is not None else "ICE curves only"
             raise ValueError(
@@ -128,7 +128,7 @@ class PartialDependence:
         pair = tuple(Feature(name, (0,), kind) for name, kind in
                      zip(self.feature_names, self.feature_kinds or ("continuous",) * 2))
         average = dataclasses.replace(self, individual=None)
-        return _interaction_from_pds([pair], [average], None, np.ones((1, 1)), None,
+        return interaction_from_pds([pair], [average], None, np.ones((1, 1)), None,
                                      measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
     def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200,
@@ -186,24 +186,24 @@ class PartialDependences(Mapping):
         for a categorical one), so the measure can be chosen after the PDs exist. Equals
         :func:`jaximp.pd_importance` on the same grid (``average="mean"``, no bootstrap).
         Returns a :class:`jaximp.FeatureImportance`."""
-        from ._pd_importance import _MEASURE_CHOICES, _importance_from_pds
+        from ._pd_importance import MEASURE_CHOICES, importance_from_pds
 
-        Choice(*_MEASURE_CHOICES).check("measure", measure)
+        Choice(*MEASURE_CHOICES).check("measure", measure)
         results = list(self._results.values())
         if any(len(r.feature_names) != 1 or r.average is None for r in results):
             raise ValueError("importance() needs the average 1-D PDs of partial_dependence_all"
                              "(kind='average' or 'both').")
         chosen = [Feature(name, (0,), r.feature_kinds[0]) for name, r in self._results.items()]
         averages = [dataclasses.replace(r, individual=None) for r in results]
-        return _importance_from_pds(chosen, averages, None, np.ones((1, 1)), None, ice=False,
+        return importance_from_pds(chosen, averages, None, np.ones((1, 1)), None, ice=False,
                                     measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """The ``k`` features whose PD varies most (standard deviation over the grid,
         ``ddof=1``, as the PD importance ``"sd"``)."""
-        from ._results import _check_k
+        from ._results import check_k
 
-        _check_k(k)
+        check_k(k)
         j = select_outputs(self._results[next(iter(self._results))].output_names, output)[0]
         spread = {name: float(np.std(r.average[..., j], ddof=1)) if r.average is not None
                   and r.average.shape[0] > 1 else 0.0 for name, r in self._results.items()}
@@ -224,7 +224,7 @@ class PartialDependences(Mapping):
                         top=top, sharey=sharey)
 
 
-def _grid_option(grid, name: str):
+def grid_option(grid, name: str):
     """The strategy and explicit values for one feature from the user's ``grid`` argument."""
     if isinstance(grid, Mapping):
         if name in grid:
@@ -271,7 +271,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         raise ValueError(f"method='recursion' takes one feature; got {len(chosen)}. Use "
                          "method='brute' for joint partial dependence.")
     feat = chosen[0]
-    strategy, explicit = _grid_option(resolve_grid(grid, dataset), feat.name)
+    strategy, explicit = grid_option(resolve_grid(grid, dataset), feat.name)
     values, average = tree_partial_dependence(
         model, dataset.X, dataset.features.index(feat),
         strategy if explicit is None else np.asarray(explicit, np.float64),
@@ -326,7 +326,7 @@ def compute_pd(
         per_feature = []
         for feat in features:
             if feat.name not in grids:
-                strategy, explicit = _grid_option(grid, feat.name)
+                strategy, explicit = grid_option(grid, feat.name)
                 grids[feat.name] = feature_grid(
                     dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
                     percentiles=percentiles, values=explicit,
@@ -526,7 +526,7 @@ def partial_dependence(
 def _derivative_predictor(dataset, predictor, chosen):
     """The model's partial derivative along the one numeric column of ``chosen``, with the
     model's own output names."""
-    from ._ale import _gradient_predictor
+    from ._ale import gradient_predictor
 
     if predictor.host:
         raise ValueError(
@@ -538,7 +538,7 @@ def _derivative_predictor(dataset, predictor, chosen):
             f"derivative=True needs one numeric feature; got "
             f"{[f'{f.name} ({f.kind})' for f in chosen]}."
         )
-    gradient = _gradient_predictor(predictor, list(chosen[0].columns), dataset.X.shape[1])
+    gradient = gradient_predictor(predictor, list(chosen[0].columns), dataset.X.shape[1])
     return dataclasses.replace(gradient, output_names=predictor.output_names)
 
 

@@ -31,9 +31,10 @@ from ._grid import validate_grid_options
 from ._pd import compute_pd
 from ._results import FeatureImportance, FeatureInteraction
 
-__all__ = ["pd_importance", "pd_interaction"]
+__all__ = ["pd_importance", "pd_interaction", "MEASURE_CHOICES", "importance_from_pds",
+           "interaction_from_pds"]
 
-_MEASURE_CHOICES = ("auto", *K.MEASURES)
+MEASURE_CHOICES = ("auto", *K.MEASURES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def _shifted(values: np.ndarray, axis) -> jax.Array:
 # ---------------------------------------------------------------------------------------------
 
 
-def _importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
+def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
                          average, trim, n_bootstrap) -> FeatureImportance:
     """PD importance from 1-D PDs already evaluated (:func:`jaximp._pd.compute_pd` with one
     set per feature): ``results`` with ICE curves where ``ice`` or a non-mean ``average``
@@ -174,10 +175,10 @@ def _importance_from_pds(chosen, results, replicated, weights, counts, *, ice, m
     )
 
 
-def _interaction_from_pds(pair_list, results, replicated, weights, counts, *, measure, average,
+def interaction_from_pds(pair_list, results, replicated, weights, counts, *, measure, average,
                           trim, n_bootstrap) -> FeatureInteraction:
     """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
-    :func:`_importance_from_pds` for importance."""
+    :func:`importance_from_pds` for importance."""
     weights_d = jnp.asarray(weights, jnp.float32)
     estimates, surfaces = [], {}
     for (fa, fb), result in zip(pair_list, results):
@@ -222,7 +223,7 @@ def _interaction_from_pds(pair_list, results, replicated, weights, counts, *, me
 
 def _validate_common(measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap,
                      random_state):
-    check_choice(measure, "measure", _MEASURE_CHOICES)
+    check_choice(measure, "measure", MEASURE_CHOICES)
     check_choice(average, "average", K.AVERAGES)
     trim = _check_trim(trim)
     validate_grid_options(grid, grid_resolution, percentiles)
@@ -231,7 +232,7 @@ def _validate_common(measure, average, trim, grid, grid_resolution, percentiles,
     return trim, n_bootstrap, key
 
 
-@validate_params(measure=Choice(*_MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+@validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
                  n_bootstrap=Replicates())
 def pd_importance(
     model,
@@ -352,12 +353,12 @@ def pd_importance(
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
-    return _importance_from_pds(chosen, results, replicated, weights, counts, ice=bool(ice),
+    return importance_from_pds(chosen, results, replicated, weights, counts, ice=bool(ice),
                                 measure=measure, average=average, trim=trim,
                                 n_bootstrap=n_bootstrap)
 
 
-@validate_params(measure=Choice(*_MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+@validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
                  n_bootstrap=Replicates())
 def pd_interaction(
     model,
@@ -451,7 +452,7 @@ def pd_interaction(
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
-    return _interaction_from_pds(pair_list, results, replicated, weights, counts,
+    return interaction_from_pds(pair_list, results, replicated, weights, counts,
                                  measure=measure, average=average, trim=trim,
                                  n_bootstrap=n_bootstrap)
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ._common import check_bool, check_choice, check_int, select_outputs
-from ._results import FeatureImportance, _output_index
+from ._results import FeatureImportance, output_index
 
 __all__ = ["plot_importances"]
 
@@ -187,7 +187,7 @@ def plot_importance(result: FeatureImportance, output=0, ax=None, top=None,
     """The body of :meth:`FeatureImportance.plot`; ``what`` names the quantity (default
     "<method> importance")."""
     what = what or f"{result.method} importance"
-    column = _output_index(result.output_names, output)
+    column = output_index(result.output_names, output)
     p = len(result.feature_names)
     shown = _ranking(result, column)[:resolve_top(top, p)][::-1]
     err, note = _importance_errors(result, column, errors)
@@ -207,7 +207,7 @@ def plot_interaction(result, output=0, ax=None, top=None, kind: str = "bar",
     method)."""
     what = what or result.method
     check_choice(kind, "kind", ("bar", "heatmap"))
-    column = _output_index(result.output_names, output)
+    column = output_index(result.output_names, output)
     if not len(result):
         raise ValueError("this result holds no feature sets to plot.")
     if kind == "heatmap":
@@ -309,7 +309,7 @@ def plot_importances(results, ax=None, top=None, output=0, style: str = "bar",
     named = _as_named(results)
     check_choice(style, "style", ("bar", "dot"))
     first = named[0][1]
-    column = _output_index(first.output_names, output)
+    column = output_index(first.output_names, output)
     p = len(first.feature_names)
     order = _ranking(first, column)[:resolve_top(top, p)][::-1]
     labels = [first.feature_names[i] for i in order]
@@ -326,7 +326,7 @@ def plot_importances(results, ax=None, top=None, output=0, style: str = "bar",
         fig = axes[0].figure
     chosen_outputs = []
     for panel, (name, result) in zip(axes, named):
-        j = _output_index(result.output_names, output)
+        j = output_index(result.output_names, output)
         chosen_outputs.append(result.output_names[j])
         position = {feature: i for i, feature in enumerate(result.feature_names)}
         rows = np.asarray([position.get(label, -1) for label in labels])
@@ -453,7 +453,7 @@ def plot_h(h, statistic=None, output=0, top=None):
         raise ValueError(f"statistic must be 'overall', 'pairwise' or 'three_way'; got "
                          f"{statistic!r}.")
     results = [h._part(name) for name in names]
-    j = _output_index(h.output_names, output)
+    j = output_index(h.output_names, output)
     labels = [r.feature_names if name == "overall" else [" x ".join(fs) for fs in r.feature_sets]
               for name, r in zip(names, results)]
     shown = [resolve_top(top, len(lab)) for lab in labels]

@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["FeatureImportance", "FeatureInteraction"]
+__all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "interval_probabilities",
+           "output_index"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -74,7 +75,7 @@ class FeatureImportance:
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile intervals over repeats or replicates, shape (2, p, o)."""
-        return self.quantiles(_interval_probabilities(confidence))
+        return self.quantiles(interval_probabilities(confidence))
 
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over repeats or replicates, shape (p, o); ``ddof=1`` is R's
@@ -109,8 +110,8 @@ class FeatureImportance:
 
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """Names of the ``k`` most important features for one output."""
-        _check_k(k)
-        column = _output_index(self.output_names, output)
+        check_k(k)
+        column = output_index(self.output_names, output)
         order = np.argsort(-self.importances_mean[:, column], kind="stable")
         return [self.feature_names[i] for i in order[:k]]
 
@@ -214,7 +215,7 @@ class FeatureInteraction:
         The H-statistic is non-negative and biased upwards in small samples, so an interval whose
         lower end is near 0 is compatible with no interaction.
         """
-        return self.quantiles(_interval_probabilities(confidence))
+        return self.quantiles(interval_probabilities(confidence))
 
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over the bootstrap replicates, shape (s, o); ``ddof=0`` equals
@@ -251,19 +252,19 @@ class FeatureInteraction:
 
     def sorted(self, output: int | str = 0) -> "FeatureInteraction":
         """The same result with feature sets in decreasing order of strength for one output."""
-        column = _output_index(self.output_names, output)
+        column = output_index(self.output_names, output)
         return self._take(np.argsort(-self.values[:, column], kind="stable"))
 
     def top(self, k: int, output: int | str = 0) -> list[tuple[str, ...]]:
         """The ``k`` strongest feature sets for one output."""
-        _check_k(k)
+        check_k(k)
         return list(self.sorted(output).feature_sets[:k])
 
     def matrix(self, output: int | str = 0) -> pd.DataFrame:
         """Pairwise values as a symmetric feature x feature table (NaN where not computed)."""
         if self.feature_sets and len(self.feature_sets[0]) != 2:
             raise ValueError("matrix() needs pairwise statistics; this result holds triples.")
-        column = _output_index(self.output_names, output)
+        column = output_index(self.output_names, output)
         names = list(dict.fromkeys(name for fs in self.feature_sets for name in fs))
         table = pd.DataFrame(np.nan, index=names, columns=names)
         for (a, b), value in zip(self.feature_sets, self.values[:, column]):
@@ -325,7 +326,7 @@ def _spread(replicates, ddof, method: str) -> np.ndarray:
     return replicates.std(axis=-1, ddof=ddof)
 
 
-def _interval_probabilities(confidence) -> tuple[float, float]:
+def interval_probabilities(confidence) -> tuple[float, float]:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
             or not 0 < confidence < 1:
         raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95; got {confidence!r}.")
@@ -344,12 +345,12 @@ def _short_repr(result, size: str, values, names, replicates) -> str:
             f"{best}{more})")
 
 
-def _check_k(k) -> None:
+def check_k(k) -> None:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive int (how many to list); got {k!r}.")
 
 
-def _output_index(output_names: Sequence[str], output: int | str) -> int:
+def output_index(output_names: Sequence[str], output: int | str) -> int:
     if isinstance(output, str):
         if output not in output_names:
             raise ValueError(f"output must be one of {list(output_names)}; got {output!r}.")

@@ -32,7 +32,7 @@ from ._data import Dataset, as_dataset
 from ._engine import evaluate, resolve_budget
 from ._plans import at_values
 from ._reducers import Mean
-from ._results import FeatureImportance, FeatureInteraction, _output_index
+from ._results import FeatureImportance, FeatureInteraction, output_index
 from ._rng import key_bits, rng_stream
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -131,7 +131,7 @@ class ShapleyValues:
         import matplotlib.pyplot as plt
 
         check_choice(kind, "kind", ("summary", "dependence"))
-        column = _output_index(self.output_names, output)
+        column = output_index(self.output_names, output)
         if ax is None:
             height = 0.4 * len(self.feature_names) + 1 if kind == "summary" else 3.5
             _, ax = plt.subplots(figsize=(6, height))
@@ -236,7 +236,7 @@ class ShapleyInteractions:
         diagonal); returns the Axes."""
         import matplotlib.pyplot as plt
 
-        column = _output_index(self.output_names, output)
+        column = output_index(self.output_names, output)
         p = len(self.feature_names)
         if ax is None:
             _, ax = plt.subplots(figsize=(0.5 * p + 2, 0.5 * p + 1.5))

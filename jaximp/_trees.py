@@ -73,7 +73,7 @@ import numpy as np
 
 from ._data import as_dataset
 from ._grid import feature_grid
-from ._model import Predictor, _compute_dtype, _stable_apply, _x64_enabled
+from ._model import Predictor, compute_dtype, stable_apply, x64_enabled
 from ._results import FeatureImportance
 
 __all__ = ["TransversalRates", "impurity_importance", "transversal_rates",
@@ -96,7 +96,7 @@ _HIST_LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmo
 
 
 def _float_dtype():
-    return np.float64 if _x64_enabled() else np.float32
+    return np.float64 if x64_enabled() else np.float32
 
 
 def _is_classifier(est) -> bool:
@@ -273,7 +273,7 @@ def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple
 
         return jax.jit(apply_trees)
 
-    return _stable_apply(("sklearn-trees", kind, depth, n_classes_gb, link, size), make)
+    return stable_apply(("sklearn-trees", kind, depth, n_classes_gb, link, size), make)
 
 
 def _hist_arrays(est) -> tuple[dict, int, str]:
@@ -410,7 +410,7 @@ def tree_predictor(estimator) -> Predictor:
         n_outputs=n_out,
         output_names=output_names,
         name=f"{type(estimator).__name__} (JAX trees)",
-        dtype=_compute_dtype(params),
+        dtype=compute_dtype(params),
     )
 
 
@@ -433,7 +433,7 @@ def array_form(model, response_method: str = "auto", sample=None,
     natural = "predict_proba" if _is_classifier(model) else "predict"
     if response_method not in ("auto", natural):
         return None
-    if kind == "hist" and not _x64_enabled():
+    if kind == "hist" and not x64_enabled():
         return None
     width = getattr(model, "n_features_in_", None)
     if n_features is not None and width != n_features:
