@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ._details import ALECurveDetails, ALEDetails
 from ._params import Flag, Replicates, validate_params
 from ._common import as_key, check_bool, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
@@ -561,11 +562,11 @@ class AccumulatedLocalEffects:
         Whether the steps are mean partial derivatives times bin widths.
     replicates : ndarray of shape (r, ...) or None
         The centred curve of each bootstrap replicate (same bins).
-    info : dict
-        ``"rug"``: about 500 of the feature's values (every (n / 500)-th row), sorted;
-        ``"spread"``: (o,) the weighted standard deviation of the centred effect over the rows
-        (:func:`ale_importance` / :func:`ale_interaction`), ``"spread_replicates"``: (o, r) the
-        same per bootstrap replicate, or None; ``"n_bootstrap"``.
+    info : ALECurveDetails
+        ``rug``: about 500 of the feature's values (every (n / 500)-th row), sorted;
+        ``spread``: (o,) the weighted standard deviation of the centred effect over the rows
+        (:func:`ale_importance` / :func:`ale_interaction`), ``spread_replicates``: (o, r) the
+        same per bootstrap replicate, or None; ``n_bootstrap``.
     """
 
     feature_names: tuple[str, ...]
@@ -591,7 +592,7 @@ class AccumulatedLocalEffects:
                 f"outputs {list(self.output_names)}, centred in [{values.min():.4g}, "
                 f"{values.max():.4g}]{extra})")
 
-    def interval(self, confidence: float = 0.95) -> np.ndarray:
+    def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile bootstrap band of the centred curve, shape (2, ...)."""
         from ._results import interval_probabilities
 
@@ -599,13 +600,21 @@ class AccumulatedLocalEffects:
             raise ValueError("this ALE has no bootstrap replicates; rerun with n_bootstrap >= 2.")
         return np.quantile(self.replicates, interval_probabilities(confidence), axis=0)
 
+    def std(self, ddof: int = 0) -> np.ndarray:
+        """Standard deviation of the centred curve over the bootstrap replicates, the shape of
+        ``centred``; ``ddof=1`` is R's ``sd()``."""
+        from ._results import replicate_std
+
+        replicates = None if self.replicates is None else np.moveaxis(self.replicates, 0, -1)
+        return replicate_std(replicates, ddof, "ale")
+
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one row per curve point and output: ``value`` (``value_1``,
         ``value_2`` for a pair), ``output``, ``ale`` (centred), ``ale_uncentred``, ``count``
         (rows in the bin ending at the point; NaN at the first edge), and ``lower``/``upper``
         (95% band) with bootstrap replicates."""
         frames = []
-        band = None if self.replicates is None else self.interval()
+        band = None if self.replicates is None else self.intervals()
         if len(self.feature_names) == 2:
             g1, g2 = np.meshgrid(*self.edges, indexing="ij")
             base = {"value_1": g1.reshape(-1), "value_2": g2.reshape(-1)}
@@ -650,7 +659,7 @@ class AccumulatedLocalEffects:
         if self.feature_kinds[0] == "continuous":
             x = np.asarray(self.edges[0], np.float64)
             if self.replicates is not None:
-                low, high = self.interval()
+                low, high = self.intervals()
                 ax.fill_between(x, low[:, j], high[:, j], color="tab:blue", alpha=0.2, lw=0)
             ax.plot(x, y, color="tab:blue", lw=2, marker="o", ms=2)
             rug = self.info.get("rug")
@@ -665,7 +674,7 @@ class AccumulatedLocalEffects:
             ax.set_zorder(bars.get_zorder() + 1)
             ax.patch.set_visible(False)
             if self.replicates is not None:
-                low, high = self.interval()
+                low, high = self.intervals()
                 ax.errorbar(x, y, yerr=np.stack([y - low[:, j], high[:, j] - y]).clip(min=0),
                             fmt="none", color="tab:blue")
             ax.plot(x, y, "o", color="tab:blue")
@@ -752,9 +761,10 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights
             edges=edges, output_names=names, uncentred=uncentred[0], centred=centred[0],
             counts=counts, bin_weights=bin_w, derivative=derivative,
             replicates=centred[1:] if weights.shape[0] > 1 else None,
-            info={"rug": _rug(dataset, s), "spread": spread[0],
-                  "spread_replicates": spread[1:].T if weights.shape[0] > 1 else None,
-                  "n_bootstrap": weights.shape[0] - 1},
+            info=ALECurveDetails(
+                rug=_rug(dataset, s), spread=spread[0],
+                spread_replicates=spread[1:].T if weights.shape[0] > 1 else None,
+                n_bootstrap=weights.shape[0] - 1),
         ))
     return results
 
@@ -1026,8 +1036,8 @@ def ale_importance(
         method="ale", feature_names=tuple(f.name for f in chosen),
         output_names=results[0].output_names, importances_mean=point, importances_std=std,
         importances=replicates,
-        info={"ale": {f.name: r for f, r in zip(chosen, results)}, "derivative": derivative,
-              "n_bootstrap": weights.shape[0] - 1},
+        info=ALEDetails(ale={f.name: r for f, r in zip(chosen, results)},
+                        n_bootstrap=weights.shape[0] - 1, derivative=derivative),
     )
 
 
@@ -1107,6 +1117,6 @@ def ale_interaction(
         feature_sets=tuple((a.name, b.name) for a, b in pair_list),
         output_names=results[0].output_names, values=point, values_std=std,
         replicates=replicates,
-        info={"ale": {(a.name, b.name): r for (a, b), r in zip(pair_list, results)},
-              "n_bootstrap": weights.shape[0] - 1},
+        info=ALEDetails(ale={(a.name, b.name): r for (a, b), r in zip(pair_list, results)},
+                        n_bootstrap=weights.shape[0] - 1),
     )

@@ -36,6 +36,7 @@ import numpy as np
 from jaximp.kernels import _decorrelation as K
 
 from ._common import as_key, check_bool, check_choice, check_int
+from ._details import DecorrelationDetails
 from ._engine import ProgressMeter, predict_rows
 from ._edge import numeric_matrix
 from ._loss import check_target
@@ -455,13 +456,9 @@ def decorrelation_importance(
         importances_mean=replicates.mean(axis=1)[:, None],
         importances_std=replicates.std(axis=1)[:, None],
         importances=replicates[:, None, :],
-        info={
-            "residuals": residuals,
-            "importance": importance if isinstance(importance, str) else getattr(
+        info=DecorrelationDetails(
+            residuals=residuals,
+            importance=importance if isinstance(importance, str) else getattr(
                 importance, "__name__", "callable"),
-            "n_orders": n_orders,
-            "weights": weights,
-            "raw": raw,
-            "orders": orders,
-        },
+            n_orders=n_orders, weights=weights, raw=raw, orders=orders),
     )

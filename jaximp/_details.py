@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Details", "FilterDetails", "HDetails", "HStatisticDetails", "LinearDetails", "LocoDetails",
-           "PDImportanceDetails", "PDInteractionDetails", "PermutationDetails",
-           "SensitivityDetails", "WeightDetails"]
+__all__ = ["ALECurveDetails", "ALEDetails", "DecorrelationDetails", "Details", "FilterDetails",
+           "HDetails", "HStatisticDetails", "LinearDetails", "LocoDetails",
+           "PartialImportanceDetails", "PDImportanceDetails", "PDInteractionDetails",
+           "PermutationDetails", "SensitivityDetails", "ShapleyDetails",
+           "ShapleyImportanceDetails", "TreeDetails", "TrendsDetails", "WeightDetails"]
 
 
 class Details(collections.abc.Mapping):
@@ -326,3 +328,176 @@ class HStatisticDetails(Details):
     feature_names: tuple
     numerator: np.ndarray | None = None
     denominator: np.ndarray | None = None
+
+
+@_frozen
+class ALECurveDetails(Details):
+    """Details of one :class:`jaximp.AccumulatedLocalEffects` curve or surface.
+
+    Attributes
+    ----------
+    rug : ndarray or None
+        About 500 of the feature's values, sorted (drawn as a rug); None for a pair.
+    spread : ndarray of shape (o,)
+        Weighted standard deviation of the centred effect over the data rows.
+    spread_replicates : ndarray of shape (o, r) or None
+        The same per bootstrap replicate.
+    n_bootstrap : int
+    """
+
+    rug: np.ndarray | None
+    spread: np.ndarray
+    spread_replicates: np.ndarray | None
+    n_bootstrap: int
+
+
+@_frozen
+class ALEDetails(Details):
+    """Details of :func:`jaximp.ale_importance` and :func:`jaximp.ale_interaction`.
+
+    Attributes
+    ----------
+    ale : dict
+        Per feature (or pair): its :class:`jaximp.AccumulatedLocalEffects`.
+    n_bootstrap : int
+    derivative : bool or None
+        Whether the steps are gradients (importance only).
+    """
+
+    ale: dict
+    n_bootstrap: int
+    derivative: bool | None = None
+
+
+@_frozen
+class ShapleyDetails(Details):
+    """Details of :func:`jaximp.shapley_values` and :func:`jaximp.shapley_interactions`.
+
+    Attributes
+    ----------
+    n_background : int
+        Background rows the absent features are drawn from.
+    background_rows : ndarray or None
+        Indices of the background rows sampled from the data, None when all or given.
+    sample_weight : ndarray or None
+        Weights of the explained rows.
+    n_permutations : int or None
+        Orders sampled by the permutation estimator; None for exact values.
+    """
+
+    n_background: int
+    background_rows: np.ndarray | None = None
+    sample_weight: np.ndarray | None = None
+    n_permutations: int | None = None
+
+
+@_frozen
+class ShapleyImportanceDetails(Details):
+    """Details of ``ShapleyValues.importance()`` (mean absolute Shapley values).
+
+    Attributes
+    ----------
+    estimator : str
+        ``"exact"`` or ``"permutation"``.
+    base_values : ndarray of shape (o,)
+        Mean prediction over the background rows.
+    n_rows : int
+        Explained rows averaged over.
+    """
+
+    estimator: str
+    base_values: np.ndarray
+    n_rows: int
+
+
+@_frozen
+class TrendsDetails(Details):
+    """Details of :func:`jaximp.trends`.
+
+    Attributes
+    ----------
+    n_bootstrap : int
+    subsample : float
+        Fraction of rows in each bootstrap subset.
+    refit : bool
+        Whether the model was refitted on each subset.
+    skipped : dict
+        Estimators left out, with the reason.
+    linear_t : ndarray of shape (p,) or None
+        t statistics of the linear-model coefficients, when computed.
+    """
+
+    n_bootstrap: int
+    subsample: float
+    refit: bool
+    skipped: dict
+    linear_t: np.ndarray | None = None
+
+
+@_frozen
+class TreeDetails(Details):
+    """Details of the tree-ensemble statistics: :func:`jaximp.impurity_importance` and
+    :func:`jaximp.transversal_rates`.
+
+    Attributes
+    ----------
+    estimator : str
+        The estimator's class name.
+    n_trees : int
+    criterion : str or None
+        The split criterion (impurity importance).
+    n_trees_used : int or None
+        Trees with at least one split (impurity importance).
+    node_means : str or None
+        What the children's averages are read from (transversal rates).
+    sign : float or None
+        +1, or -1 where the ensemble's values decrease with the class (transversal rates).
+    """
+
+    estimator: str
+    n_trees: int
+    criterion: str | None = None
+    n_trees_used: int | None = None
+    node_means: str | None = None
+    sign: float | None = None
+
+
+@_frozen
+class PartialImportanceDetails(Details):
+    """Details of :func:`jaximp.partial_importance`.
+
+    Attributes
+    ----------
+    grid_rows : ndarray of shape (g, k)
+        The grid: the values written into the feature's k columns, one row per grid point.
+    """
+
+    grid_rows: np.ndarray
+
+
+@_frozen
+class DecorrelationDetails(Details):
+    """Details of :func:`jaximp.decorrelation_importance`.
+
+    Attributes
+    ----------
+    residuals : str
+        ``"gram_schmidt"`` or ``"learned"``.
+    importance : str
+        The inner importance (its name).
+    n_orders : int
+        Sampled feature orders per feature.
+    weights : ndarray of shape (p,)
+        The single-feature fit weights ``r(R(F_i), Y)``.
+    raw : ndarray of shape (p, n_orders)
+        Inner importances of the last feature's residual, before weighting.
+    orders : ndarray of shape (p, n_orders, p)
+        The sampled orders.
+    """
+
+    residuals: str
+    importance: str
+    n_orders: int
+    weights: np.ndarray
+    raw: np.ndarray
+    orders: np.ndarray

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ._details import PartialImportanceDetails
 from ._params import Flag, validate_params
 from ._common import check_bool, prepare, select_outputs
 from ._engine import check_result_fits, evaluate, predict_rows
@@ -54,7 +55,8 @@ class PartialImportance:
         When the grid holds every distinct value of the feature in the data: the number of rows
         with each value (the default weights of :meth:`integrate`).
     loss : str
-    info : dict
+    info : PartialImportanceDetails
+        ``grid_rows``: the grid, one row of feature values per grid point.
     """
 
     feature_name: str
@@ -328,5 +330,5 @@ def partial_importance(
         output_names=tuple(names), pi=pi, ici=ici, baseline=np.asarray(baseline),
         grid_counts=_grid_counts(block, rows), loss=loss if fn is None else getattr(
             fn, "__name__", "callable"),
-        info={"grid_rows": rows},
+        info=PartialImportanceDetails(grid_rows=rows),
     )

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "interval_probabilities",
-           "output_index"]
+           "output_index", "replicate_std"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -80,7 +80,7 @@ class FeatureImportance:
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over repeats or replicates, shape (p, o); ``ddof=1`` is R's
         ``sd()`` (vip's ``StDev``), ``ddof=0`` equals ``importances_std``."""
-        return _spread(self.importances, ddof, self.method)
+        return replicate_std(self.importances, ddof, self.method)
 
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature, output), sorted by decreasing importance.
@@ -220,7 +220,7 @@ class FeatureInteraction:
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over the bootstrap replicates, shape (s, o); ``ddof=0`` equals
         ``values_std``."""
-        return _spread(self.replicates, ddof, self.method)
+        return replicate_std(self.replicates, ddof, self.method)
 
     def to_frame(self, sort: bool = True) -> pd.DataFrame:
         """Tidy table: one row per (feature set, output), strongest first.
@@ -314,7 +314,9 @@ class FeatureInteraction:
         )
 
 
-def _spread(replicates, ddof, method: str) -> np.ndarray:
+def replicate_std(replicates, ddof, method: str) -> np.ndarray:
+    """Standard deviation over the last axis of ``replicates`` (repeats or bootstrap
+    replicates), with ``ddof`` checked; ``method`` names the result in the messages."""
     if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
         raise ValueError(f"ddof must be an int >= 0; got {ddof!r}.")
     if replicates is None or replicates.shape[-1] <= ddof:

@@ -26,6 +26,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ._details import ShapleyDetails, ShapleyImportanceDetails
 from ._params import Choice, validate_params
 from ._common import as_key, check_choice, check_int, prepare
 from ._data import Dataset, as_dataset
@@ -74,9 +75,9 @@ class ShapleyValues:
     standard_errors : ndarray of shape (n, p, o) or None
         Standard errors of the sampling estimator (None for exact values).
     method : {"exact", "permutation"}
-    info : dict
-        ``"n_background"``, ``"background_rows"`` (rows of X used as background, or None),
-        ``"n_permutations"`` (sampling), ``"sample_weight"`` (weights of the explained rows,
+    info : ShapleyDetails
+        ``n_background``, ``background_rows`` (rows of X used as background, or None),
+        ``n_permutations`` (sampling), ``sample_weight`` (weights of the explained rows,
         or None).
     """
 
@@ -105,8 +106,8 @@ class ShapleyValues:
         return FeatureImportance(
             method="shapley", feature_names=self.feature_names, output_names=self.output_names,
             importances_mean=mean,
-            info={"estimator": self.method, "base_values": self.base_values,
-                  "n_rows": self.values.shape[0]})
+            info=ShapleyImportanceDetails(estimator=self.method, base_values=self.base_values,
+                                          n_rows=self.values.shape[0]))
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one line per (row, feature, output): columns ``row``, ``feature``,
@@ -402,8 +403,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
                  resolve_budget(memory_budget))
-    info = {"n_background": bg.n_rows, "background_rows": background_rows,
-            "sample_weight": dataset.weights}
+    info = ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
+                          sample_weight=dataset.weights)
     names = tuple(f.name for f in players)
     return game, names, tuple(predictor.output_names), data, info, key_rest
 
@@ -584,7 +585,7 @@ def shapley_values(
         errors = None
     else:
         values, errors, base = _sampled(game, p, n_permutations, key)
-        info["n_permutations"] = n_permutations
+        info = dataclasses.replace(info, n_permutations=n_permutations)
     return ShapleyValues(values, base, data, names, output_names, errors, method, info)
 
 

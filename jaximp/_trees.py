@@ -72,6 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._data import as_dataset
+from ._details import TreeDetails
 from ._grid import feature_grid
 from ._model import Predictor, compute_dtype, stable_apply, x64_enabled
 from ._results import FeatureImportance
@@ -549,12 +550,8 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
         importances_mean=mean[:, None],
         importances_std=std,
         importances=per_tree,
-        info={
-            "estimator": type(estimator).__name__,
-            "criterion": getattr(estimator, "criterion", None),
-            "n_trees": T,
-            "n_trees_used": n_used,
-        },
+        info=TreeDetails(estimator=type(estimator).__name__, n_trees=T,
+                         criterion=getattr(estimator, "criterion", None), n_trees_used=n_used),
     )
 
 
@@ -690,7 +687,7 @@ class TransversalRates:
         Number of split nodes on each feature, over all trees used.
     output_name : str
         The output whose node means were compared (a class label for classifiers).
-    info : dict
+    info : TreeDetails
         ``estimator``, ``n_trees`` (trees read), ``node_means`` (``"node values"`` or
         ``"leaf averages"``) and ``sign`` (-1 when a binary gradient boosting classifier was
         read for its negative class).
@@ -891,7 +888,7 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
         rtr=np.asarray(relative, np.float64).sum(axis=0),
         n_splits=n.astype(np.int64),
         output_name=names[column],
-        info={"estimator": type(estimator).__name__, "n_trees": int(value.shape[0]),
-              "node_means": "leaf averages" if kind == "gb" else "node values",
-              "sign": sign},
+        info=TreeDetails(estimator=type(estimator).__name__, n_trees=int(value.shape[0]),
+                         node_means="leaf averages" if kind == "gb" else "node values",
+                         sign=sign),
     )

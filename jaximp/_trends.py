@@ -37,6 +37,7 @@ import pandas as pd
 from jaximp.kernels import _decorrelation as K
 
 from ._common import as_key
+from ._details import TrendsDetails
 from ._edge import check_n_bootstrap, numeric_matrix
 from ._loss import check_target
 from ._rng import key_bits, rng_stream
@@ -60,14 +61,14 @@ class Trends:
         The estimators computed, in the order of ``jaximp._trends.ESTIMATORS``.
     values : ndarray of shape (e, p)
         Estimates on all rows.
-    sd : ndarray of shape (e, p) or None
-        Standard deviation over the bootstrap subsets (ddof 0); NaN for the transversal rates
+    values_std : ndarray of shape (e, p) or None
+        Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``); NaN for the transversal rates
         when the model is not refitted (they do not depend on the rows). None without bootstrap.
     replicates : ndarray of shape (e, p, r) or None
         The estimates on each subset.
     p_values : ndarray of shape (p,) or None
         Two-sided p-values of the linear-model coefficients (when ``"linear"`` was computed).
-    info : dict
+    info : TrendsDetails
         ``n_bootstrap``, ``subsample``, ``refit``, ``skipped`` (estimators left out, with why),
         and ``linear_t`` (the t statistics) when ``"linear"`` was computed.
     """
@@ -75,7 +76,7 @@ class Trends:
     feature_names: tuple[str, ...]
     estimators: tuple[str, ...]
     values: np.ndarray
-    sd: np.ndarray | None = None
+    values_std: np.ndarray | None = None
     replicates: np.ndarray | None = None
     p_values: np.ndarray | None = None
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -93,10 +94,10 @@ class Trends:
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one row per (feature, estimator): ``feature``, ``estimator``, ``value``,
-        ``sd`` (NaN without bootstrap) and ``p_value`` (the linear coefficient's; NaN for the
+        ``std`` (NaN without bootstrap) and ``p_value`` (the linear coefficient's; NaN for the
         other estimators)."""
         e, p = self.values.shape
-        sd = self.sd if self.sd is not None else np.full((e, p), np.nan)
+        sd = self.values_std if self.values_std is not None else np.full((e, p), np.nan)
         p_value = np.full((e, p), np.nan)
         if self.p_values is not None and "linear" in self.estimators:
             p_value[self.estimators.index("linear")] = self.p_values
@@ -104,9 +105,25 @@ class Trends:
             "feature": np.tile(np.asarray(self.feature_names, dtype=object), e),
             "estimator": np.repeat(np.asarray(self.estimators, dtype=object), p),
             "value": self.values.reshape(-1),
-            "sd": sd.reshape(-1),
+            "std": sd.reshape(-1),
             "p_value": p_value.reshape(-1),
         })
+
+    def intervals(self, confidence: float = 0.95) -> np.ndarray:
+        """Percentile intervals over the bootstrap subsets, shape (2, e, p)."""
+        from ._results import interval_probabilities
+
+        if self.replicates is None:
+            raise ValueError("these trends have no bootstrap subsets; rerun with n_bootstrap "
+                             ">= 2.")
+        return np.quantile(self.replicates, interval_probabilities(confidence), axis=-1)
+
+    def std(self, ddof: int = 0) -> np.ndarray:
+        """Standard deviation over the bootstrap subsets, shape (e, p); ``ddof=0`` equals
+        ``values_std``, ``ddof=1`` is R's ``sd()``."""
+        from ._results import replicate_std
+
+        return replicate_std(self.replicates, ddof, "trends")
 
     def plot(self, axes=None):
         """One dot plot per estimator (features down, value across, error bars of one sd, a
@@ -120,7 +137,7 @@ class Trends:
             axes = axes[0]
         positions = np.arange(p)[::-1]
         for k, ax in enumerate(np.ravel(axes)[:e]):
-            err = None if self.sd is None else np.nan_to_num(self.sd[k])
+            err = None if self.values_std is None else np.nan_to_num(self.values_std[k])
             ax.errorbar(self.values[k], positions, xerr=err, fmt="o", color="tab:blue",
                         ecolor="tab:gray", capsize=2)
             ax.axvline(0.0, color="k", lw=0.6)
@@ -390,16 +407,16 @@ def trends(
 
     keep = [ESTIMATORS.index(e) for e in estimators if e not in skipped]
     kept = tuple(ESTIMATORS[i] for i in keep)
-    info: dict = {"n_bootstrap": n_bootstrap, "subsample": subsample, "refit": fit is not None,
-                  "skipped": {e: why for e, why in skipped.items() if e in estimators}}
+    info = TrendsDetails(n_bootstrap=n_bootstrap, subsample=subsample, refit=fit is not None,
+                         skipped={e: why for e, why in skipped.items() if e in estimators})
     p_values = None
     if "linear" in kept:
         p_values = _two_sided_p(t, df)
-        info["linear_t"] = t
+        info = dataclasses.replace(info, linear_t=t)
     sd = None
     if replicates is not None:
         replicates = replicates[keep]
         with np.errstate(invalid="ignore"):
             sd = replicates.std(axis=-1)
-    return Trends(feature_names=names, estimators=kept, values=values[keep], sd=sd,
+    return Trends(feature_names=names, estimators=kept, values=values[keep], values_std=sd,
                   replicates=replicates, p_values=p_values, info=info)

@@ -247,7 +247,7 @@ def test_bootstrap_replicates_reweight_the_same_bins(data):
     for j in range(3):
         _, centred = ref_ale_numeric(smooth, X, 0, result.edges[0], weights[j + 1])
         np.testing.assert_allclose(result.replicates[j], centred, atol=3e-5)
-    low, high = result.interval()
+    low, high = result.intervals()
     assert np.all(low <= high)
     assert {"lower", "upper"} <= set(result.to_frame().columns)
 

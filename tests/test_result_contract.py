@@ -141,3 +141,77 @@ def test_partial_dependence_vocabulary(results):
     with pytest.raises(KeyError, match="no partial dependence of 'x9'"):
         pds["x9"]
     plt.close("all")
+
+
+def test_the_newer_result_types_share_the_vocabulary():
+    """ALE, Shapley values and interactions, trends, transversal rates, partial importance and
+    decorrelation importance: typed details, a short repr, a tidy frame, a plot that draws
+    their content, and ``std``/``intervals`` where they have replicates."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    from jaximp import _details as D
+
+    def check_details(info, kind):
+        assert isinstance(info, kind) and repr(info).startswith(kind.__name__ + "(")
+        name = next(iter(info))
+        assert info[name] is getattr(info, name)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(info, name, None)
+
+    def check_repr(result, start):
+        text = repr(result)
+        assert text.startswith(start) and "array(" not in text and len(text) < 300, text
+
+    curve = jaximp.ale(model, X, 0, bins=5, n_bootstrap=3)
+    check_details(curve.info, D.ALECurveDetails)
+    check_repr(curve, "AccumulatedLocalEffects(x0:")
+    assert curve.intervals(0.9).shape == (2, *curve.centred.shape)
+    np.testing.assert_allclose(curve.std(), curve.replicates.std(axis=0))
+    assert {"value", "output", "ale", "lower", "upper"} <= set(curve.to_frame().columns)
+    ax = curve.plot()
+    drawn = [line for line in ax.lines if len(line.get_xdata()) == len(curve.edges[0])]
+    assert len(drawn) == 1 and np.allclose(drawn[0].get_ydata(), curve.centred[:, 0])
+    assert len(ax.collections) >= 2  # the band and the rug
+    check_details(jaximp.ale_importance(model, X, bins=5).info, D.ALEDetails)
+
+    values = jaximp.shapley_values(model, X[:6], X[:10])
+    check_details(values.info, D.ShapleyDetails)
+    check_repr(values, "ShapleyValues(")
+    assert set(values.to_frame()["feature"]) == {"x0", "x1", "x2", "x3"}
+    ax = values.plot()
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == values.importance().top(1)[0]
+    check_details(values.importance().info, D.ShapleyImportanceDetails)
+    pairs = jaximp.shapley_interactions(model, X[:4], X[:8])
+    check_details(pairs.info, D.ShapleyDetails)
+    check_repr(pairs, "ShapleyInteractions(")
+    assert pairs.interaction().top(1) == [("x0", "x1")]
+
+    forest = RandomForestRegressor(5, max_depth=3, random_state=0).fit(X, Y)
+    rates = jaximp.transversal_rates(forest)
+    check_details(rates.info, D.TreeDetails)
+    check_repr(rates, "TransversalRates(")
+    assert len(rates.to_frame()) == 4
+    rates.plot()
+    check_details(jaximp.impurity_importance(forest).info, D.TreeDetails)
+
+    def fit(A, b):
+        return RandomForestRegressor(5, max_depth=3, random_state=0).fit(A, b)
+
+    trend = jaximp.trends(model, X, Y, methods=["pearson", "linear"], fit=fit, n_bootstrap=3)
+    check_details(trend.info, D.TrendsDetails)
+    check_repr(trend, "Trends(2 estimators x 4 features, 3 bootstrap subsets")
+    np.testing.assert_allclose(trend.std(), trend.values_std)
+    assert trend.intervals().shape == (2, 2, 4)
+    assert list(trend.to_frame().columns) == ["feature", "estimator", "value", "std", "p_value"]
+    assert len(trend.plot()) == 2
+
+    partial = jaximp.partial_importance(model, X, Y, 0, grid_resolution=5)
+    check_details(partial.info, D.PartialImportanceDetails)
+    check_repr(partial, "PartialImportance(")
+    assert len(partial.to_frame()) > 0
+    partial.plot()
+
+    decorrelated = jaximp.decorrelation_importance(X, Y, fit, n_orders=2)
+    check_details(decorrelated.info, D.DecorrelationDetails)
+    assert decorrelated.std().shape == (4, 1)
+    plt.close("all")

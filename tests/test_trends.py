@@ -98,8 +98,8 @@ def test_data_trends_match_scipy_and_float64_ols():
     np.testing.assert_allclose(result.values[2], coef, rtol=1e-4)
     np.testing.assert_allclose(result.p_values, p_values, rtol=1e-3, atol=1e-12)
     frame = result.to_frame()
-    assert list(frame.columns) == ["feature", "estimator", "value", "sd", "p_value"]
-    assert len(frame) == 9 and frame["sd"].isna().all()
+    assert list(frame.columns) == ["feature", "estimator", "value", "std", "p_value"]
+    assert len(frame) == 9 and frame["std"].isna().all()
     np.testing.assert_allclose(frame.query("estimator == 'linear'")["p_value"], p_values,
                                rtol=1e-3, atol=1e-12)
 
@@ -129,11 +129,11 @@ def test_bootstrap_without_and_with_refits():
     full = trends(None, X, y, shapley=shap, methods=methods, n_bootstrap=3, subsample=1.0)
     np.testing.assert_allclose(full.replicates, np.repeat(full.values[..., None], 3, -1),
                                rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(full.sd, 0.0, atol=1e-5)
+    np.testing.assert_allclose(full.values_std, 0.0, atol=1e-5)
     half = trends(None, X, y, shapley=shap, methods=methods, n_bootstrap=4, subsample=0.5)
     assert half.replicates.shape == (3, 3, 4)
-    np.testing.assert_allclose(half.sd, half.replicates.std(axis=-1))
-    assert np.all(half.sd[0] > 0)
+    np.testing.assert_allclose(half.values_std, half.replicates.std(axis=-1))
+    assert np.all(half.values_std[0] > 0)
 
     calls = []
 
