@@ -213,8 +213,8 @@ def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
         return every_item
     candidates = range(lower, upper + 1, group)
     if len(candidates) > 64:  # a large target (an accelerator): balanced blocks pad little
-        n_blocks = -(-n_items // target)
-        return -(-(-(-n_items // n_blocks)) // group) * group
+        n_blocks = math.ceil(n_items / target)
+        return math.ceil(math.ceil(n_items / n_blocks) / group) * group
     return min(candidates, key=lambda size: (-(-n_items // size) * size, abs(size - target)))
 
 
@@ -312,8 +312,8 @@ def evaluate(
     o = predictor.n_outputs
     if reducer.combine == "keep":
         check_result_fits(4.0 * plan.n_items * n * o,
-                           f"{plan.n_items} items x {n} rows x {o} outputs of predictions",
-                           result_hint + ".")
+                          f"{plan.n_items} items x {n} rows x {o} outputs of predictions",
+                          result_hint + ".")
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         check_result_fits(size, "reduced values", result_hint + ".")

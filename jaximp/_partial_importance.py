@@ -308,8 +308,8 @@ def partial_importance(
     if individual or fn is not None:
         width = 1 if fn is None and spec.task == "classification" else len(spec.out_idx)
         check_result_fits(8.0 * n * (g + 1) * width,
-                           f"{n} rows x {g + 1} items x {width} losses of ICI curves",
-                           "use individual=False, fewer grid points or fewer rows.")
+                          f"{n} rows x {g + 1} items x {width} losses of ICI curves",
+                          "use individual=False, fewer grid points or fewer rows.")
         losses = evaluate(predictor, dataset, plan,
                           Itemwise(lambda preds: _row_losses(spec, loss, fn, preds)),
                           label="partial importance", **engine)  # (g + 1, n, k)

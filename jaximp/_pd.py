@@ -129,7 +129,7 @@ class PartialDependence:
                      zip(self.feature_names, self.feature_kinds or ("continuous",) * 2))
         average = dataclasses.replace(self, individual=None)
         return interaction_from_pds([pair], [average], None, np.ones((1, 1)), None,
-                                     measure=measure, average="mean", trim=0.0, n_bootstrap=0)
+                                    measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
     def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200,
              rug: bool = True):
@@ -196,7 +196,7 @@ class PartialDependences(Mapping):
         chosen = [Feature(name, (0,), r.feature_kinds[0]) for name, r in self._results.items()]
         averages = [dataclasses.replace(r, individual=None) for r in results]
         return importance_from_pds(chosen, averages, None, np.ones((1, 1)), None, ice=False,
-                                    measure=measure, average="mean", trim=0.0, n_bootstrap=0)
+                                   measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """The ``k`` features whose PD varies most (standard deviation over the grid,

@@ -133,7 +133,7 @@ def _shifted(values: np.ndarray, axis) -> jax.Array:
 
 
 def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
-                         average, trim, n_bootstrap) -> FeatureImportance:
+                        average, trim, n_bootstrap) -> FeatureImportance:
     """PD importance from 1-D PDs already evaluated (:func:`jaximp._pd.compute_pd` with one
     set per feature): ``results`` with ICE curves where ``ice`` or a non-mean ``average``
     needs them, ``replicated`` (one (g, r, o) array per feature) under bootstrap weightings.
@@ -176,7 +176,7 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
 
 
 def interaction_from_pds(pair_list, results, replicated, weights, counts, *, measure, average,
-                          trim, n_bootstrap) -> FeatureInteraction:
+                         trim, n_bootstrap) -> FeatureInteraction:
     """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
     :func:`importance_from_pds` for importance."""
     weights_d = jnp.asarray(weights, jnp.float32)
@@ -354,8 +354,8 @@ def pd_importance(
     if isinstance(results, tuple):
         results, replicated = results
     return importance_from_pds(chosen, results, replicated, weights, counts, ice=bool(ice),
-                                measure=measure, average=average, trim=trim,
-                                n_bootstrap=n_bootstrap)
+                               measure=measure, average=average, trim=trim,
+                               n_bootstrap=n_bootstrap)
 
 
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
@@ -453,6 +453,6 @@ def pd_interaction(
     if isinstance(results, tuple):
         results, replicated = results
     return interaction_from_pds(pair_list, results, replicated, weights, counts,
-                                 measure=measure, average=average, trim=trim,
-                                 n_bootstrap=n_bootstrap)
+                                measure=measure, average=average, trim=trim,
+                                n_bootstrap=n_bootstrap)
 
