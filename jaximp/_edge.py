@@ -11,11 +11,11 @@ import numpy as np
 
 from jaximp.kernels import _pd_stats as K
 
-from ._data import Dataset, Feature
+from ._data import Dataset, Feature, as_dataset
 from ._params import Replicates
 
-__all__ = ["check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets", "resolve_pairs",
-           "row_weights", "summaries"]
+__all__ = ["check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets",
+           "resolve_pairs", "row_weights", "summaries"]
 
 
 def check_n_bootstrap(n_bootstrap) -> int:
@@ -101,8 +101,6 @@ def resolve_feature_sets(dataset: Dataset, listed, size: int, shape_error: str,
 def numeric_matrix(X, feature_names, what: str) -> tuple[Dataset, np.ndarray]:
     """The dataset and its float64 (n, p) matrix of numeric one-column features, or a ValueError
     saying which features are categorical or grouped (``what`` names the method)."""
-    from ._data import as_dataset
-
     dataset = as_dataset(X, feature_names=feature_names)
     odd = [f.name for f in dataset.features if f.is_categorical or len(f.columns) != 1]
     if odd:

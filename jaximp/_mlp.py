@@ -9,6 +9,8 @@ its arrays to compiled code as arguments and fits of one architecture share comp
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from typing import Sequence
 
 import jax
@@ -212,9 +214,6 @@ def fit_mlp_options(fit, name: str, caller: str) -> dict | None:
     """All of :func:`fit_mlp`'s options when ``fit`` is it or a keyword partial of it (so
     ``caller`` can train its refits as one vmapped job), else None. ``name`` is the parameter
     that passed ``fit``, for the messages."""
-    import functools
-    import inspect
-
     if fit is fit_mlp:
         options: dict = {}
     elif isinstance(fit, functools.partial) and fit.func is fit_mlp and not fit.args:

@@ -46,6 +46,16 @@ def _finfo(dtype: np.dtype):
     return info if info.bits < 64 else None
 
 
+def _resolution(low, high, info):
+    """For ranges ``[low, high]`` (scalars or arrays): the dtype's step at their magnitude,
+    how many steps the spread covers, and whether the magnitude overflows the dtype."""
+    scale = np.maximum(np.abs(low), np.abs(high))
+    with np.errstate(divide="ignore"):
+        step = np.maximum(float(info.eps) * 2.0 ** np.floor(np.log2(scale)),
+                          float(info.smallest_subnormal))
+    return step, (high - low) / step, scale > float(info.max)
+
+
 def check_collapse(
     feature_name: str, values: np.ndarray, dtype, what: str, *, stacklevel: int = 2
 ) -> None:
@@ -103,11 +113,7 @@ def check_collapse(
     scale = max(abs(low), abs(high))
     if spread == 0:
         return
-    step = max(
-        float(info.eps) * 2.0 ** np.floor(np.log2(scale)), float(info.smallest_subnormal)
-    )
-    steps = spread / step
-    overflow = scale > float(info.max)
+    step, steps, overflow = (float(v) for v in _resolution(low, high, info))
     if not (overflow or steps < _COARSE_STEPS):
         return  # finely resolved: no need to count distinct values (a sort of all of them)
     uniques = np.unique(flat)
@@ -147,11 +153,8 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     # column by column: on a row-major X this is about 3x faster than X.min(axis=0)
     low = np.array([X[:, j].min() for j in columns])
     high = np.array([X[:, j].max() for j in columns])
-    scale = np.maximum(np.abs(low), np.abs(high))
-    with np.errstate(divide="ignore"):
-        step = np.maximum(float(info.eps) * 2.0 ** np.floor(np.log2(scale)),
-                          float(info.smallest_subnormal))
-    coarse = (high > low) & ((scale > float(info.max)) | ((high - low) / step < _COARSE_STEPS))
+    _, steps, overflow = _resolution(low, high, info)
+    coarse = (high > low) & (overflow | (steps < _COARSE_STEPS))
     for k in np.flatnonzero(coarse):
         check_collapse(feature_names[k], X[:, columns[k]], dtype, what,
                        stacklevel=stacklevel + 1)

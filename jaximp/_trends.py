@@ -62,8 +62,9 @@ class Trends:
     values : ndarray of shape (e, p)
         Estimates on all rows.
     values_std : ndarray of shape (e, p) or None
-        Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``); NaN for the transversal rates
-        when the model is not refitted (they do not depend on the rows). None without bootstrap.
+        Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``); NaN for
+        the transversal rates when the model is not refitted (they do not depend on the rows).
+        None without bootstrap.
     replicates : ndarray of shape (e, p, r) or None
         The estimates on each subset.
     p_values : ndarray of shape (p,) or None
@@ -407,12 +408,11 @@ def trends(
 
     keep = [ESTIMATORS.index(e) for e in estimators if e not in skipped]
     kept = tuple(ESTIMATORS[i] for i in keep)
+    linear = "linear" in kept
     info = TrendsDetails(n_bootstrap=n_bootstrap, subsample=subsample, refit=fit is not None,
-                         skipped={e: why for e, why in skipped.items() if e in estimators})
-    p_values = None
-    if "linear" in kept:
-        p_values = _two_sided_p(t, df)
-        info = dataclasses.replace(info, linear_t=t)
+                         skipped={e: why for e, why in skipped.items() if e in estimators},
+                         linear_t=t if linear else None)
+    p_values = _two_sided_p(t, df) if linear else None
     sd = None
     if replicates is not None:
         replicates = replicates[keep]
