@@ -43,7 +43,11 @@ _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PROBE_ROWS = 1024
 # On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
 # several times faster than one huge batch; accelerators take one block per chunk.
-_CPU_BLOCK_ROWS = 12288
+_CPU_BLOCK_ROWS = 16384
+# XLA's CPU backend splits a product's rows over its threads in tiles of 1024: a block of a
+# whole number of tiles per thread keeps every thread busy (an [10, 64, 64, 1] MLP on 2 cores:
+# 54 ns per row at 12,288 or 14,336 rows, 58-61 at 11,264 or 13,312).
+_CPU_ROW_TILE = 1024
 _CPU_BLOCK_BYTES = 16 << 20
 # One chunk (one jitted call) holds at most this many blocks, so that progress keeps moving
 # and the partials of a chunk stay small.
@@ -167,13 +171,14 @@ class _Sizes:
 
 
 def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
-           budget: float, block_rows: int, group: int) -> _Sizes:
+           budget: float, block_rows: int, group: int, row_unit: int = 256) -> _Sizes:
     """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and half the
     budget; a chunk's partials (one per block) fit a quarter of it.
 
     When one block holds every row, the rows are padded to a bucket size (a new n in the same
     bucket reuses the compiled chunk) and several items share the block. Otherwise blocks hold
-    balanced row counts rounded up to a multiple of 256 (at most a few percent of padding).
+    a multiple of ``row_unit`` rows, from half the largest block to all of it, that pads the
+    rows least (balanced multiples of 256 when ``row_unit`` does not fit that range).
     """
     rows_fit = max(1, int(budget // (2 * row_bytes)))
     block_total = max(1, min(block_rows, rows_fit))
@@ -186,8 +191,7 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
         row_blocks = 1
     else:
         items_per_block = group
-        row_blocks = math.ceil(n_local / rows_per_block)
-        rows_per_block = min(rows_per_block, -(-math.ceil(n_local / row_blocks) // 256) * 256)
+        rows_per_block = _rows_per_block(n_local, rows_per_block, row_unit)
         row_blocks = math.ceil(n_local / rows_per_block)
     item_blocks_total = math.ceil(n_items / items_per_block)
     per_block = max(1.0, partial_bytes * items_per_block)
@@ -199,6 +203,18 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     n_chunks = math.ceil(item_blocks_total / item_blocks)
     item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
     return _Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
+
+
+def _rows_per_block(n_local: int, most: int, unit: int) -> int:
+    """Rows per block for ``n_local`` rows in blocks of at most ``most``: the multiple of
+    ``unit`` from ``most / 2`` to ``most`` that pads least (ties to the larger); with none
+    or too many of them (an accelerator's huge blocks), the balanced block rounded up to a
+    multiple of 256."""
+    candidates = range(-(-most // 2 // unit) * unit, most // unit * unit + 1, unit)
+    if 0 < len(candidates) <= 64:
+        return min(candidates, key=lambda rows: (-(-n_local // rows) * rows, -rows))
+    blocks = math.ceil(n_local / most)
+    return min(most, -(-math.ceil(n_local / blocks) // 256) * 256)
 
 
 def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
@@ -216,6 +232,15 @@ def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
         n_blocks = math.ceil(n_items / target)
         return math.ceil(math.ceil(n_items / n_blocks) / group) * group
     return min(candidates, key=lambda size: (-(-n_items // size) * size, abs(size - target)))
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_threads() -> int:
+    """The CPUs this process may run on: the threads of XLA's CPU backend."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _available_host_bytes() -> float:
@@ -351,11 +376,12 @@ def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, l
 # ---------------------------------------------------------------------------------------------
 
 
-def _source_index(index: str, key, streams, g, n, cdf=None):
-    """Source data rows (ib, ...) for items with stream labels (ib, s) at global rows g."""
+def _source_index(index: str, key, streams, g, n, radices, cdf=None):
+    """Source data rows (ib, ...) for items with stream labels (ib, s) at global rows g;
+    ``radices`` (2,) of the permutations from ``_streams.feistel_radices(n)``."""
     seeds = jax.vmap(lambda s: _streams.seed_of(key, s))(streams)
     if index == "permutation":
-        return jax.vmap(lambda seed: _streams.feistel_permutation(seed, g, n))(seeds)
+        return jax.vmap(lambda seed: _streams.feistel_permutation(seed, g, n, radices))(seeds)
     if cdf is None:
         return jax.vmap(lambda seed: _streams.uniform_rows(seed, g, n))(seeds)
     return jax.vmap(lambda seed: _streams.weighted_rows(seed, g, cdf, n))(seeds)
@@ -394,7 +420,7 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
             values = tables["table"][idx]  # (ib, D, rbl, c)
         else:
             src = _source_index(index, tables["key"], tables["stream"][items], g, n,
-                                tables.get("cdf"))  # (ib, D, rbl) global rows
+                                counts[3:], tables.get("cdf"))  # (ib, D, rbl) global rows
             if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
                 src = (src // n_local) * X.shape[1] + src % n_local
             flat_X = X.reshape(-1, X.shape[-1])
@@ -473,13 +499,15 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     partial_bytes = 4.0 * (math.prod(reducer.partial_shape(o)) if reducer.combine == "sum"
                            else 0) / reducer.group
     block_rows = _CPU_BLOCK_ROWS if first.platform == "cpu" and mesh is None else 1 << 40
+    row_unit = 256
     if first.platform == "cpu" and mesh is None:
         block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
+        row_unit = _CPU_ROW_TILE * _cpu_threads()
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = _distributed.agree_min(budget)
     n_local = math.ceil(n / n_dev)
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
-                   block_rows, reducer.group)
+                   block_rows, reducer.group, row_unit)
     n_row_chunks = math.ceil(n_local / sizes.rows_per_chunk)
     n_local_pad = n_row_chunks * sizes.rows_per_chunk
     n_item_chunks = math.ceil(plan.n_items / sizes.items_per_chunk)
@@ -515,7 +543,8 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
     consts = {k: _pad_items(v, items_pad) if k == "item_code" else v
               for k, v in reducer.consts().items()}
-    counts = np.asarray([n, n_local, plan.n_items], np.int32)
+    # the permutations' radices, found on the host (on the device, a sequential search)
+    counts = np.asarray([n, n_local, plan.n_items, *_streams.feistel_radices(n)], np.int32)
     # small arrays in one transfer
     tables, consts, params, counts = put_whole((tables, consts, predictor.params, counts))
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column)
@@ -649,7 +678,8 @@ def _host_replacement(plan: Plan, X, items, rows, n):
         return plan.table[idx]
     cdf = None if plan.draw_cdf is None else plan.draw_cdf.astype(np.float32)
     src = np.asarray(_host_indices(plan.index, plan.key_bits, plan.item_stream[items],
-                                   rows.astype(np.int32), np.int32(n), cdf))
+                                   rows.astype(np.int32), np.int32(n),
+                                   np.asarray(_streams.feistel_radices(n), np.int32), cdf))
     return X[src]
 
 

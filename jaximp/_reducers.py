@@ -24,6 +24,15 @@ __all__ = ["Reducer", "Mean", "Keep", "LossSums", "Spread", "GroupedMean", "Item
 _HIGHEST = "highest"
 
 
+def _two_columns(weights: np.ndarray) -> np.ndarray:
+    """Weights (n, r) as float32, with a zero second column when r = 1: XLA's CPU backend
+    runs a weighted sum over rows as a product with one column several times slower than one
+    with two (partial dependence at n = 100,000: 1.5x the floor against 1.2x)."""
+    if weights.shape[1] == 1:
+        weights = np.concatenate([weights, np.zeros_like(weights)], axis=1)
+    return np.ascontiguousarray(weights, dtype=np.float32)
+
+
 def _einsum(xp, spec, *arrays):
     if xp is np:
         return np.einsum(spec, *arrays)
@@ -71,14 +80,18 @@ class Mean(Reducer):
     weights: np.ndarray
 
     def row_arrays(self):
-        return {"w": np.ascontiguousarray(self.weights.T, dtype=np.float32)}
+        return {"w": _two_columns(self.weights.T)}
 
     def partial_shape(self, n_outputs):
         return (self.weights.shape[0], n_outputs)
 
+    def key(self):
+        return ("Mean", self.weights.shape[0] == 1)
+
     def partial(self, preds, rows, valid, items, consts, xp):
         w = rows["w"] * valid[:, None]
-        return _einsum(xp, "bon,nr->bro", preds, w)
+        total = _einsum(xp, "bon,nr->bro", preds, w)
+        return total[:, :1] if self.weights.shape[0] == 1 else total  # without _two_columns
 
     def finalize(self, total):
         total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
@@ -104,7 +117,7 @@ class Spread(Reducer):
     group: int = 2
 
     def row_arrays(self):
-        return {"w": np.asarray(self.weights, np.float32)}
+        return {"w": _two_columns(self.weights[:, None])}
 
     def key(self):
         return ("Spread", self.group)
@@ -116,7 +129,7 @@ class Spread(Reducer):
         ib, o, n = preds.shape
         grouped = preds.reshape(ib // self.group, self.group, o, n)
         spread = grouped.max(axis=1) - grouped.min(axis=1)
-        return _einsum(xp, "gon,n->go", spread, rows["w"] * valid)
+        return _einsum(xp, "gon,nr->gor", spread, rows["w"] * valid[:, None])[..., 0]
 
     def finalize(self, total):
         return total / self.weights.sum()
@@ -208,8 +221,10 @@ class LossSums(Reducer):
             terms = residual * residual if self.name != "mae" else xp.abs(residual)
         else:
             terms = self._class_terms(p, y, consts, xp)[:, None, :]  # (ib, 1, n)
-        # a plain reduction sums every item in the same order: equal predictions, equal losses
-        return (terms * w[None, None, :]).sum(axis=-1)
+        # a dot product per item and column, batched: it sums every item in the same order
+        # (equal predictions, equal losses), which a matrix product need not, and runs about
+        # 4x faster than a plain sum over the rows on CPU
+        return _einsum(xp, "bkn,bkn->bk", terms, xp.broadcast_to(w, terms.shape))
 
     def _class_terms(self, p, y, consts, xp):
         """Per-row log loss or correctness, (ib, n), of class probabilities p (ib, k, n)."""

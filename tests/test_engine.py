@@ -66,6 +66,18 @@ def test_permutations_are_bijections_and_independent_of_other_items(permuted, da
     np.testing.assert_array_equal(alone[0], src[5])
 
 
+def test_host_radices_equal_the_device_search():
+    """The engine passes radices found on the host; the permutations must not change."""
+    device = jax.jit(_streams._radices)
+    sizes = [*range(1, 600), 1000, 10_007, 65_536, 99_991, 100_000, 1_234_567, 999_983 * 2]
+    for n in sizes:
+        assert tuple(int(v) for v in device(jnp.int32(n))) == _streams.feistel_radices(n), n
+    rows, n = jnp.arange(997), jnp.int32(997)  # prime: a near-square domain, cycle walking
+    host = _streams.feistel_permutation(jnp.uint32(5), rows, n, _streams.feistel_radices(997))
+    np.testing.assert_array_equal(host, _streams.feistel_permutation(jnp.uint32(5), rows, n))
+    assert sorted(np.asarray(host).tolist()) == list(range(997))
+
+
 def test_bootstrap_weightings_in_one_pass(permuted, data3):
     pred, _, plan, _ = permuted
     rng = np.random.default_rng(0)
@@ -158,6 +170,25 @@ def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
         assert sizes.items_per_block % group == 0
         covered = -(-n_local // sizes.rows_per_chunk) * sizes.rows_per_chunk
         assert n_local <= covered <= 1.125 * n_local + 256 * covered / sizes.rows_per_block
+
+
+@pytest.mark.parametrize("n_local, most, unit", [
+    (100_000, 16384, 2048), (30_000, 16384, 2048), (10**6, 16384, 4096), (5000, 16384, 2048),
+    (100_000, 1000, 2048), (10**7, 10**6, 256)])
+def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
+    from jaximp._engine import _rows_per_block
+
+    rows = _rows_per_block(n_local, most, unit)
+    padded = -(-n_local // rows) * rows
+    fits = [r for r in range(unit, most + 1, unit) if r * 2 >= most]
+    if 0 < len(fits) <= 64:  # whole tiles: none pads less
+        assert rows % unit == 0 and rows in fits
+        assert padded == min(-(-n_local // r) * r for r in fits)
+    else:  # balanced blocks of a multiple of 256
+        assert rows <= most and (rows % 256 == 0 or rows == most)
+        assert padded - n_local < 256 * -(-n_local // rows)
+    if (n_local, most) == (100_000, 16384):
+        assert rows == 14336  # 7 blocks, 352 padding rows
 
 
 @pytest.mark.parametrize("n_items,target,most,group", [
