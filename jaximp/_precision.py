@@ -150,9 +150,12 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     if info is None or X.shape[0] < 2 or not len(columns):
         return
     columns = np.asarray(columns, dtype=int)
-    # column by column: on a row-major X this is about 3x faster than X.min(axis=0)
-    low = np.array([X[:, j].min() for j in columns])
-    high = np.array([X[:, j].max() for j in columns])
+    if X.shape[0] <= 4096:  # small X: two passes over a copy cost less than calls per column
+        chosen = X[:, columns]
+        low, high = chosen.min(axis=0), chosen.max(axis=0)
+    else:  # column by column: on a row-major X about 3x faster than X.min(axis=0)
+        low = np.array([X[:, j].min() for j in columns])
+        high = np.array([X[:, j].max() for j in columns])
     _, steps, overflow = _resolution(low, high, info)
     coarse = (high > low) & (overflow | (steps < _COARSE_STEPS))
     for k in np.flatnonzero(coarse):

@@ -14,6 +14,8 @@ item's predictions, e.g. AUC: the engine keeps whole items, group by group, and 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from typing import Callable
 
 import numpy as np
@@ -278,9 +280,9 @@ class Stacked(Reducer):
         if not self.parts or any(p.combine != "sum" or p.group != 1 for p in self.parts):
             raise ValueError("Stacked reducers must be summing reducers of single items.")
 
-    @property
+    @functools.cached_property
     def widths(self) -> list[int]:
-        return [int(np.prod(p.partial_shape(self.n_outputs))) for p in self.parts]
+        return [math.prod(p.partial_shape(self.n_outputs)) for p in self.parts]
 
     def row_arrays(self):
         return {f"{i}/{k}": v for i, p in enumerate(self.parts) for k, v in p.row_arrays().items()}
