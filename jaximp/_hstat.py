@@ -718,8 +718,9 @@ def _top_features(chosen, overall, m: int, eps: float) -> list:
 
 
 def _bucket(size: int) -> int:
-    """The next power of two (at least 8)."""
-    return max(8, 1 << (int(size) - 1).bit_length())
+    """The next power of two: padding costs memory (a budget-sized group of one statistic
+    padded to eight held eight times its PDs), so sizes start at 1."""
+    return 1 << max(0, (int(size) - 1).bit_length())
 
 
 @dataclasses.dataclass(frozen=True)
