@@ -127,7 +127,7 @@ class ProgressMeter:
     def __init__(self, total: int, enabled: bool | None, label: str):
         if enabled is None:
             env = os.environ.get("JAXIMP_PROGRESS")
-            enabled = env == "1" if env is not None else (sys.stderr.isatty() and total > 1)
+            enabled = env == "1" if env is not None else (total > 1 and sys.stderr.isatty())
         self.enabled = bool(enabled) and _distributed.is_main_process()
         self.total, self.label, self.done, self.start = total, label, 0, time.perf_counter()
         self.last_print = -1.0

@@ -175,9 +175,13 @@ def validate_params(**table: _Rule):
         if unknown:
             raise TypeError(f"{function.__name__} has no parameters {unknown}.")
 
+        # keyword-only options arrive in kwargs alone: no signature binding on every call
+        keyword_only = all(signature.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+                           for name in table)
+
         @functools.wraps(function)
         def checked(*args, **kwargs):
-            arguments = signature.bind(*args, **kwargs).arguments
+            arguments = kwargs if keyword_only else signature.bind(*args, **kwargs).arguments
             for name, rule in table.items():
                 if name in arguments:
                     rule.check(name, arguments[name])

@@ -192,7 +192,8 @@ def permutation_importance(
     specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
                                 greater_is_better) for name, each in losses.items()}
     chosen = dataset.resolve(features)
-    feature_ids = [dataset.features.index(f) for f in chosen]
+    position = {f.name: i for i, f in enumerate(dataset.features)}  # names are unique
+    feature_ids = [position[f.name] for f in chosen]
     c, p = dataset.X.shape[1], len(chosen)
     engine = dict(memory_budget=memory_budget, progress=progress)
 
