@@ -171,6 +171,7 @@ class _Sizes:
         return self.rows_per_block * self.row_blocks
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of numbers, asked again by every call
 def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
            budget: float, block_rows: int, group: int, row_unit: int = 256) -> _Sizes:
     """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and half the
@@ -538,7 +539,9 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
     if single_column:
         tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
-    rowdata = {k: _layout(v, n_dev, n_local, n_local_pad) for k, v in reducer.row_arrays().items()}
+    # cast to the device's dtype here: a NumPy cast costs less than the one in the jit call
+    rowdata = {k: _layout(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
+               for k, v in reducer.row_arrays().items()}
     if plan.row_codes is not None:
         rowdata["_codes"] = _layout(plan.row_codes.T, n_dev, n_local, n_local_pad)
     X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
