@@ -461,8 +461,11 @@ def _host_predictor(model, n_features, output_names, sample=None,
         name.endswith(("predict_proba", "decision_function"))
         or isinstance(host_fn, _OneHotLabels)) else None
     if sample is None:
+        if n_features is None:  # a fitted scikit-learn estimator knows its width
+            n_features = getattr(model, "n_features_in_", None)
         if n_features is None:
-            raise ValueError(f"n_features is needed to wrap the host model {name}.")
+            raise ValueError(f"n_features is needed to wrap the host model {name}; pass "
+                             "as_predictor(model, n_features=X.shape[1]).")
         sample = np.zeros((2, n_features))
     try:
         out = call_host(host_fn, sample, name)

@@ -267,15 +267,17 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         )
     dataset = as_dataset(X, feature_names=feature_names)
     chosen = dataset.resolve(features)
-    if len(chosen) != 1:
-        raise ValueError(f"method='recursion' takes one feature; got {len(chosen)}. Use "
-                         "method='brute' for joint partial dependence.")
-    feat = chosen[0]
-    strategy, explicit = grid_option(resolve_grid(grid, dataset), feat.name)
+    resolved = resolve_grid(grid, dataset)
+    options = []
+    for feat in chosen:
+        strategy, explicit = grid_option(resolved, feat.name)
+        options.append(strategy if explicit is None else np.asarray(explicit, np.float64))
+    position = {f.name: i for i, f in enumerate(dataset.features)}
     values, average = tree_partial_dependence(
-        model, dataset.X, dataset.features.index(feat),
-        strategy if explicit is None else np.asarray(explicit, np.float64),
+        model, dataset.X, [position[f.name] for f in chosen], options,
         grid_resolution=grid_resolution, percentiles=percentiles)
+    shape = average.shape[:-1]
+    average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened
     names = tree_predictor(model).output_names
     if average.shape[1] != len(names):  # gradient boosting classifier: raw scores
         classes = [str(c) for c in model.classes_]
@@ -283,11 +285,14 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
                                                    else classes))
     out_idx = select_outputs(names, output)
     average = np.asarray(average, np.float64)[:, out_idx]
+    average = average - average[:1] if centered else average
     return PartialDependence(
-        feature_names=(feat.name,), grid_values=(tuple(np.asarray(values).tolist()),),
+        feature_names=tuple(f.name for f in chosen),
+        grid_values=tuple(tuple(np.asarray(v).tolist()) for v in values),
         output_names=tuple(names[i] for i in out_idx),
-        average=average - average[:1] if centered else average, individual=None,
-        centered=centered, feature_kinds=(feat.kind,), deciles=(_deciles(dataset, feat),))
+        average=average.reshape(*shape, len(out_idx)), individual=None,
+        centered=centered, feature_kinds=tuple(f.kind for f in chosen),
+        deciles=tuple(_deciles(dataset, f) for f in chosen))
 
 
 def compute_pd(
@@ -469,7 +474,8 @@ def partial_dependence(
         Progress line on stderr.
     method : {"brute", "recursion", "auto"}, default "brute"
         ``"brute"``: the model evaluated on the modified rows of ``X``. ``"recursion"``
-        (scikit-learn trees, forests and gradient boosting, one feature, ``kind="average"``):
+        (scikit-learn trees, forests and gradient boosting, one feature or several jointly,
+        ``kind="average"``):
         Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
         averaged over the training data stored in the trees rather than over ``X``; gradient
         boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
@@ -501,8 +507,7 @@ def partial_dependence(
     if derivative and method != "brute":
         raise ValueError(f"derivative=True needs method='brute'; got method={method!r}.")
     if method == "auto":  # scikit-learn's rule
-        method = "recursion" if _recursion_by_default(model) and kind == "average" and (
-            isinstance(features, (str, int, np.integer)) or len(features) == 1) and \
+        method = "recursion" if _recursion_by_default(model) and kind == "average" and \
             sample_weight is None else "brute"
     if method == "recursion":
         return _recursion(model, X, features, kind, grid, grid_resolution, percentiles,

@@ -556,9 +556,10 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
 
 
 @functools.partial(jax.jit, static_argnames="depth")
-def _recursion_pd(params, grid, j, depth: int) -> jax.Array:
-    """Weighted-traversal PD of every tree at every grid value, (T, g, k)."""
-    z = grid.astype(jnp.float32)
+def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
+    """Weighted-traversal PD of every tree at every grid point, (T, g, k): ``points`` (g, s)
+    hold values of the data columns ``columns`` (s,)."""
+    z = points.astype(jnp.float32)
 
     def one(feature, left, right, missing, thr, weight, value):
         N = feature.shape[0]
@@ -571,13 +572,16 @@ def _recursion_pd(params, grid, j, depth: int) -> jax.Array:
         is_left = jnp.zeros(N, bool).at[jnp.where(split, left, N)].set(True, mode="drop")
         pw = weight[parent]
         frac = jnp.where(pw > 0, weight / jnp.where(pw > 0, pw, 1.0), 0.0)
-        on_j = feature[parent] == j
+        matches = feature[parent][:, None] == columns[None, :]  # (N, s)
+        on_set = matches.any(axis=1)  # the parent splits on a column of the set
+        slot = jnp.argmax(matches, axis=1)  # which of the point's values it compares
         pthr = thr[parent]
 
-        def factors(zv):
+        def factors(point):
+            zv = point[slot]  # (N,)
             go_left = jnp.where(jnp.isnan(zv), missing[parent], zv <= pthr)
             follow = jnp.where(is_left, go_left, ~go_left).astype(frac.dtype)
-            f = jnp.where(on_j, follow, frac)
+            f = jnp.where(on_set, follow, frac)
             return f.at[0].set(1.0)
 
         fac = jax.vmap(factors)(z)  # (g, N)
@@ -594,13 +598,17 @@ def _recursion_pd(params, grid, j, depth: int) -> jax.Array:
 
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
                             grid_resolution: int = 100,
-                            percentiles: tuple[float, float] = (0.05, 0.95)) -> np.ndarray:
-    """Partial dependence of a tree model on one feature by Friedman's weighted traversal.
+                            percentiles: tuple[float, float] = (0.05, 0.95)):
+    """Partial dependence of a tree model on one feature, or jointly on several, by Friedman's
+    weighted traversal.
 
     Equal to ``sklearn.inspection.partial_dependence(estimator, X, [j],
-    method="recursion")["average"].T`` on the same grid. As scikit-learn's recursion, it
-    averages over the training distribution stored in the trees (node weights), not over the
-    rows of ``X``, and returns: the mean of the trees' values for trees and forests
+    method="recursion")["average"].T`` on the same grid (and, for several features
+    ``[j, k]``, to scikit-learn's ``[(j, k)]`` with its output axis moved last). As
+    scikit-learn's recursion, it averages over the training distribution stored in the trees
+    (node weights), not over the rows of ``X``: at a split on a feature of the set the
+    traversal follows the grid point, at any other split it takes both children, weighted by
+    their training samples. It returns the mean of the trees' values for trees and forests
     (regressors: the prediction; classifiers: the class probabilities, which scikit-learn's
     recursion does not offer); for gradient boosting ``learning_rate * sum of the stage
     trees`` per class (the raw decision function without the init prediction ``F0``, exactly
@@ -611,21 +619,23 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     estimator : fitted scikit-learn tree model
         As :func:`tree_predictor`, except ``HistGradientBoosting*``.
     X : array-like of shape (n, p) or DataFrame
-        Data used only to build the grid and resolve ``feature``.
-    feature : int or str
-        The feature (column index or name).
-    grid : str or array-like of shape (g,), default "sklearn"
+        Data used only to build the grid and resolve the features.
+    feature : int or str, or a list of them
+        The feature (column index or name), or several for their joint partial dependence on
+        the product of their grids (the last feature varying fastest, as scikit-learn).
+    grid : str or array-like, default "sklearn"
         A strategy of :func:`jaximp.partial_dependence` (``"sklearn"`` reproduces
-        scikit-learn's grid) or explicit grid values.
+        scikit-learn's grid) or explicit grid values (g,); for several features, one strategy
+        for all or a list with a strategy or explicit values per feature.
     grid_resolution : int, default 100
-        Number of grid points of a strategy.
+        Number of grid points of a strategy, per feature.
     percentiles : tuple of float, default (0.05, 0.95)
         Range of a ``"uniform"`` or ``"sklearn"`` grid.
 
     Returns
     -------
-    grid_values : ndarray of shape (g,)
-    average : ndarray of shape (g, o)
+    grid_values : ndarray of shape (g,), or a tuple of them for several features
+    average : ndarray of shape (g, o), or (g_1, ..., g_s, o) for several features
         ``o`` = number of classes (forest classifiers), K (gradient boosting: 1 for binary
         classification and regression) or the number of targets.
 
@@ -640,24 +650,42 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     >>> ref = partial_dependence(gb, X, [0], method="recursion", grid_resolution=5)
     >>> bool(np.allclose(pd_[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6))
     True
+    >>> values, pd_ = tree_partial_dependence(gb, X, [0, 1], grid_resolution=4)
+    >>> pd_.shape
+    (4, 4, 1)
     """
     kind, classifier, params, depth = _read(estimator)
     dataset = as_dataset(X)
-    feat = dataset.feature(feature)
-    if len(feat.columns) != 1:
+    several = not isinstance(feature, (str, int, np.integer))
+    features = [dataset.feature(f) for f in (feature if several else [feature])]
+    if not features:
+        raise ValueError("feature must name at least one feature; got an empty list.")
+    options = list(grid) if several and not isinstance(grid, str) else [grid] * len(features)
+    if len(options) != len(features):
         raise ValueError(
-            f"expected a single-column feature; got {feat.name!r} with columns "
-            f"{feat.columns}. Fix: pass one column."
+            f"grid must be one strategy or one entry per feature ({len(features)}); got "
+            f"{len(options)} entries."
         )
-    if isinstance(grid, str):
-        rows, _ = feature_grid(dataset, feat, strategy=grid, grid_resolution=grid_resolution,
-                               percentiles=percentiles)
-    else:
-        rows, _ = feature_grid(dataset, feat, values=grid)
-    values = rows[:, 0]
+    values = []
+    for feat, option in zip(features, options):
+        if len(feat.columns) != 1:
+            raise ValueError(
+                f"expected a single-column feature; got {feat.name!r} with columns "
+                f"{feat.columns}. Fix: pass one column."
+            )
+        if isinstance(option, str):
+            rows, _ = feature_grid(dataset, feat, strategy=option,
+                                   grid_resolution=grid_resolution, percentiles=percentiles)
+        else:
+            rows, _ = feature_grid(dataset, feat, values=option)
+        values.append(rows[:, 0])
+    shape = tuple(len(v) for v in values)
+    index = np.indices(shape).reshape(len(shape), -1)  # the product grid, last fastest
+    points = np.stack([v[k] for v, k in zip(values, index)], axis=1)  # (g, s)
+    columns = np.array([feat.columns[0] for feat in features], np.int32)
     ftype = _float_dtype()
-    j = int(feat.columns[0])
-    per_tree = _recursion_pd(params, jnp.asarray(values.astype(ftype)), j, depth)
+    per_tree = _recursion_pd(params, jnp.asarray(points.astype(ftype)), jnp.asarray(columns),
+                             depth)
     per_tree = np.asarray(per_tree, np.float64)  # (T, g, k)
     if kind == "forest":
         average = per_tree.mean(axis=0)
@@ -665,7 +693,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
         K = int(estimator.estimators_.shape[1])
         g = per_tree.shape[1]
         average = per_tree[..., 0].reshape(-1, K, g).sum(axis=0).T * estimator.learning_rate
-    return values, average
+    if not several:
+        return values[0], average
+    return tuple(values), average.reshape(*shape, average.shape[-1])
 
 
 # ------------------------------------------------------------------ transversal rates

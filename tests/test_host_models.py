@@ -360,3 +360,21 @@ def test_response_method_as_scikit_learn():
                             response_method="decision_function")
     with pytest.raises(ValueError, match=r"is not one \(it has no predict method\)"):
         jaximp.as_predictor(lambda A: A[:, 0], response_method="predict")
+
+
+def test_as_predictor_reads_the_width_of_a_fitted_estimator():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 3)) + 5.0
+    est = LinearRegression().fit(X, X @ np.array([1.0, -2.0, 0.5]))
+    predictor = jaximp.as_predictor(est)  # no n_features: n_features_in_ says 3
+    assert predictor.n_outputs == 1
+    ours = jaximp.partial_dependence(predictor, X, 1, grid="sklearn", grid_resolution=7)
+    ref = sk_partial_dependence(est, X, [1], grid_resolution=7)  # brute for a linear model
+    np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-10)
+
+    class Unfitted:
+        def predict(self, X):
+            return X[:, 0]
+
+    with pytest.raises(ValueError, match=r"pass as_predictor\(model, n_features=X.shape\[1\]\)"):
+        jaximp.as_predictor(Unfitted())

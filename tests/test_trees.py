@@ -234,6 +234,35 @@ def test_recursion_pd_equals_sklearn(data, task, name, feature):
     np.testing.assert_allclose(ours, ref["average"].T, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("task,name,features", [
+    ("reg", "gb", (0, 2)), ("reg", "rf", (1, 3)), ("3", "gb", (0, 3)), ("bin", "gb", (2, 0, 3))])
+def test_joint_recursion_pd_equals_sklearn(data, task, name, features):
+    """Several features: the traversal follows the grid point at splits on any of them;
+    scikit-learn's recursion on the same product grid (its output axis first)."""
+    X, y, y_bin, y_3 = data
+    target = {"reg": y, "bin": y_bin, "3": y_3}[task]
+    est = (REGRESSORS if task == "reg" else CLASSIFIERS)[name]().fit(X, target)
+    ref = sk_partial_dependence(est, X, [features], method="recursion", grid_resolution=5)
+    expected = np.moveaxis(ref["average"], 0, -1)
+    values, ours = tree_partial_dependence(est, X, list(features), grid_resolution=5)
+    for mine, theirs in zip(values, ref["grid_values"]):
+        np.testing.assert_array_equal(mine, theirs)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+    pd_ = jaximp.partial_dependence(est, X, list(features), method="recursion", grid="sklearn",
+                                    grid_resolution=5)
+    assert pd_.feature_names == tuple(f"x{j}" for j in features)
+    np.testing.assert_allclose(pd_.average, expected, rtol=1e-5, atol=1e-6)
+    centered = jaximp.partial_dependence(est, X, list(features), method="recursion",
+                                         grid="sklearn", grid_resolution=5, centered=True)
+    first = expected[(0,) * len(features)]
+    np.testing.assert_allclose(centered.average, expected - first, rtol=1e-5, atol=1e-6)
+    if name == "gb":  # scikit-learn's method="auto" picks the recursion for gradient boosting
+        auto = jaximp.partial_dependence(est, X, list(features), method="auto",
+                                         grid="sklearn", grid_resolution=5)
+        np.testing.assert_allclose(auto.average, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_recursion_pd_of_forest_classifier_matches_brute_on_training_tree():
     """Forest classifiers (no sklearn recursion): a tree grown to purity on a product grid,
     whose training distribution is X itself, gives recursion PD = brute PD."""
