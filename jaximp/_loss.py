@@ -351,6 +351,8 @@ def resolve_loss(
             raise ValueError(
                 f"y has {target.shape[1]} column(s) but {o} model output(s) are scored; pass y "
                 f"of shape (n, {o}) or choose outputs with output=..."
+                + (" For a classifier's class probabilities and y of class labels, use "
+                   "loss='log_loss', 'accuracy' or 'auc'." if target.shape[1] == 1 else "")
             )
         return LossSpec(loss, "regression", score, score, names, out_idx, target, weights)
     if y.ndim == 2:

@@ -329,6 +329,10 @@ def test_validation_messages(linear_data, ols, classification_data):
     with pytest.raises(ValueError, match=r"y holds the classes \[0, 1, 2\], which do not "
                                          r"match the model's 2 output columns"):
         permutation_importance(logistic, Xc, np.r_[yc[:-1], 2], loss="log_loss")
+    with pytest.raises(ValueError, match=r"but 2 model output\(s\) are scored; .* For a "
+                                         r"classifier's class probabilities and y of class "
+                                         r"labels, use loss='log_loss', 'accuracy' or 'auc'\.$"):
+        permutation_importance(logistic, Xc, yc)  # the default loss is mse
     with pytest.raises(ValueError, match="kind='ratio' divides by the baseline mse loss, which "
                                          "is 0"):
         # a model whose outputs are exact in any batch shape (a GPU may round a linear model's
