@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ._details import ALECurveDetails, ALEDetails
-from ._params import Flag, Replicates, validate_params
+from ._params import Choice, Flag, Replicates, validate_params
 from ._common import as_key, check_bool, check_int, prepare, select_outputs
 from ._data import Dataset, Feature
 from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights, summaries
@@ -36,6 +36,7 @@ __all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"
            "gradient_predictor"]
 
 _RUG_POINTS = 500
+_CENTRINGS = ("rows", "bins")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,6 +531,21 @@ def _second_order(spec: _Spec, delta, weight, weights):
     return np.stack(out_u), np.stack(out_c), np.stack(spread)
 
 
+def _bin_centred(uncentred: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """ALEPlot's, iml's and alibi's centring of numeric curves (r, k + 1, o) or surfaces
+    (r, k1 + 1, k2 + 1, o): minus the mean over bins (cells) of each bin's average of its end
+    (corner) values, weighted by the bin weights ``weight`` (r, k) or (r, k1 * k2)."""
+    if uncentred.ndim == 3:
+        ends = (uncentred[:, :-1] + uncentred[:, 1:]) / 2
+    else:
+        ends = (uncentred[:, :-1, :-1] + uncentred[:, :-1, 1:] + uncentred[:, 1:, :-1]
+                + uncentred[:, 1:, 1:]) / 4
+    b = weight.reshape(ends.shape[0], -1)  # (r, bins)
+    mean = np.einsum("rk,rko->ro", b, ends.reshape(b.shape + ends.shape[-1:]))
+    mean /= b.sum(axis=1)[:, None]
+    return uncentred - mean.reshape(mean.shape[0], *(1,) * (ends.ndim - 2), mean.shape[1])
+
+
 # ---------------------------------------------------------------------------------------------
 # Result.
 # ---------------------------------------------------------------------------------------------
@@ -702,10 +718,11 @@ def _power_of_two(size: int) -> int:
 
 
 def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights: np.ndarray,
-             out_idx: list[int], derivative: bool, engine: dict
+             out_idx: list[int], derivative: bool, engine: dict, centring: str = "rows"
              ) -> list[AccumulatedLocalEffects]:
     """Every spec's ALE in one engine call; ``weights`` (1 + r, n): the case weights, then one
-    weighting per bootstrap replicate."""
+    weighting per bootstrap replicate. The spreads come from the curves centred over the rows
+    whatever ``centring`` the returned curves use."""
     # sizes rounded up (groups and weightings that stay empty), so that nearby bin and replicate
     # counts reuse one compiled evaluation
     n_groups = _power_of_two(max(int(np.prod(s.n_bins)) for s in specs))
@@ -754,6 +771,8 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights
             k = s.n_bins[0]
             counts = np.bincount(s.codes[0], minlength=k)
             bin_w = np.bincount(s.codes[0], weights[0], k)
+        if centring == "bins" and s.kind != "categorical":  # a categorical curve's two
+            centred = _bin_centred(uncentred, weight)  # conventions agree: level means
         edges = tuple(s.edges) if s.kind != "categorical" else (s.labels,)
         results.append(AccumulatedLocalEffects(
             feature_names=tuple(f.name for f in s.features),
@@ -820,7 +839,7 @@ def _check_derivative_specs(specs: list[_Spec]) -> None:
             )
 
 
-@validate_params(derivative=Flag(), n_bootstrap=Replicates())
+@validate_params(derivative=Flag(), n_bootstrap=Replicates(), centring=Choice(*_CENTRINGS))
 def ale(
     model,
     X,
@@ -828,6 +847,7 @@ def ale(
     *,
     bins=20,
     derivative: bool = False,
+    centring: str = "rows",
     output=None,
     sample_weight=None,
     n_bootstrap: int = 0,
@@ -869,7 +889,8 @@ def ale(
     Centring: the uncentred curve is interpolated linearly between edges at each row's value
     and its weighted mean over the rows is subtracted, so a linear model's ALE is exactly its
     coefficient times the centred feature. ALEPlot, iml and alibi subtract instead the
-    bin-weighted mean of each bin's two end values, which differs by a constant.
+    bin-weighted mean of each bin's two end values, which differs by a constant
+    (``centring="bins"``).
 
     Second order (a numeric pair): the second differences over the cells of the two features'
     bins are averaged per cell (an empty cell takes the nearest non-empty cell's value, cells at
@@ -899,6 +920,13 @@ def ale(
     derivative : bool, default False
         Steps from the model's partial derivatives at the rows (JAX models, one numeric
         feature).
+    centring : {"rows", "bins"}, default "rows"
+        How ``centred`` is centred. ``"rows"``: the curve (surface) interpolated at every row
+        has weighted mean 0. ``"bins"``: ALEPlot's, iml's and alibi's convention, minus the
+        mean over bins of each bin's average of its two end values (a pair: of its four
+        corners), weighted by the bins' row weights. The two differ by a constant; they agree
+        for categorical features. ``uncentred``, ``replicates`` (centred alike) and the
+        importances read from the curve's spread over the rows do not depend on it.
     output : int, str or list, optional
         Model outputs to keep (default all).
     sample_weight : array of shape (n,), optional
@@ -958,7 +986,8 @@ def ale(
     spec = _make_spec(dataset, feats, bins, weights[0])
     if derivative:
         _check_derivative_specs([spec])
-    return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine)[0]
+    return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine,
+                    centring)[0]
 
 
 @validate_params(derivative=Flag(), n_bootstrap=Replicates())
