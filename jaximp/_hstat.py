@@ -155,6 +155,30 @@ class HStatistic:
         self._part("overall")
         return self.with_options(**options).overall
 
+    def pd_importance(self, **options) -> FeatureImportance:
+        """PD-based importance at the rows (hstats' ``pd_importance``), read from the PDs the
+        overall statistic evaluated: no model evaluation. For feature j,
+        ``sum_i (F(x_i) - F_\\j(x_i))^2 / sum_i F(x_i)^2`` (weighted, centred PDs as for H):
+        the share of the prediction's variance that the other features' joint PD leaves
+        unexplained, main effect and interactions of j together (``method="h_pd_importance"``).
+        ``options`` as :meth:`with_options`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(40, 2))
+        >>> h = h_statistic(lambda X: 2 * X[:, 0] + X[:, 1], X)
+        >>> share = h.pd_importance().importances_mean[:, 0]  # additive: var(b_j x_j) / var(f)
+        >>> bool(np.allclose(share, [4, 1] * X.var(axis=0) / (X @ [2.0, 1.0]).var(), rtol=1e-4))
+        True
+        """
+        if "pd_importance" not in self._raw:
+            raise ValueError("this result holds no pd_importance statistics; pass "
+                             "overall=True.")
+        normalized, squared, eps = self._options(**options)
+        return _statistic("pd_importance", self._raw["pd_importance"], self._floor,
+                          self.output_names, normalized, squared, eps)
+
     def h2_pairwise(self, pairs=None, **options) -> FeatureInteraction:
         """Pairwise ``H^2_jk`` (hstats' ``h2_pairwise``); ``options`` as
         :meth:`with_options`.
@@ -628,6 +652,9 @@ def h_statistic(
         statistics = [_Stat("overall", "F", (key_of((f,)), key_of((f,), complement=True)),
                             (1.0, 1.0)) for f in chosen]
         statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
+        # hstats' pd_importance: the same PDs without the feature's own main effect
+        statistics += [_Stat("pd_importance", "F", (key_of((f,), complement=True),), (1.0,))
+                       for f in chosen]
         results.update(compute(statistics))
     if isinstance(pair_spec, int):
         top = _top_features(chosen, results["overall"], pair_spec, eps)
@@ -640,6 +667,7 @@ def h_statistic(
         results.update(compute(later))
 
     sets = {"overall": tuple((f.name,) for f in chosen), "total": (("all features",),),
+            "pd_importance": tuple((f.name,) for f in chosen),
             "pairwise": tuple(tuple(f.name for f in fs) for fs in pair_spec),
             "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
     raw = {kind: _RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
@@ -694,7 +722,7 @@ def _statistic(kind: str, raw: _RawStatistic, floor, output_names, normalized, s
     point, std, replicates = summaries(K.h_value(constant, den, normalized, squared, eps, np))
     info = HDetails(numerator=num[..., 0], denominator=den[..., 0], normalized=normalized,
                     squared=squared)
-    if kind in ("overall", "total"):
+    if kind in ("overall", "total", "pd_importance"):
         return FeatureImportance(
             method=f"h_{kind}", feature_names=tuple(fs[0] for fs in raw.feature_sets),
             output_names=output_names, importances_mean=point, importances_std=std,

@@ -167,6 +167,21 @@ def test_matches_numpy_reference_on_random_mlp(normalized, squared):
     assert h.normalized is normalized and h.squared is squared
 
 
+@pytest.mark.parametrize("normalized,squared", [(True, True), (False, True), (True, False)])
+def test_pd_importance_matches_numpy_reference(normalized, squared):
+    """hstats' pd_importance: (F - F_not_j)^2 over F^2, from the overall statistic's PDs."""
+    h = h_statistic(F3, X12, sample_weight=W12, pairs=None)
+    F = np.asarray(F3_NP(X12), np.float64).reshape(12, -1)
+    ref = np.array([ref_stat(F, [ref_pd_at_rows(F3_NP, X12, W12, [k for k in range(3)
+                                                                   if k != j])], [1], W12,
+                             normalized=normalized, squared=squared) for j in range(3)])
+    pdi = h.pd_importance(normalized=normalized, squared=squared)
+    assert pdi.method == "h_pd_importance" and pdi.feature_names == ("x0", "x1", "x2")
+    np.testing.assert_allclose(pdi.importances_mean, ref, rtol=2e-4, atol=1e-7)
+    with pytest.raises(ValueError, match="no pd_importance statistics; pass overall=True"):
+        h_statistic(F3, X12, overall=False).pd_importance()
+
+
 def test_multi_output_equals_each_output_alone():
     f_jax, f_np, _ = random_mlp(5, sizes=(3, 10, 2))
     both = h_statistic(f_jax, X12)
