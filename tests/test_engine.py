@@ -44,7 +44,7 @@ def permuted(mlp3, data3):
 @pytest.mark.parametrize("block_rows", [12288, 7])
 def test_chunked_equals_unchunked_and_float64_reference(permuted, data3, block_rows,
                                                        monkeypatch):
-    monkeypatch.setattr(jaximp._engine, "_CPU_BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(jaximp._engine, "_CPU_KEEP_BLOCK_ROWS", block_rows)
     pred, f_np, plan, src = permuted
     whole = evaluate(pred, data3, plan, Keep())
     tiny = evaluate(pred, data3, plan, Keep(), memory_budget=1 << 16)
