@@ -925,8 +925,8 @@ def ale(
         has weighted mean 0. ``"bins"``: ALEPlot's, iml's and alibi's convention, minus the
         mean over bins of each bin's average of its two end values (a pair: of its four
         corners), weighted by the bins' row weights. The two differ by a constant; they agree
-        for categorical features. ``uncentred``, ``replicates`` (centred alike) and the
-        importances read from the curve's spread over the rows do not depend on it.
+        for categorical features. ``replicates`` are centred the same way; ``uncentred`` and
+        the importances read from the curve's spread over the rows do not depend on it.
     output : int, str or list, optional
         Model outputs to keep (default all).
     sample_weight : array of shape (n,), optional
