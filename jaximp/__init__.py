@@ -26,7 +26,7 @@ from ._nn_weights import (
 )
 from ._filters import filter_importance
 from ._linear import linear_importance
-from ._model import Predictor, as_predictor
+from ._model import Predictor, as_predictor, combine_outputs
 from ._pd import (
     PartialDependence, PartialDependences, partial_dependence, partial_dependence_all,
 )
@@ -90,6 +90,7 @@ __all__ = [
     "at_drawn_rows",
     "at_permuted_rows",
     "at_values",
+    "combine_outputs",
     "decorrelation_importance",
     "default_memory_budget",
     "evaluate",

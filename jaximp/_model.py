@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import collections
+import dataclasses
+from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Predictor", "as_predictor", "stable_apply", "as_2d_float32", "compute_dtype",
-           "x64_enabled"]
+__all__ = ["Predictor", "as_predictor", "combine_outputs", "stable_apply", "as_2d_float32",
+           "compute_dtype", "x64_enabled"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -490,3 +491,82 @@ def _host_predictor(model, n_features, output_names, sample=None,
     apply = stable_apply((model, n_outputs), make_host_apply)
     predictor = _finish(apply, None, n_outputs, output_names, name, classes, host=True)
     return dataclasses.replace(predictor, host_fn=host_fn, dtype=np.dtype(np.float64))
+
+
+def combine_outputs(model, weights="mean", *, name: str | None = None, **options) -> Predictor:
+    """A model whose one output is a weighted sum of ``model``'s outputs.
+
+    Every method then explains that aggregate: the partial dependence, H-statistic, ALE or
+    Shapley values of, say, the mean over several targets or a classifier's expected class
+    value, which for the non-linear statistics differ from aggregating per-output results.
+
+    Parameters
+    ----------
+    model : model or Predictor
+        Anything :func:`as_predictor` accepts.
+    weights : {"mean", "sum"}, array-like of shape (o,) or mapping, default "mean"
+        The weight of each output: equal weights summing to 1 (``"mean"``) or all 1
+        (``"sum"``), one number per output, or ``{output name: weight}`` (other outputs 0).
+    name : str, optional
+        The output's name (default ``"mean"``, ``"sum"`` or ``"weighted sum"``).
+    **options
+        Passed to :func:`as_predictor` (``variables``, ``n_features``, ``sample``,
+        ``response_method``, ``trees``). A host model is probed when it is wrapped: pass
+        ``sample=X[:8]`` to probe it with rows of the data.
+
+    Returns
+    -------
+    Predictor
+        One output; host models stay on the host, in float64.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> f = lambda X: jnp.stack([X[:, 0], 3 * X[:, 1]], axis=1)
+    >>> mean = combine_outputs(f, "mean", n_features=2)
+    >>> mean.output_names, np.asarray(mean(jnp.ones((1, 2))))
+    (('mean',), array([[2.]], dtype=float32))
+    >>> combine_outputs(f, {"y1": 1.0}, n_features=2)(jnp.ones((1, 2))).tolist()
+    [[3.0]]
+    """
+    predictor = as_predictor(model, **options)
+    o = predictor.n_outputs
+    if isinstance(weights, str):
+        if weights not in ("mean", "sum"):
+            raise ValueError(f"weights must be 'mean', 'sum', one number per output or a "
+                             f"mapping of output name to weight; got {weights!r}.")
+        w = np.full(o, 1.0 / o if weights == "mean" else 1.0)
+        label = weights
+    else:
+        if isinstance(weights, Mapping):
+            unknown = [k for k in weights if k not in predictor.output_names]
+            if unknown:
+                raise ValueError(f"weights names unknown outputs {unknown}; the outputs are "
+                                 f"{list(predictor.output_names)}.")
+            w = np.array([float(weights.get(k, 0.0)) for k in predictor.output_names])
+        else:
+            w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if w.shape != (o,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"weights must hold {o} finite numbers, one per output "
+                             f"{list(predictor.output_names)}; got {weights!r:.80}.")
+        label = "weighted sum"
+    inner = predictor.apply
+
+    def make_apply():
+        def apply_combined(params, X):
+            inner_params, w_device = params
+            return inner(inner_params, X) @ w_device[:, None]
+
+        return apply_combined
+
+    host_fn = None
+    if predictor.host_fn is not None:
+        def host_fn(batch, _fn=predictor.host_fn, _name=predictor.name):
+            from ._host import call_host
+
+            return call_host(_fn, batch, _name) @ w
+
+    return dataclasses.replace(
+        predictor, apply=stable_apply(("combine", inner), make_apply),
+        params=(predictor.params, np.asarray(w, predictor.dtype)), n_outputs=1,
+        output_names=(name or label,), name=f"{label}({predictor.name})", host_fn=host_fn)

@@ -216,3 +216,83 @@ def test_flax_nnx_module_in_training_mode_gets_the_eval_hint():
     pd = jaximp.partial_dependence(model, X, 0, grid={0: [0.0, 1.0]})
     slope = float(model.linear.kernel[0, 0])
     assert pd.average[1, 0] - pd.average[0, 0] == pytest.approx(slope, rel=1e-5)
+
+
+# ------------------------------------------------------------------ combined outputs
+
+
+def _two_outputs(Z):
+    return jnp.stack([jnp.sin(Z[:, 0]) * Z[:, 1], Z[:, 2] ** 2 + Z[:, 0] * Z[:, 2]], axis=1)
+
+
+def _two_outputs_np(Z):
+    return np.stack([np.sin(Z[:, 0]) * Z[:, 1], Z[:, 2] ** 2 + Z[:, 0] * Z[:, 2]], axis=1)
+
+
+def test_combined_outputs_are_explained_as_one_model(data3):
+    """PD of a weighted sum equals the weighted PDs (linear); the H-statistic of the sum is a
+    statistic of the summed function (not of the per-output values), checked against a float64
+    NumPy loop over the rows."""
+    X = np.asarray(data3)[:40]
+    w = np.array([0.25, -2.0])
+    combined = jaximp.combine_outputs(_two_outputs, w, n_features=3)
+    assert combined.n_outputs == 1 and combined.output_names == ("weighted sum",)
+    both = jaximp.partial_dependence(_two_outputs, X, "x0", grid_resolution=6)
+    one = jaximp.partial_dependence(combined, X, "x0", grid_resolution=6)
+    np.testing.assert_allclose(one.average[:, 0], both.average @ w, rtol=1e-5, atol=1e-6)
+
+    def g(Z):
+        return _two_outputs_np(Z) @ w
+
+    def pd_rows(cols):  # PD of g at every row over the rows, centred
+        out = []
+        for i in range(len(X)):
+            Z = X.copy()
+            Z[:, cols] = X[i, cols]
+            out.append(g(Z).mean())
+        out = np.array(out)
+        return out - out.mean()
+
+    joint, a, b = pd_rows([0, 2]), pd_rows([0]), pd_rows([2])
+    expected = np.sum((joint - a - b) ** 2) / np.sum(joint ** 2)
+    h = jaximp.h_statistic(combined, X, pairs=[("x0", "x2")], overall=False)
+    np.testing.assert_allclose(h.pairwise.values[0, 0], expected, rtol=1e-4)
+    per_output = jaximp.h_statistic(_two_outputs, X, pairs=[("x0", "x2")], overall=False)
+    assert not np.allclose(per_output.pairwise.values[0] @ np.abs(w) / np.abs(w).sum(),
+                           expected, rtol=1e-2)
+
+
+def test_combined_outputs_of_a_host_classifier_stay_float64():
+    """A classifier's expected class value, E[class] = sum_k k p_k, on the host in float64."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 3))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    est = LogisticRegression().fit(X, y)
+    expected = jaximp.combine_outputs(est, {"0": 0.0, "1": 1.0, "2": 2.0}, name="E[class]",
+                                      sample=X[:8])
+    assert expected.host and expected.output_names == ("E[class]",)
+    pd_ = jaximp.partial_dependence(expected, X, "x1", grid_resolution=5)
+    grid = np.asarray(pd_.grid_values[0])
+    ref = []
+    for v in grid:
+        Z = X.copy()
+        Z[:, 1] = v
+        ref.append((est.predict_proba(Z) @ np.arange(3.0)).mean())
+    np.testing.assert_allclose(pd_.average[:, 0], ref, rtol=1e-12)
+    mean = jaximp.combine_outputs(est, "mean", sample=X[:8])
+    np.testing.assert_allclose(
+        jaximp.partial_dependence(mean, X, "x1", grid_resolution=5).average, 1 / 3, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weights,message", [
+    ("median", "weights must be 'mean', 'sum', one number per output or a mapping of output "
+               "name to weight; got 'median'."),
+    ([1.0], r"weights must hold 2 finite numbers, one per output \['y0', 'y1'\]; got \[1.0\]."),
+    ([1.0, np.nan], "weights must hold 2 finite numbers"),
+    ({"y2": 1.0}, r"weights names unknown outputs \['y2'\]; the outputs are \['y0', 'y1'\]."),
+])
+def test_combined_outputs_validation(weights, message):
+    with pytest.raises(ValueError, match=message):
+        jaximp.combine_outputs(_two_outputs, weights, n_features=3)
