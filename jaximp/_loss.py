@@ -23,8 +23,8 @@ from ._common import select_outputs
 from ._model import Predictor
 from ._reducers import ROW_LOSSES, Itemwise, LossSums
 
-__all__ = ["LOSSES", "RESPONSES", "LossSpec", "check_target", "logits_to_probabilities",
-           "probabilities", "resolve_loss"]
+__all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
+           "check_target", "logits_to_probabilities", "probabilities", "resolve_loss"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
@@ -43,6 +43,22 @@ _CLASSIFICATION = {
     "auc": _losses.roc_auc_score,
 }
 _SCORES = ("r2", "accuracy", "auc")
+#: scikit-learn's scoring names for the same metrics: importances are the same differences
+#: (scikit-learn's score_orig - score_perm, with its negated losses as scores).
+SKLEARN_SCORING = {
+    "neg_mean_squared_error": "mse",
+    "neg_root_mean_squared_error": "rmse",
+    "neg_mean_absolute_error": "mae",
+    "neg_log_loss": "log_loss",
+    "roc_auc": "auc",
+    "roc_auc_ovr": "auc",
+}
+
+
+def canonical_loss(loss):
+    """A built-in loss by its jaximp name (scikit-learn scoring names are translated); any
+    other value unchanged."""
+    return SKLEARN_SCORING.get(loss, loss) if isinstance(loss, str) else loss
 
 
 # ----------------------------------------------------------------------------- edge checks
@@ -253,6 +269,7 @@ def check_response(response, loss) -> str:
     """``response`` validated: ``"logits"`` only with a built-in classification loss."""
     if not isinstance(response, str) or response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
+    loss = canonical_loss(loss)
     if response == "logits" and not (isinstance(loss, str) and loss in _CLASSIFICATION):
         raise ValueError(
             f"response='logits' turns a classifier's logits into probabilities for the losses "
@@ -334,6 +351,7 @@ def resolve_loss(
         raise ValueError(
             f"greater_is_better applies to a callable loss only; got it with loss={loss!r}."
         )
+    loss = canonical_loss(loss)
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(
             f"loss must be one of {LOSSES} or a callable (y, prediction[, weights]); got "

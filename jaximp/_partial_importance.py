@@ -20,7 +20,7 @@ from ._params import Flag, validate_params
 from ._common import check_bool, prepare, select_outputs
 from ._engine import check_result_fits, evaluate, predict_rows
 from ._grid import feature_grid, resolve_grid, validate_grid_options
-from ._loss import check_target, resolve_loss
+from ._loss import canonical_loss, check_target, resolve_loss
 from ._pd import grid_option
 from ._plans import at_values
 from ._reducers import Itemwise, LossSums
@@ -270,6 +270,7 @@ def partial_importance(
     individual = check_bool(individual, "individual")
     validate_grid_options(grid, grid_resolution, percentiles)
     fn = None
+    loss = canonical_loss(loss)
     if callable(loss) and not isinstance(loss, str):
         fn = loss
     elif not isinstance(loss, str) or loss not in PER_ROW_LOSSES:

@@ -107,6 +107,10 @@ def permutation_importance(
         ``jax.jit`` can trace is batched over all items; any other is called on NumPy arrays.
         Scores (``"r2"``, ``"accuracy"``, ``"auc"``) become the loss ``1 - score`` so that
         importance is positive: the difference is ``score_orig - score_perm``.
+        scikit-learn's scoring names for the same metrics are accepted
+        (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
+        ``"neg_mean_absolute_error"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
+        ``"r2"``, ``"accuracy"``) and give scikit-learn's importances.
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.

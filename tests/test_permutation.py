@@ -123,6 +123,30 @@ def test_classification_agrees_with_sklearn(classification_data, loss, scoring):
     within_standard_errors(ours, theirs, R)
 
 
+def test_sklearn_scoring_names_are_the_same_losses(linear_data, classification_data):
+    X, y = linear_data
+    f = LinearRegression().fit(X, y)
+    for scoring, loss in [("neg_mean_squared_error", "mse"), ("neg_root_mean_squared_error",
+                                                              "rmse"),
+                          ("neg_mean_absolute_error", "mae")]:
+        theirs = permutation_importance(f, X, y, loss=scoring, n_repeats=3)
+        ours = permutation_importance(f, X, y, loss=loss, n_repeats=3)
+        assert theirs.info["loss"] == loss
+        np.testing.assert_array_equal(theirs.importances, ours.importances)
+    Xc, yc = classification_data
+    model = LogisticRegression().fit(Xc, yc)
+    several = permutation_importance(model, Xc, yc, loss=["neg_log_loss", "roc_auc"],
+                                     n_repeats=3)
+    assert set(several) == {"neg_log_loss", "roc_auc"}
+    for scoring, loss in [("neg_log_loss", "log_loss"), ("roc_auc", "auc")]:
+        np.testing.assert_array_equal(
+            several[scoring].importances,
+            permutation_importance(model, Xc, yc, loss=loss, n_repeats=3).importances)
+    logits = permutation_importance(lambda Z: Z @ jnp.array([2.0, -1.0, 0.0]), Xc, yc,
+                                    loss="roc_auc", response="logits", n_repeats=3)
+    assert logits.info["loss"] == "auc"
+
+
 def test_probabilities_one_column_two_columns_and_labels(classification_data):
     X, y = classification_data
     two = permutation_importance(logistic, X, y, loss="accuracy", n_repeats=4)
