@@ -28,7 +28,7 @@ import pandas as pd
 
 from ._details import ShapleyDetails, ShapleyImportanceDetails
 from ._params import Choice, validate_params
-from ._common import as_key, check_choice, check_int, prepare
+from ._common import as_key, check_choice, check_int, prepare, select_outputs
 from ._data import Dataset, as_dataset
 from ._engine import evaluate, resolve_budget
 from ._plans import at_values
@@ -123,6 +123,29 @@ class ShapleyValues:
         if self.standard_errors is not None:
             frame["std"] = self.standard_errors.reshape(-1)
         return frame
+
+    def to_shap(self, output=None):
+        """The values as a ``shap.Explanation`` (needs the ``shap`` package), for shap's plots.
+
+        Parameters
+        ----------
+        output : int or str, optional
+            One output: values (n, p) and base values (n,), as shap gives for a single-output
+            model. Default: the only output, or all of them as (n, p, o) and (n, o).
+        """
+        try:
+            import shap
+        except ImportError as err:
+            raise ImportError("to_shap needs the shap package: pip install shap.") from err
+        n = self.values.shape[0]
+        if output is None and len(self.output_names) > 1:
+            values = self.values
+            base = np.broadcast_to(self.base_values, (n, len(self.output_names)))
+        else:
+            j = 0 if output is None else select_outputs(self.output_names, output)[0]
+            values, base = self.values[..., j], np.full(n, self.base_values[j])
+        return shap.Explanation(values=np.array(values), base_values=np.array(base),
+                                data=np.array(self.data), feature_names=list(self.feature_names))
 
     def plot(self, kind: str = "summary", feature=None, output: int | str = 0, ax=None):
         """``kind="summary"``: one row of points per feature (most important on top), a point

@@ -164,6 +164,19 @@ def test_exact_equals_shap_exact_explainer(monkeypatch):
     ours = shapley_values(f_jax, X, B)
     np.testing.assert_allclose(ours.values[..., 0], theirs.values, atol=2e-6)
     np.testing.assert_allclose(ours.base_values[0], theirs.base_values[0], atol=1e-6)
+    # as a shap.Explanation: the same layout as shap's own (values (n, p), base values (n,))
+    mine = ours.to_shap()
+    assert isinstance(mine, shap.Explanation)
+    assert mine.values.shape == theirs.values.shape == (3, 5)
+    np.testing.assert_allclose(mine.values, theirs.values, atol=2e-6)
+    np.testing.assert_allclose(mine.base_values, theirs.base_values, atol=1e-6)
+    np.testing.assert_array_equal(mine.data, X)
+    assert list(mine.feature_names) == [f"x{j}" for j in range(5)]
+    two = shapley_values(lambda Z: jnp.stack([f_jax(Z), 2 * f_jax(Z)], axis=1), X, B)
+    both = two.to_shap()
+    assert both.values.shape == (3, 5, 2) and both.base_values.shape == (3, 2)
+    np.testing.assert_allclose(two.to_shap(output=1).values, 2 * mine.values, rtol=1e-5,
+                               atol=1e-6)
 
 
 def three_way(Z):
