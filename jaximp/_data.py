@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["Feature", "Dataset", "as_dataset"]
+__all__ = ["Feature", "Dataset", "as_dataset", "is_text"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +123,16 @@ class Dataset:
         return resolved
 
 
+def is_text(column: pd.Series) -> bool:
+    """Whether a DataFrame column holds text labels (a string dtype, or objects that are all
+    strings), which become a categorical feature."""
+    if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(column):
+        return False
+    if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
+        return True
+    return column.dtype == object and pd.api.types.infer_dtype(column, skipna=True) == "string"
+
+
 def as_dataset(
     X,
     *,
@@ -136,8 +146,10 @@ def as_dataset(
     Parameters
     ----------
     X : array-like of shape (n, c) or pandas.DataFrame
-        Numeric data. DataFrame columns of dtype ``category`` become integer codes and are
-        treated as categorical features; ``bool`` columns become 0/1.
+        Numeric data. DataFrame columns of dtype ``category`` and text columns (a string
+        dtype, or objects that are all strings; levels: the sorted distinct strings) become
+        integer codes and are treated as categorical features; ``bool`` columns become 0/1.
+        A host model still receives the text itself.
     feature_names : sequence of str, optional
         Column names for an array input (default ``x0, x1, ...``).
     categorical : sequence of str or int, optional
@@ -178,6 +190,8 @@ def as_dataset(
         columns = []
         for i, name in enumerate(names):
             col = X.iloc[:, i]
+            if is_text(col):  # text labels are a categorical feature of their sorted values
+                col = col.astype("category")
             if isinstance(col.dtype, pd.CategoricalDtype):
                 if col.isna().any():
                     raise ValueError(f"column {name!r} has missing categories; fill them first.")
@@ -189,8 +203,9 @@ def as_dataset(
                 columns.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
             else:
                 raise TypeError(
-                    f"column {name!r} has dtype {col.dtype}; jaximp needs numeric columns. "
-                    "Convert text to a pandas 'category' dtype or one-hot columns."
+                    f"column {name!r} has dtype {col.dtype} with values that are neither "
+                    "numbers nor text; jaximp needs numeric, boolean, text or 'category' "
+                    "columns. Convert it to one of them."
                 )
         values = np.stack(columns, axis=1) if columns else np.empty((len(X), 0))
     else:

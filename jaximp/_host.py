@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._data import Dataset
+from ._data import Dataset, is_text
 
 __all__ = ["HostData", "probe_rows", "call_host"]
 
@@ -71,6 +71,16 @@ def _categorical_decoder(dtype: pd.CategoricalDtype, name: str):
         return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
 
     return decode_categorical
+
+
+def _text_decoder(column: pd.Series, name: str):
+    """Codes -> the column's strings, in its own dtype (object or a pandas string dtype)."""
+    categorical = _categorical_decoder(column.astype("category").dtype, name)
+
+    def decode_text(v):
+        return pd.array(np.asarray(categorical(v), dtype=object), dtype=column.dtype)
+
+    return decode_text
 
 
 def _extension_decoder(dtype, name: str):
@@ -142,12 +152,17 @@ class HostData:
                     "same data to HostData that as_dataset encoded."
                 )
             self._columns = X_user.columns
+            # object columns stay object: pandas 3 would infer a string dtype for their text
+            self._object = [X_user.iloc[:, i].dtype == object for i in range(c)]
             self._arrays: list[Any] = []
             self._decoders: list[Callable] = []
             for i, name in enumerate(dataset.column_names):
                 col = X_user.iloc[:, i]
                 dtype = col.dtype
-                if isinstance(dtype, pd.CategoricalDtype):
+                if is_text(col):  # codes of the sorted distinct strings, as as_dataset's
+                    self._arrays.append(col.array)
+                    self._decoders.append(_text_decoder(col, name))
+                elif isinstance(dtype, pd.CategoricalDtype):
                     self._arrays.append(col.array)  # Categorical: take() keeps the dtype
                     self._decoders.append(_categorical_decoder(dtype, name))
                 elif isinstance(dtype, np.dtype):
@@ -212,12 +227,15 @@ class HostData:
             return self._array_batch(rows, values, columns)
         replaced = set(columns)
         data = {}
+        index = pd.RangeIndex(rows.shape[0])
         for j in range(n_cols):
             if j in replaced:
                 data[j] = self._decoders[j](values[:, j])
             else:
                 data[j] = self._arrays[j].take(rows)
-        frame = pd.DataFrame(data, index=pd.RangeIndex(rows.shape[0]), copy=False)
+            if self._object[j]:
+                data[j] = pd.Series(data[j], index=index, dtype=object, copy=False)
+        frame = pd.DataFrame(data, index=index, copy=False)
         frame.columns = self._columns
         return frame
 

@@ -113,11 +113,21 @@ def test_bad_data(X, kwargs, error, message):
         jaximp.as_dataset(X, **kwargs)
 
 
-def test_object_column_in_dataframe():
-    frame = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
-    with pytest.raises(TypeError, match="column 'b' has dtype .*convert text to a pandas "
-                       "'category' dtype|Convert text to a pandas 'category' dtype"):
-        jaximp.as_dataset(frame)
+def test_text_columns_are_categorical_and_mixed_objects_are_refused():
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["y", "x", "y"],
+                          "c": pd.Series(["q", "p", "q"], dtype=object),
+                          "d": pd.array(["u", "v", "u"], dtype="string")})
+    dataset = jaximp.as_dataset(frame)
+    kinds = [(f.name, f.kind, f.levels) for f in dataset.features]
+    assert kinds == [("a", "continuous", None), ("b", "categorical", ("x", "y")),
+                     ("c", "categorical", ("p", "q")), ("d", "categorical", ("u", "v"))]
+    np.testing.assert_array_equal(dataset.X[:, 1:], [[1, 1, 0], [0, 0, 1], [1, 1, 0]])
+    mixed = pd.DataFrame({"a": [1.0, 2.0], "b": pd.Series([1, "x"], dtype=object)})
+    with pytest.raises(TypeError, match="column 'b' has dtype object with values that are "
+                                        "neither numbers nor text"):
+        jaximp.as_dataset(mixed)
+    with pytest.raises(ValueError, match="column 'b' has missing categories"):
+        jaximp.as_dataset(pd.DataFrame({"b": pd.Series(["x", None], dtype=object)}))
 
 
 def test_bad_pd_arguments(data3):

@@ -378,3 +378,33 @@ def test_as_predictor_reads_the_width_of_a_fitted_estimator():
 
     with pytest.raises(ValueError, match=r"pass as_predictor\(model, n_features=X.shape\[1\]\)"):
         jaximp.as_predictor(Unfitted())
+
+
+def test_text_columns_reach_a_pipeline_as_text():
+    """Text columns (object and pandas string dtypes) are categorical features; a Pipeline
+    that one-hot encodes them gets the strings back, and its PD equals scikit-learn's."""
+    rng = np.random.default_rng(12)
+    n = 150
+    df = pd.DataFrame({"a": rng.normal(size=n),
+                       "s": pd.Series(rng.choice(["lo", "mid", "hi"], n), dtype=object),
+                       "t": pd.array(rng.choice(["u", "v"], n), dtype="string")})
+    y = 2 * df["a"] + 1.5 * (df["s"] == "hi") - (df["t"] == "v") + 0.1 * rng.normal(size=n)
+    encode = ColumnTransformer([("oh", OneHotEncoder(), ["s", "t"])], remainder="passthrough")
+    pipe = Pipeline([("encode", encode), ("ridge", Ridge())]).fit(df, y)
+    seen = []
+
+    class Spy:  # the pipeline, recording the batches it is called on
+        def predict(self, batch):
+            seen.append(batch)
+            return pipe.predict(batch)
+
+    ours = jaximp.partial_dependence(Spy(), df, "s")
+    ref = sk_partial_dependence(pipe, df, ["s"], categorical_features=["s"])
+    assert ours.grid_values == (tuple(ref["grid_values"][0]),) == (("hi", "lo", "mid"),)
+    np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-12)
+    assert all((b.dtypes == df.dtypes).all() for b in seen[1:])
+    assert set(seen[-1]["s"]) <= {"lo", "mid", "hi"}
+    for feature in ("s", "t"):  # the same permutations of codes or of strings
+        importance = jaximp.permutation_importance(pipe, df, y.to_numpy(), n_repeats=2,
+                                                   features=[feature])
+        assert importance.importances_mean[0, 0] > 0.05
