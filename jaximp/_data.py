@@ -72,6 +72,12 @@ class Dataset:
     def n_rows(self) -> int:
         return self.X.shape[0]
 
+    def positions(self, features) -> list[int]:
+        """The positions of ``features`` (Feature objects of this dataset) among its
+        features; names are unique."""
+        position = {f.name: i for i, f in enumerate(self.features)}
+        return [position[f.name] for f in features]
+
     @property
     def feature_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.features)

@@ -272,9 +272,8 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
     for feat in chosen:
         strategy, explicit = grid_option(resolved, feat.name)
         options.append(strategy if explicit is None else np.asarray(explicit, np.float64))
-    position = {f.name: i for i, f in enumerate(dataset.features)}
     values, average = tree_partial_dependence(
-        model, dataset.X, [position[f.name] for f in chosen], options,
+        model, dataset.X, dataset.positions(chosen), options,
         grid_resolution=grid_resolution, percentiles=percentiles)
     shape = average.shape[:-1]
     average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened

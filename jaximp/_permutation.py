@@ -196,8 +196,7 @@ def permutation_importance(
     specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
                                 greater_is_better) for name, each in losses.items()}
     chosen = dataset.resolve(features)
-    position = {f.name: i for i, f in enumerate(dataset.features)}  # names are unique
-    feature_ids = [position[f.name] for f in chosen]
+    feature_ids = dataset.positions(chosen)
     c, p = dataset.X.shape[1], len(chosen)
     engine = dict(memory_budget=memory_budget, progress=progress)
 

@@ -192,8 +192,7 @@ def sensitivity_importance(
         )
 
     prob = None if dataset.weights is None else w / w.sum()
-    position = {f.name: i for i, f in enumerate(dataset.features)}  # names are unique
-    feature_ids = [position[f.name] for f in chosen]
+    feature_ids = dataset.positions(chosen)
     streams = [(feature_ids[j], r, k) for j in range(p) for r in range(n_repeats)
                for k in range(2)]
     plan = at_drawn_rows(masks, np.repeat(np.arange(p), 2 * n_repeats), key, streams,
