@@ -132,7 +132,7 @@ class Dataset:
 def is_text(column: pd.Series) -> bool:
     """Whether a DataFrame column holds text labels (a string dtype, or objects that are all
     strings), which become a categorical feature."""
-    if isinstance(column.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(column):
+    if isinstance(column.dtype, pd.CategoricalDtype):
         return False
     if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
         return True

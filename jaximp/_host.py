@@ -152,13 +152,14 @@ class HostData:
                     "same data to HostData that as_dataset encoded."
                 )
             self._columns = X_user.columns
-            # object columns stay object: pandas 3 would infer a string dtype for their text
-            self._object = [X_user.iloc[:, i].dtype == object for i in range(c)]
             self._arrays: list[Any] = []
             self._decoders: list[Callable] = []
+            # object columns stay object: pandas 3 would infer a string dtype for their text
+            self._object: list[bool] = []
             for i, name in enumerate(dataset.column_names):
                 col = X_user.iloc[:, i]
                 dtype = col.dtype
+                self._object.append(dtype == object)
                 if is_text(col):  # codes of the sorted distinct strings, as as_dataset's
                     self._arrays.append(col.array)
                     self._decoders.append(_text_decoder(col, name))

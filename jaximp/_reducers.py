@@ -311,7 +311,5 @@ class Stacked(Reducer):
         return [values[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def finalize(self, total):
-        if len(self.parts) == 1:
-            return self.parts[0].finalize(total)
         return np.concatenate([np.asarray(part.finalize(chunk)).reshape(total.shape[0], -1)
                                for part, chunk in zip(self.parts, self.split(total))], axis=1)
