@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._data import Dataset, as_dataset
+from ._engine import resolve_budget
+from ._host import probe_rows
 from ._model import Predictor, as_predictor
 
 __all__ = ["as_key", "check_bool", "check_choice", "check_int", "prepare", "select_outputs"]
@@ -30,8 +32,6 @@ def prepare(
 ) -> tuple[Dataset, Predictor]:
     """Validate the data and the engine options, wrap the model, and check the model against
     the data's width: everything a method checks before evaluating the model."""
-    from ._engine import resolve_budget
-
     resolve_budget(memory_budget)
     if progress is not None and not isinstance(progress, (bool, np.bool_)):
         raise TypeError(
@@ -45,8 +45,6 @@ def prepare(
         groups=groups,
         sample_weight=sample_weight,
     )
-    from ._host import probe_rows
-
     predictor = as_predictor(
         model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
         sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)

@@ -40,6 +40,7 @@ __all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PROBE_ROWS = 1024
 # On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
 # several times faster than one huge batch; accelerators take one block per chunk. Within that
@@ -351,8 +352,9 @@ def evaluate(
         out = _run_host(predictor, data, plan, reducer, budget, progress, label)
     else:
         out = _run_jax(predictor, X, plan, reducer, budget, progress, devices, label)
-    finite = np.isfinite(out) | (np.isnan(out) if reducer.may_be_nan else False)
-    if not np.all(finite):
+    finite = np.isfinite(out).all() or (reducer.may_be_nan and np.all(np.isfinite(out)
+                                                                       | np.isnan(out)))
+    if not finite:
         raise FloatingPointError(
             f"the model {predictor.name} returned NaN or infinite predictions on the modified "
             "data; check that it is defined over the replacement values (grid range, "
@@ -493,6 +495,35 @@ def _pad_items(array: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
+def _plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
+    """The plan's tables padded to ``items_pad`` items, replicated on the devices (kept for
+    the plan's lifetime: a plan is immutable, and a method asked again with the same
+    settings builds the same plan object), and whether every mask replaces one column."""
+    per_plan = _PLAN_TABLES.setdefault(plan, {})
+    key = (items_pad, np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
+    if key in per_plan:
+        return per_plan[key]
+    tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
+    if plan.table is not None:
+        tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
+                                               - len(plan.table)), (0, 0))).astype(dtype)
+    for name in ("item_index", "item_code"):
+        value = getattr(plan, name)
+        if value is not None:
+            tables[name] = _pad_items(value, items_pad)
+    if plan.item_stream is not None:
+        tables["stream"] = _pad_items(plan.item_stream, items_pad)
+        tables["key"] = plan.key_bits
+    if plan.draw_cdf is not None:
+        tables["cdf"] = plan.draw_cdf.astype(np.float32)
+    # every mask replaces at most one column: data-row replacements gather just that column
+    single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
+    if single_column:
+        tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
+    per_plan[key] = _distributed.replicate(tables, mesh), bool(single_column)
+    return per_plan[key]
+
+
 def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     n, c = X.shape
     o = predictor.n_outputs
@@ -525,23 +556,7 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     else:
         put_rows = (lambda a: _distributed.shard_rows(a, mesh))
         put_whole = (lambda a: _distributed.replicate(a, mesh))
-    tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
-    if plan.table is not None:
-        tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
-                                               - len(plan.table)), (0, 0))).astype(dtype)
-    for name in ("item_index", "item_code"):
-        value = getattr(plan, name)
-        if value is not None:
-            tables[name] = _pad_items(value, items_pad)
-    if plan.item_stream is not None:
-        tables["stream"] = _pad_items(plan.item_stream, items_pad)
-        tables["key"] = plan.key_bits
-    if plan.draw_cdf is not None:
-        tables["cdf"] = plan.draw_cdf.astype(np.float32)
-    # every mask replaces at most one column: data-row replacements gather just that column
-    single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
-    if single_column:
-        tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
+    tables, single_column = _plan_tables(plan, items_pad, dtype, mesh)
     # cast to the device's dtype here: a NumPy cast costs less than the one in the jit call
     rowdata = {k: _layout(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
                for k, v in reducer.row_arrays().items()}
@@ -553,7 +568,7 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     # the permutations' radices, found on the host (on the device, a sequential search)
     counts = np.asarray([n, n_local, plan.n_items, *_streams.feistel_radices(n)], np.int32)
     # small arrays in one transfer
-    tables, consts, params, counts = put_whole((tables, consts, predictor.params, counts))
+    consts, params, counts = put_whole((consts, predictor.params, counts))
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column)
 
     b = plan.n_items
@@ -577,8 +592,11 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
         if keep:
             _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev)
         else:  # (item blocks * row blocks, per block, ...) -> sum over row blocks
-            block = block.reshape(sizes.item_blocks, sizes.row_blocks, *block.shape[1:])
-            block = block.astype(np.float64).sum(axis=1).reshape(-1, *block.shape[3:])
+            block = block.astype(np.float64)
+            if sizes.row_blocks > 1:
+                block = block.reshape(sizes.item_blocks, sizes.row_blocks, *block.shape[1:])
+                block = block.sum(axis=1)
+            block = block.reshape(-1, *block.shape[2:])
             g0 = i0 // reducer.group
             result[g0:g0 + block.shape[0]] += block
         meter.update()

@@ -9,6 +9,7 @@ permuted prediction outlives its block.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Callable, Literal
 
@@ -25,7 +26,7 @@ from ._params import Choice, Int, validate_params
 from ._plans import at_permuted_rows
 from ._precision import check_collapse_columns
 from ._reducers import LossSums, Stacked
-from ._results import FeatureImportance
+from ._results import FeatureImportance, mean_and_std
 from ._rng import key_bits, rng_stream
 
 __all__ = ["LOSSES", "permutation_importance"]
@@ -204,12 +205,8 @@ def permutation_importance(
     check_collapse_columns([name for name, _ in checked], dataset.X,
                            [column for _, column in checked], predictor.dtype,
                            "permuted values", stacklevel=3)
-    masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
-    for j, feat in enumerate(chosen):
-        masks[j, list(feat.columns)] = True
-    streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
-    item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
-    plan = at_permuted_rows(masks, item_mask, key, streams)
+    plan = _plan(c, tuple(feat.columns for feat in chosen), tuple(feature_ids), n_repeats,
+                 tuple(bits))
     base: list = []  # the predictions on the intact data, computed once if needed
 
     def baseline_predictions():
@@ -222,7 +219,10 @@ def permutation_importance(
     # losses that decompose share one pass; AUC and callables keep whole items, one pass each
     summing = [name for name, r in reducers.items() if isinstance(r, LossSums)]
     metrics = {}
-    if summing:
+    if len(summing) == 1:
+        metrics[summing[0]] = evaluate(predictor, dataset, plan, reducers[summing[0]],
+                                       label="permutation importance", **engine)
+    elif summing:
         stacked = Stacked(tuple(reducers[name] for name in summing), predictor.n_outputs)
         values = evaluate(predictor, dataset, plan, stacked, label="permutation importance",
                           **engine)
@@ -236,12 +236,13 @@ def permutation_importance(
         baseline = metric[0]
         perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
         importances = spec.importance(perturbed, baseline[None, :, None], kind)
+        mean, std = mean_and_std(importances)
         return FeatureImportance(
             method="permutation",
             feature_names=tuple(f.name for f in chosen),
             output_names=spec.result_names(baseline.shape[0]),
-            importances_mean=importances.mean(axis=-1),
-            importances_std=importances.std(axis=-1),
+            importances_mean=mean,
+            importances_std=std,
             importances=importances,
             info=PermutationDetails(
                 loss=spec.name, kind=kind, baseline=baseline, n_repeats=n_repeats,
@@ -251,6 +252,19 @@ def permutation_importance(
 
     results = {name: result(specs[name], metrics[name]) for name in specs}
     return results if _several(loss) else results[next(iter(results))]
+
+
+@functools.lru_cache(maxsize=16)  # the same settings again give the same plan object
+def _plan(c: int, columns: tuple, feature_ids: tuple, n_repeats: int, bits: tuple):
+    """Item 0 is the intact data (the baseline); item ``1 + j * n_repeats + r`` permutes the
+    columns of feature ``j`` (``columns[j]``) with the stream label ``(feature_ids[j], r)``."""
+    p = len(columns)
+    masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
+    for j, cols in enumerate(columns):
+        masks[j, list(cols)] = True
+    streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
+    item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
+    return at_permuted_rows(masks, item_mask, bits, streams)
 
 
 def _several(loss) -> bool:

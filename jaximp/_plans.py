@@ -72,6 +72,11 @@ class Plan:
             value = getattr(self, name)
             if value is not None and value.shape[0] != b:
                 raise ValueError(f"{name} must have {b} entries, one per item; got {value.shape}.")
+        # immutable, so that the engine may keep a plan's device tables for its lifetime
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray):
+                object.__setattr__(self, field.name, _read_only(value))
 
     @property
     def n_items(self) -> int:
@@ -88,6 +93,18 @@ class Plan:
             self, item_mask=self.item_mask[start:stop], item_index=cut(self.item_index),
             item_stream=cut(self.item_stream), item_code=cut(self.item_code),
         )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` if no one can write to it (read-only, owning its data or viewing read-only
+    data that does), else a read-only copy."""
+    owner = array if array.flags.owndata else array.base
+    if not array.flags.writeable and isinstance(owner, np.ndarray) and owner.flags.owndata \
+            and not owner.flags.writeable:
+        return array
+    array = array.copy()
+    array.flags.writeable = False
+    return array
 
 
 def _masks(masks) -> np.ndarray:
@@ -124,12 +141,14 @@ def _streams(item_stream, b: int) -> np.ndarray:
 
 
 def _key_bits(key) -> np.ndarray:
-    return np.asarray(key_bits(key)[-2:], dtype=np.uint32)
+    """The last two words of a PRNG key's data, or of raw key words (a tuple of ints)."""
+    return np.asarray((key if isinstance(key, tuple) else key_bits(key))[-2:], dtype=np.uint32)
 
 
 def at_permuted_rows(masks, item_mask, key, item_stream) -> Plan:
     """Item ``k`` takes its mask's columns of row ``i`` from row ``pi_k(i)``, a permutation
-    seeded by ``key`` and the item's stream label (e.g. ``(feature, repeat)``)."""
+    seeded by ``key`` (a PRNG key, or its data as a tuple of ints) and the item's stream label
+    (e.g. ``(feature, repeat)``)."""
     item_mask = _ints(item_mask, "item_mask")
     return Plan(_masks(masks), item_mask, "permutation",
                 item_stream=_streams(item_stream, item_mask.shape[0]), key_bits=_key_bits(key))

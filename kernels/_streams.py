@@ -10,6 +10,7 @@ Every function is written for arrays of any shape, with ``xp`` left to ``jax.num
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -77,6 +78,7 @@ def _radices(n: Int[Array, ""]) -> tuple[Int[Array, ""], Int[Array, ""]]:
     return a.astype(jnp.uint32), b.astype(jnp.uint32)
 
 
+@functools.lru_cache(maxsize=64)  # asked again for every call on the same n
 def feistel_radices(n: int) -> tuple[int, int]:
     """The radices ``(a, b)`` of :func:`feistel_permutation`'s domain, computed on the host.
 

@@ -257,6 +257,27 @@ def test_nonfinite_predictions_are_an_error():
         jaximp.partial_dependence(lambda X: jnp.log(X[:, 0]), X, "x0")
 
 
+def test_plans_are_immutable_so_their_device_tables_can_be_kept(mlp3, data3):
+    """The engine keeps a plan's tables on the devices for the plan's lifetime: writing into
+    the arrays a plan was built from must not change what the plan evaluates."""
+    pred = jaximp.as_predictor(mlp3[0], n_features=3)
+    masks, values = np.array([[True, False, False]]), np.array([[0.5, 0.0, 0.0]])
+    plan = at_values(masks, [0], values, [0])
+    first = evaluate(pred, data3, plan, Mean(np.ones((1, len(data3)))))
+    masks[0] = [False, True, False]
+    values[0, 0] = 9.0
+    np.testing.assert_array_equal(evaluate(pred, data3, plan, Mean(np.ones((1, len(data3))))),
+                                  first)
+    with pytest.raises(ValueError, match="read-only"):
+        plan.table[0, 0] = 1.0
+    sliced = plan.items(0, 1)  # views of the plan's own read-only arrays: not copied again
+    assert sliced.masks is plan.masks and np.shares_memory(sliced.item_mask, plan.item_mask)
+    X = data3.copy()
+    X[:, 0] = 0.5  # what the plan sets: evaluating the plan equals the model on these rows
+    expected = np.asarray(mlp3[0](jnp.asarray(X, jnp.float32))).mean()
+    np.testing.assert_allclose(first[0, 0, 0], expected, rtol=1e-5)
+
+
 def test_plan_and_budget_validation(mlp3, data3):
     pred = jaximp.as_predictor(mlp3[0], n_features=3)
     plan = at_values(np.ones((1, 3), bool), [0], np.zeros((1, 3)), [0])

@@ -215,3 +215,14 @@ def test_the_newer_result_types_share_the_vocabulary():
     check_details(decorrelated.info, D.DecorrelationDetails)
     assert decorrelated.std().shape == (4, 1)
     plt.close("all")
+
+
+@pytest.mark.parametrize("shape", [(10, 1, 5), (3, 2, 7), (4, 1, 1), (2, 3, 100)])
+def test_mean_and_std_are_numpys_numbers(shape):
+    """The lean mean and std over repeats give exactly NumPy's mean and std (ddof 0)."""
+    from jaximp._results import mean_and_std
+
+    values = np.random.default_rng(sum(shape)).normal(size=shape) * 1e3 + 7.0
+    mean, std = mean_and_std(values)
+    np.testing.assert_array_equal(mean, values.mean(axis=-1))
+    np.testing.assert_array_equal(std, values.std(axis=-1))
