@@ -91,15 +91,16 @@ def interleaved_best(fns: dict, repeats: int, rounds: dict | None = None) -> dic
 
 def timed_against_floor_and_peers(ours, floor, peers: dict, repeats: int,
                                   rounds: dict | None = None) -> dict:
-    """Best times of ``ours`` and ``floor`` called in turn (at least ``repeats`` rounds, up to
-    50 for calls under 20 ms), then of ``ours`` and the peers (by name) called in turn;
-    ``ours`` keeps its time from the first rounds. The floor rounds
+    """Best times of ``ours`` and ``floor`` called in turn (at least ``repeats`` rounds; up to
+    200, about 2 s of them, for fast calls), then of ``ours`` and the peers (by name) called
+    in turn; ``ours`` keeps its time from the first rounds. The floor rounds
     have no peer in them: a scikit-learn call leaves BLAS threads spinning that slowed the
     next JAX call by up to 1.7x on a 2-core machine."""
-    # calls of a few ms vary most: give them more rounds, up to 50 or about a second
+    # calls of a few ms vary most: the best of 50 rounds still moved by 10% between runs here;
+    # give them up to 200 rounds or about 2 s
     start = time.perf_counter()
     jax.block_until_ready(ours())
-    repeats = max(repeats, min(50, int(1.0 / max(time.perf_counter() - start, 1e-3))))
+    repeats = max(repeats, min(200, int(2.0 / max(time.perf_counter() - start, 1e-3))))
     times = interleaved_best({"ours": ours, "floor": floor}, repeats)
     if peers:
         with_peers = interleaved_best({"ours": ours, **peers}, repeats, rounds)

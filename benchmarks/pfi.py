@@ -195,9 +195,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# permutation importance benchmark, {datetime.date.today()}, {machine()}")
     print(f"# MLP {SIZES}, p = {SIZES[0]}, {REPEATS} repeats, loss MSE; best of at least "
-          f"{args.repeats} rounds, 50 for calls under 20 ms (jaximp and floor in turn; then "
-          "jaximp and peers); floor = one jitted lax.scan over ~16k-row blocks of the same "
-          "total rows")
+          f"{args.repeats} rounds, up to 200 (about 2 s) for fast calls (jaximp and floor in "
+          "turn; then jaximp and peers); floor = one jitted lax.scan over ~16k-row blocks of "
+          "the same total rows")
     sizes = [1000] if args.quick else (args.sizes or [1000, 10_000, 100_000])
     rows, per_row = [], None
     for n in sizes:
