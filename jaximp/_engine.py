@@ -165,11 +165,10 @@ class _Sizes:
     rows_per_block: int  # per device
     item_blocks: int  # per chunk
     row_blocks: int  # per chunk
-    tail_items: int = 0  # items of one smaller last block (one chunk of one row block only)
 
     @property
     def items_per_chunk(self) -> int:
-        return self.items_per_block * self.item_blocks + self.tail_items
+        return self.items_per_block * self.item_blocks
 
     @property
     def rows_per_chunk(self) -> int:
@@ -178,8 +177,7 @@ class _Sizes:
 
 @functools.lru_cache(maxsize=256)  # a pure function of numbers, asked again by every call
 def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
-           budget: float, block_rows: int, group: int, row_unit: int = 256,
-           tail: bool = False) -> _Sizes:
+           budget: float, block_rows: int, group: int, row_unit: int = 256) -> _Sizes:
     """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and half the
     budget; a chunk's partials (one per block) fit a quarter of it.
 
@@ -187,7 +185,6 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     bucket reuses the compiled chunk) and several items share the block. Otherwise blocks hold
     a multiple of ``row_unit`` rows, from half the largest block to all of it, that pads the
     rows least (balanced multiples of 256 when ``row_unit`` does not fit that range).
-    With ``tail``, a single chunk may end with one smaller block (:func:`_tail_split`).
     """
     rows_fit = max(1, int(budget // (2 * row_bytes)))
     block_total = max(1, min(block_rows, rows_fit))
@@ -211,38 +208,7 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     item_blocks = max(1, min(item_blocks_total, blocks // row_blocks_per_chunk))
     n_chunks = math.ceil(item_blocks_total / item_blocks)
     item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
-    if tail and n_chunks == 1 and row_blocks == 1 and item_blocks > 1:
-        split = _tail_split(n_items, items_per_block, rows_per_block * n_devices, row_unit,
-                            group, blocks)
-        if split is not None:
-            return _Sizes(split[0], rows_per_block, split[1], 1, split[2])
     return _Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
-
-
-def _tail_split(n_items: int, size: int, item_rows: int, row_unit: int, group: int,
-                most_blocks: int) -> tuple[int, int, int] | None:
-    """Blocks of ``k`` items plus one block of the rest, ``(k, full blocks, rest)``, when that
-    costs fewer row tiles than ``ceil(n_items / size)`` blocks of ``size`` items; else None.
-
-    XLA's CPU backend splits a block's rows over its threads in tiles (``row_unit`` rows: one
-    tile per thread), and a block costs whole tiles: 51 items of 1,024 rows as 3 blocks of 17
-    cost 27 tiles, as 3 blocks of 16 and one of 3 cost 26, and the blocks of 16 run about 7%
-    faster per row here. ``k`` ranges over the multiples of ``group`` from 2/3 to 3/2 of
-    ``size``; ties go to the size nearest ``size``.
-    """
-    def tiles(items: int) -> int:
-        return -(-items * item_rows // row_unit)
-
-    current = -(-n_items // size) * tiles(size)
-    best = None
-    for k in range(max(group, -(-2 * size // 3 // group) * group), 3 * size // 2 + 1, group):
-        full, rest = divmod(n_items, k)
-        rest = -(-rest // group) * group
-        cost = full * tiles(k) + (tiles(rest) if rest else 0)
-        if full and rest and full + 1 <= most_blocks and cost < current and (
-                best is None or (cost, abs(k - size)) < (best[0], abs(best[1] - size))):
-            best = (cost, k, full, rest)
-    return None if best is None else best[1:]
 
 
 def _rows_per_block(n_local: int, most: int, unit: int) -> int:
@@ -438,10 +404,11 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
     if key in cache:
         return cache[key]
     apply, o = predictor.apply, predictor.n_outputs
-    rbl, n_rb = sizes.rows_per_block, sizes.row_blocks
+    ib, rbl = sizes.items_per_block, sizes.rows_per_block
+    n_rb = sizes.row_blocks
     row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
 
-    def block(params, X, tables, rowdata, consts, counts, item0, row0, ib):
+    def block(params, X, tables, rowdata, consts, counts, item0, row0):
         n, n_local = counts[0], counts[1]
         n_dev = X.shape[0]
         items = item0 + jnp.arange(ib)
@@ -484,14 +451,12 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         return reducer.partial(pred, rows, valid_flat.astype(dtype), items, consts, jnp)
 
     def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
-        ib = sizes.items_per_block
-        args = (params, X, tables, rowdata, consts, counts)
-
         def one(k):
             first = item0 + (k // n_rb) * ib
 
             def evaluate_block():
-                return block(*args, first, row0 + (k % n_rb) * rbl, ib)
+                return block(params, X, tables, rowdata, consts, counts, first,
+                             row0 + (k % n_rb) * rbl)
 
             # the last chunk's padding item blocks are skipped, not evaluated
             skipped = jax.eval_shape(evaluate_block)
@@ -500,14 +465,8 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
 
         n_blocks = sizes.item_blocks * n_rb
         if n_blocks == 1:  # a chunk's first item is always real
-            out = block(*args, item0, row0, ib)[None]
-        else:
-            out = jax.lax.map(one, jnp.arange(n_blocks))
-        if not sizes.tail_items:
-            return out
-        # (full blocks, ib / group, ...) and the smaller last block: (items / group, ...)
-        last = block(*args, item0 + sizes.item_blocks * ib, row0, sizes.tail_items)
-        return jnp.concatenate([out.reshape(-1, *out.shape[2:]), last])
+            return block(params, X, tables, rowdata, consts, counts, item0, row0)[None]
+        return jax.lax.map(one, jnp.arange(n_blocks))
 
     cache[key] = jax.jit(chunk)
     return cache[key]
@@ -583,9 +542,8 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = _distributed.agree_min(budget)
     n_local = math.ceil(n / n_dev)
-    tail = first.platform == "cpu" and mesh is None and reducer.combine == "sum"
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
-                   block_rows, reducer.group, row_unit, tail)
+                   block_rows, reducer.group, row_unit)
     n_row_chunks = math.ceil(n_local / sizes.rows_per_chunk)
     n_local_pad = n_row_chunks * sizes.rows_per_chunk
     n_item_chunks = math.ceil(plan.n_items / sizes.items_per_chunk)
@@ -635,9 +593,7 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
             _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev)
         else:  # (item blocks * row blocks, per block, ...) -> sum over row blocks
             block = block.astype(np.float64)
-            if sizes.tail_items:  # one row block, items already in one axis
-                block = block[None]
-            elif sizes.row_blocks > 1:
+            if sizes.row_blocks > 1:
                 block = block.reshape(sizes.item_blocks, sizes.row_blocks, *block.shape[1:])
                 block = block.sum(axis=1)
             block = block.reshape(-1, *block.shape[2:])

@@ -212,64 +212,6 @@ def test_items_per_block_pads_least_near_the_target(n_items, target, most, group
         assert padded - n_items < group * -(-n_items // size)
 
 
-@pytest.mark.parametrize("n_items, size, item_rows, group", [
-    (51, 17, 1024, 1), (200, 16, 1024, 1), (97, 12, 1152, 1), (51, 18, 1024, 3), (50, 10, 96, 2),
-    (40, 8, 2048, 1)])
-def test_tail_split_costs_fewer_row_tiles(n_items, size, item_rows, group):
-    """Blocks of k items and one smaller last block cost fewer whole tiles of rows than equal
-    blocks of ``size`` items, or the split is declined."""
-    from jaximp._engine import _tail_split
-
-    unit = 2048
-
-    def tiles(items):
-        return -(-items * item_rows // unit)
-
-    split = _tail_split(n_items, size, item_rows, unit, group, 64)
-    current = -(-n_items // size) * tiles(size)
-    if split is None:  # no k in range beats equal blocks
-        for k in range(max(group, -(-2 * size // 3 // group) * group), 3 * size // 2 + 1, group):
-            full, rest = divmod(n_items, k)
-            rest = -(-rest // group) * group
-            assert not (full and rest) or full * tiles(k) + tiles(rest) >= current
-        return
-    k, full, rest = split
-    assert k % group == 0 and rest % group == 0 and 0 < rest < k + group
-    assert full * k < n_items <= full * k + rest
-    assert full * tiles(k) + tiles(rest) < current
-    if (n_items, size, item_rows) == (51, 17, 1024):
-        assert split == (16, 3, 3)  # 26 tiles instead of 27; blocks of 16 are whole tiles
-    if (n_items, size, item_rows) == (40, 8, 2048):
-        assert split is None  # every block is already whole tiles
-
-
-def test_smaller_last_block_equals_the_float64_reference(mlp3, monkeypatch):
-    """51 items of 1,000 rows on 2 CPU threads: 3 blocks of 16 items and a last block of 3
-    (the tail), each item's mean and loss equal to a float64 NumPy evaluation of its permuted
-    rows."""
-    monkeypatch.setattr(jaximp._engine, "_cpu_threads", lambda: 2)
-    f_jax, f_np, _ = mlp3
-    X = np.random.default_rng(2).normal(size=(1000, 3))
-    pred = jaximp.as_predictor(f_jax, n_features=3)
-    streams = [(j % 3, r) for j in range(51) for r in range(1)]
-    plan = at_permuted_rows(np.eye(3, dtype=bool), np.arange(51) % 3, jax.random.key(8),
-                            streams)
-    row_bytes = jaximp._engine._bytes_per_row(pred, 3, np.float32)
-    sizes = _sizes(51, 1000, 1, row_bytes, 8.0, 1 << 30, jaximp._engine._CPU_BLOCK_ROWS, 1,
-                   2 * jaximp._engine._CPU_ROW_TILE, True)
-    assert (sizes.items_per_block, sizes.item_blocks, sizes.tail_items) == (16, 3, 3)
-    y = f_np(X) + 0.5
-    means = evaluate(pred, X, plan, Mean(np.ones((1, 1000))))[:, 0, 0]
-    losses = evaluate(pred, X, plan, LossSums("mse", y[:, None], np.ones(1000), (0,)))[:, 0]
-    for b, (m, s) in enumerate(zip(plan.item_mask, engine_permutations(plan, 1000))):
-        Xb = X.copy()
-        Xb[:, m] = X[s, m]
-        expected = f_np(Xb)
-        assert abs(means[b] - expected.mean()) < 1e-5 * max(1, abs(expected.mean()))
-        mse = np.mean((expected - y) ** 2)
-        assert abs(losses[b] - mse) < 1e-5 * max(1, mse)
-
-
 def test_bucket_sizes_pad_at_most_an_eighth():
     assert [_bucket(n) for n in (1, 8, 9, 12, 13, 100, 1000)] == [8, 8, 9, 12, 13, 104, 1024]
     sizes = np.arange(8, 100_000, 37)
