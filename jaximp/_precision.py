@@ -9,6 +9,7 @@ fix it.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -30,6 +31,7 @@ class PrecisionWarning(UserWarning):
     """Distinct float64 feature values collapse in the model's (lower) precision."""
 
 
+@functools.lru_cache(maxsize=16)
 def _finfo(dtype: np.dtype):
     """``finfo`` of a floating dtype with less than 64 bits (NumPy or ml_dtypes), else None."""
     if dtype.kind == "f":
@@ -50,9 +52,9 @@ def _resolution(low, high, info):
     """For ranges ``[low, high]`` (scalars or arrays): the dtype's step at their magnitude,
     how many steps the spread covers, and whether the magnitude overflows the dtype."""
     scale = np.maximum(np.abs(low), np.abs(high))
-    with np.errstate(divide="ignore"):
-        step = np.maximum(float(info.eps) * 2.0 ** np.floor(np.log2(scale)),
-                          float(info.smallest_subnormal))
+    # frexp's exponent minus one is floor(log2(scale)), exactly and without a log
+    step = np.maximum(np.ldexp(float(info.eps), np.frexp(scale)[1] - 1),
+                      float(info.smallest_subnormal))
     return step, (high - low) / step, scale > float(info.max)
 
 
@@ -158,6 +160,8 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
         high = np.array([X[:, j].max() for j in columns])
     _, steps, overflow = _resolution(low, high, info)
     coarse = (high > low) & (overflow | (steps < _COARSE_STEPS))
+    if not coarse.any():
+        return
     for k in np.flatnonzero(coarse):
         check_collapse(feature_names[k], X[:, columns[k]], dtype, what,
                        stacklevel=stacklevel + 1)

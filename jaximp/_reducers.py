@@ -248,7 +248,7 @@ class LossSums(Reducer):
         return -xp.log(xp.clip(proba, eps, 1 - eps))
 
     def finalize(self, total):
-        mean = total / np.sum(self.weights)
+        mean = total / self.weights.sum()
         if self.name == "rmse":
             return np.sqrt(mean)
         if self.name == "r2":
