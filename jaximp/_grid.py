@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ._data import Dataset, Feature
 
-__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "resolve_grid",
-           "validate_grid_options"]
+__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "product_grid_index",
+           "resolve_grid", "validate_grid_options"]
 
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp")
 
@@ -177,3 +178,22 @@ def resolve_grid(grid, dataset: Dataset):
             raise ValueError(f"grid gives feature {name!r} twice (as {key!r} and by name).")
         resolved[name] = values
     return resolved
+
+
+# a joint grid this large is a mistaken feature list (one PD per feature), not a request
+_MAX_JOINT_GRID = 10_000_000
+
+
+def product_grid_index(shape: tuple[int, ...], names) -> np.ndarray:
+    """Grid indices (len(shape), prod(shape)) of the product of per-feature grids of the given
+    sizes, the last feature varying fastest (as scikit-learn); refused, with the fix, when the
+    product is too large to be meant."""
+    if math.prod(shape) > _MAX_JOINT_GRID:
+        raise ValueError(
+            f"the joint grid of features {list(names)} has {' x '.join(map(str, shape))} = "
+            f"{math.prod(shape):.3g} points (a list of features asks for their joint PD over "
+            "the product of their grids, as scikit-learn's features=[(0, 1)]); for one PD per "
+            "feature use partial_dependence_all or one call per feature, and for a joint PD "
+            "pass two or three features or a smaller grid_resolution."
+        )
+    return np.indices(shape).reshape(len(shape), -1)

@@ -14,7 +14,9 @@ from ._params import Choice, Flag, validate_params
 from ._common import prepare, select_outputs
 from ._data import Dataset, Feature, as_dataset
 from ._engine import evaluate
-from ._grid import feature_grid, mquantiles, resolve_grid, validate_grid_options
+from ._grid import (
+    feature_grid, mquantiles, product_grid_index, resolve_grid, validate_grid_options,
+)
 from ._model import Predictor
 from ._plans import at_values
 from ._precision import check_collapse
@@ -341,7 +343,7 @@ def compute_pd(
             mask[list(feat.columns)] = True
             per_feature.append(grids[feat.name][0])
         shape = tuple(len(g) for g in per_feature)
-        index = np.indices(shape).reshape(len(shape), -1)  # the product grid, last fastest
+        index = product_grid_index(shape, names)
         block = np.zeros((index.shape[1], c))
         for feat, rows, k in zip(features, per_feature, index):
             block[:, list(feat.columns)] = rows[k]

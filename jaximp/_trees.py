@@ -73,7 +73,7 @@ import numpy as np
 
 from ._data import as_dataset
 from ._details import TreeDetails
-from ._grid import feature_grid
+from ._grid import feature_grid, product_grid_index
 from ._model import Predictor, compute_dtype, stable_apply, x64_enabled
 from ._results import FeatureImportance
 
@@ -680,7 +680,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
             rows, _ = feature_grid(dataset, feat, values=option)
         values.append(rows[:, 0])
     shape = tuple(len(v) for v in values)
-    index = np.indices(shape).reshape(len(shape), -1)  # the product grid, last fastest
+    index = product_grid_index(shape, [feat.name for feat in features])
     points = np.stack([v[k] for v, k in zip(values, index)], axis=1)  # (g, s)
     columns = np.array([feat.columns[0] for feat in features], np.int32)
     ftype = _float_dtype()

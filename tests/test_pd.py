@@ -224,3 +224,18 @@ def test_derivative_ice_equals_the_analytic_partial_derivative():
     with pytest.raises(ValueError, match=r"derivative=True needs one numeric feature; got "
                                          r"\['x0 \(continuous\)', 'x1 \(continuous\)'\]"):
         jaximp.partial_dependence(f, X, ["x0", "x1"], derivative=True)
+
+
+def test_a_huge_joint_grid_is_refused_with_the_fix():
+    """A list of ten features asks for their joint PD over 50**10 grid points (every distinct
+    value of 50 rows): refused before the product grid is built, with the call that gives one
+    PD per feature."""
+    X = np.random.default_rng(0).uniform(size=(50, 10))
+    model = lambda A: A.sum(axis=1)  # noqa: E731
+    with pytest.raises(ValueError, match=r"has 50 x 50 x .* = 9.77e\+16 points .* "
+                                         r"partial_dependence_all"):
+        jaximp.partial_dependence(model, X, list(range(10)))
+    joint = jaximp.partial_dependence(model, X, [0, 1], grid_resolution=5)  # 25 points: fine
+    g0, g1 = (np.asarray(g) for g in joint.grid_values)
+    expected = g0[:, None] + g1[None, :] + X[:, 2:].sum(axis=1).mean()  # additive model
+    np.testing.assert_allclose(joint.average[..., 0], expected, rtol=1e-5)

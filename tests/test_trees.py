@@ -431,3 +431,10 @@ def test_float64_rows_under_x64_equal_the_host_path(data):
         b = jaximp.partial_dependence(host, rows, 0, grid="sklearn", grid_resolution=6)
         assert a.average.dtype == np.float64
         np.testing.assert_allclose(a.average, b.average, rtol=1e-12)
+
+
+def test_tree_pd_refuses_a_huge_joint_grid_with_the_fix():
+    X = np.random.default_rng(0).uniform(size=(60, 8))
+    est = DecisionTreeRegressor(max_depth=3).fit(X, X.sum(axis=1))
+    with pytest.raises(ValueError, match=r"has 60 x 60 .* points .*partial_dependence_all"):
+        jaximp.tree_partial_dependence(est, X, list(range(8)))
