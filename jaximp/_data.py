@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -137,6 +138,11 @@ def is_text(column: pd.Series) -> bool:
     if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
         return True
     return column.dtype == object and pd.api.types.infer_dtype(column, skipna=True) == "string"
+
+
+@functools.lru_cache(maxsize=64)  # immutable, and asked again for every call on the same data
+def _continuous_features(names: tuple[str, ...]) -> tuple[Feature, ...]:
+    return tuple(Feature(name, (i,)) for i, name in enumerate(names))
 
 
 def as_dataset(
@@ -290,13 +296,16 @@ def as_dataset(
             "onehot" if is_onehot else "continuous",
             tuple(names[i] for i in idx) if is_onehot else None,
         )
-    for i in range(c):
-        if i in group_features:
-            features.append(group_features[i])
-        if i in grouped:
-            continue
-        kind = "categorical" if i in levels_of else "continuous"
-        features.append(Feature(names[i], (i,), kind, levels_of.get(i)))
+    if not group_features and not levels_of:  # plain numeric columns: the same objects again
+        features = list(_continuous_features(tuple(names)))
+    else:
+        for i in range(c):
+            if i in group_features:
+                features.append(group_features[i])
+            if i in grouped:
+                continue
+            kind = "categorical" if i in levels_of else "continuous"
+            features.append(Feature(names[i], (i,), kind, levels_of.get(i)))
     feature_names_all = [f.name for f in features]
     if len(set(feature_names_all)) != len(feature_names_all):
         raise ValueError(f"feature and group names must be unique; got {feature_names_all}.")
