@@ -352,9 +352,8 @@ def evaluate(
         out = _run_host(predictor, data, plan, reducer, budget, progress, label)
     else:
         out = _run_jax(predictor, X, plan, reducer, budget, progress, devices, label)
-    finite = np.isfinite(out).all() or (reducer.may_be_nan and np.all(np.isfinite(out)
-                                                                       | np.isnan(out)))
-    if not finite:
+    finite = np.isfinite(out)
+    if not finite.all() and not (reducer.may_be_nan and np.all(finite | np.isnan(out))):
         raise FloatingPointError(
             f"the model {predictor.name} returned NaN or infinite predictions on the modified "
             "data; check that it is defined over the replacement values (grid range, "
