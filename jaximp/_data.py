@@ -152,6 +152,7 @@ def as_dataset(
     categorical: Sequence[str | int] | None = None,
     groups: Mapping[str, Sequence[str | int]] | None = None,
     sample_weight=None,
+    allow_missing: bool = False,
 ) -> Dataset:
     """Validate ``X`` and describe its features.
 
@@ -172,6 +173,10 @@ def as_dataset(
         1 per row is a one-hot feature whose levels are its columns.
     sample_weight : array-like of shape (n,), optional
         Non-negative case weights; every average becomes a weighted average.
+    allow_missing : bool, default False
+        Accept NaN in numeric columns as missing values, for a model that handles them (a
+        scikit-learn ``HistGradientBoosting*`` model, or a ``Pipeline`` with an imputer).
+        Infinite values are refused either way.
 
     Returns
     -------
@@ -247,10 +252,13 @@ def as_dataset(
         raise ValueError(f"X is empty: got shape {values.shape}; need at least 1 row and column.")
     # the sum is finite for finite data short of overflow: one pass, no boolean copy
     bad = None if np.isfinite(values.sum()) else ~np.isfinite(values)
+    if bad is not None and allow_missing:
+        bad = np.isinf(values)
     if bad is not None and bad.any():
         rows, cols = np.nonzero(bad)
+        what = "infinite" if allow_missing else "NaN or infinite"
         raise ValueError(
-            f"X contains {bad.sum()} NaN or infinite values (first at row {rows[0]}, column "
+            f"X contains {bad.sum()} {what} values (first at row {rows[0]}, column "
             f"{names[cols[0]]!r}); impute or drop them first."
         )
 

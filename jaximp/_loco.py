@@ -34,7 +34,8 @@ from ._mlp import (
 )
 from ._model import as_2d_float32, as_predictor
 from ._loss import (
-    RESPONSES, check_response, check_target, logits_to_probabilities, probabilities, resolve_loss,
+    RESPONSES, check_response, check_target, default_loss, logits_to_probabilities,
+    probabilities, resolve_loss,
 )
 from ._params import Choice, Flag, validate_params
 from ._plans import at_values
@@ -204,7 +205,7 @@ def loco_importance(
     *,
     strategy: Literal["refit", "mean", "median", "zero"] = "refit",
     fit: Callable | None = None,
-    loss: str | Callable = "mse",
+    loss: str | Callable | None = None,
     kind: Literal["difference", "ratio"] = "difference",
     features=None,
     output=None,
@@ -300,6 +301,8 @@ def loco_importance(
     >>> result.top(2)
     ['x0', 'x1']
     """
+    if loss is None:
+        loss = default_loss(model)
     check_response(response, loss)
     if traceable_fit and strategy != "refit":
         raise ValueError(

@@ -24,7 +24,8 @@ from ._model import Predictor
 from ._reducers import ROW_LOSSES, Itemwise, LossSums
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
-           "check_target", "logits_to_probabilities", "probabilities", "resolve_loss"]
+           "check_target", "default_loss", "logits_to_probabilities", "probabilities",
+           "resolve_loss"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
@@ -59,6 +60,19 @@ def canonical_loss(loss):
     """A built-in loss by its jaximp name (scikit-learn scoring names are translated); any
     other value unchanged."""
     return SKLEARN_SCORING.get(loss, loss) if isinstance(loss, str) else loss
+
+
+def default_loss(model) -> str:
+    """The loss when none is given: ``"accuracy"`` for a scikit-learn classifier (the score
+    scikit-learn's ``permutation_importance`` uses by default), else ``"mse"``."""
+    try:
+        from sklearn.base import is_classifier
+    except ImportError:  # no scikit-learn: no scikit-learn classifier either
+        return "mse"
+    try:
+        return "accuracy" if is_classifier(model) else "mse"
+    except Exception:  # noqa: BLE001 - an object scikit-learn cannot inspect is no classifier
+        return "mse"
 
 
 # ----------------------------------------------------------------------------- edge checks

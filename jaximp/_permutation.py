@@ -20,7 +20,8 @@ from ._common import as_key, prepare
 from ._details import PermutationDetails
 from ._engine import evaluate, predict_rows
 from ._loss import (
-    LOSSES, RESPONSES, check_response, check_target, logits_to_probabilities, resolve_loss,
+    LOSSES, RESPONSES, check_response, check_target, default_loss, logits_to_probabilities,
+    resolve_loss,
 )
 from ._params import Choice, Int, validate_params
 from ._plans import at_permuted_rows
@@ -68,7 +69,7 @@ def permutation_importance(
     X,
     y,
     *,
-    loss: str | Callable = "mse",
+    loss: str | Callable | None = None,
     kind: Literal["difference", "ratio"] = "difference",
     n_repeats: int = 5,
     max_samples: int | float | None = None,
@@ -97,10 +98,14 @@ def permutation_importance(
     model : callable, Flax/Equinox module or scikit-learn-like estimator
         See :func:`jaximp.as_predictor`.
     X : array of shape (n, c) or DataFrame
-        Data on which the loss is measured (typically held-out data).
+        Data on which the loss is measured (typically held-out data). NaN (missing values)
+        is passed on to a host model that handles it (scikit-learn's ``HistGradientBoosting*``,
+        a ``Pipeline`` with an imputer), as scikit-learn does; a JAX model is refused it.
     y : array of shape (n,) or (n, o)
         Targets: numbers for regression losses, class labels for classification losses.
-    loss : str, callable, or a list or dict of them, default "mse"
+    loss : str, callable, or a list or dict of them, optional
+        Default ``"mse"``, or ``"accuracy"`` for a scikit-learn classifier (scikit-learn's
+        default score; for a regressor scikit-learn scores R^2, here ``loss="r2"``).
         ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"`` (regression, one value per model output),
         ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
@@ -177,6 +182,8 @@ def permutation_importance(
     >>> np.round(result.importances_mean[:, 0] / (2 * np.var(X, axis=0)))  # = coef^2
     array([4., 1., 0.])
     """
+    if loss is None:
+        loss = default_loss(model)
     losses = _named_losses(loss)
     for each in losses.values():
         check_response(response, each)
@@ -185,7 +192,7 @@ def permutation_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     if response == "logits":
         predictor = logits_to_probabilities(predictor)

@@ -255,3 +255,20 @@ def test_mlp_refits_are_one_stacked_pytree(friedman, batched_and_sequential):
     treedefs = {jax.tree_util.tree_structure(m) for m in models}
     assert len(treedefs) == 1
     assert all(m.x_mean.shape == (6,) and m.input_mask.shape == (6,) for m in models)
+
+
+def test_a_classifier_defaults_to_accuracy():
+    """As permutation importance: scikit-learn's default score for a classifier."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    default = loco_importance(clf, X, y, strategy="mean")
+    accuracy = loco_importance(clf, X, y, strategy="mean", loss="accuracy")
+    assert default.info["loss"] == "accuracy"
+    np.testing.assert_array_equal(default.importances_mean, accuracy.importances_mean)
+    predict = (clf.predict(X) == y).mean()
+    replaced = X.copy()
+    replaced[:, 0] = X[:, 0].mean()
+    np.testing.assert_allclose(default.importances_mean[0, 0],
+                               predict - (clf.predict(replaced) == y).mean(), atol=1e-12)

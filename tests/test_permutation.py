@@ -452,3 +452,72 @@ def test_several_losses_share_the_permutations_and_match_single_calls():
         permutation_importance(model, X, y, loss=["mse", "mse"])
     with pytest.raises(ValueError, match="at least one loss"):
         permutation_importance(model, X, y, loss=[])
+
+
+def _engine_permutations(p, n_repeats, n, seed):
+    """The permutations (p, r, n) permutation_importance(random_state=seed) applies: the
+    engine's keyed Feistel permutations with stream labels (feature, repeat)."""
+    from jaximp._common import as_key
+    from jaximp._plans import at_permuted_rows
+    from jaximp.kernels import _streams
+
+    labels = [(j, r) for j in range(p) for r in range(n_repeats)]
+    plan = at_permuted_rows(np.eye(p, dtype=bool), np.repeat(np.arange(p), n_repeats),
+                            as_key(seed), labels)
+    bits, rows = jnp.asarray(plan.key_bits), jnp.arange(n, dtype=jnp.int32)
+    return np.stack([np.asarray(_streams.feistel_permutation(
+        _streams.seed_of(bits, jnp.asarray(s)), rows, jnp.int32(n)))
+        for s in plan.item_stream]).reshape(p, n_repeats, n)
+
+
+def test_missing_values_reach_a_host_model_that_handles_them():
+    """NaN in X goes to a model that handles it, as in scikit-learn: the importances equal a
+    float64 NumPy loop over the same permutations, NaN moving with its row."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    y = 2 * X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=300)
+    X[rng.uniform(size=X.shape) < 0.15] = np.nan
+    model = HistGradientBoostingRegressor(max_iter=40, random_state=0).fit(X, y)
+    result = permutation_importance(model, X, y, n_repeats=3, random_state=4)
+    perms = _engine_permutations(3, 3, 300, 4)
+    base = np.mean((y - model.predict(X)) ** 2)
+    for j in range(3):
+        for r in range(3):
+            Xp = X.copy()
+            Xp[:, j] = X[perms[j, r], j]
+            expected = np.mean((y - model.predict(Xp)) ** 2) - base
+            np.testing.assert_allclose(result.importances[j, 0, r], expected, rtol=1e-10,
+                                       atol=1e-12)
+    assert result.importances_mean[0, 0] > result.importances_mean[1, 0] > 0
+    with pytest.raises(ValueError, match="infinite values .* impute or drop"):
+        permutation_importance(model, np.where(np.isnan(X), np.inf, X), y)
+    with pytest.raises(ValueError, match=r"NaN values .* JAX model .* cannot take missing"):
+        permutation_importance(lambda A: A[:, 0], X, y)
+
+
+def test_classifiers_default_to_accuracy_and_mixed_frames_with_missing_values_work():
+    """scikit-learn's default score for a classifier is accuracy: the default loss here too.
+    A Pipeline imputing a numeric column and encoding a text column is explained directly."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    X = np.array([[1.0, 2.0, 3.0, np.nan], [2, 1, 2, 1]]).T
+    y = np.array([0, 1, 0, 1])
+    clf = make_pipeline(SimpleImputer(), LogisticRegression()).fit(X, y)
+    default = permutation_importance(clf, X, y, n_repeats=4, random_state=0)
+    accuracy = permutation_importance(clf, X, y, n_repeats=4, random_state=0, loss="accuracy")
+    assert default.info["loss"] == "accuracy"
+    np.testing.assert_array_equal(default.importances, accuracy.importances)
+    assert default.importances_mean[1, 0] > default.importances_mean[0, 0]
+
+    frame = pd.DataFrame({"col1": [1.0, 2.0, 3.0, np.nan], "col2": ["a", "b", "a", "b"]})
+    encode = ColumnTransformer([("num", make_pipeline(SimpleImputer(), StandardScaler()),
+                                 ["col1"]), ("cat", OneHotEncoder(), ["col2"])])
+    clf = make_pipeline(encode, LogisticRegression()).fit(frame, y)
+    result = permutation_importance(clf, frame, y, n_repeats=5, random_state=0)
+    assert result.importances.shape == (2, 1, 5)
+    assert result.importances_mean[1, 0] > result.importances_mean[0, 0]
