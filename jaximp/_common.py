@@ -91,7 +91,17 @@ def select_outputs(
 
 
 def as_key(random_state) -> jax.Array:
-    """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``)."""
+    """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``).
+
+    As in scikit-learn, a NumPy ``RandomState`` or ``Generator`` gives a seed drawn from it
+    (so it moves on, and the next call differs), and None one drawn from NumPy's global
+    random state (not reproducible)."""
+    if random_state is None:
+        random_state = np.random.mtrand._rand
+    if isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(np.iinfo(np.int32).max + 1))
+    elif isinstance(random_state, np.random.Generator):
+        random_state = int(random_state.integers(np.iinfo(np.int32).max + 1))
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         return _int_key(int(random_state))
     if isinstance(random_state, jax.Array):
@@ -101,8 +111,8 @@ def as_key(random_state) -> jax.Array:
         elif random_state.dtype == jnp.uint32 and random_state.shape == (2,):
             return jax.random.wrap_key_data(random_state)
     raise TypeError(
-        "random_state must be an int seed or a JAX PRNG key such as jax.random.key(0); got "
-        f"{random_state!r:.60}."
+        "random_state must be an int seed, a JAX PRNG key such as jax.random.key(0), a NumPy "
+        f"RandomState or Generator, or None; got {random_state!r:.60}."
     )
 
 

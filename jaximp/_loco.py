@@ -257,7 +257,7 @@ def loco_importance(
         Model outputs the loss sees.
     sample_weight : array of shape (n,), optional
         Case weights of the loss and of the mean/median replacement (not passed to ``fit``).
-    random_state : int or jax PRNG key, default 0
+    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
         For :func:`fit_mlp` refits: the key of every fit, the full model's and each refit's
         (``fit_mlp(X, y, input_mask=..., random_state=key)``). Sharing it (common random
         numbers: the same initial weights and minibatches) keeps initialization noise out of

@@ -134,7 +134,7 @@ def permutation_importance(
         output; classification losses read all selected columns as class probabilities.
     sample_weight : array of shape (n,), optional
         Case weights of the loss.
-    random_state : int or jax PRNG key, default 0
+    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
         Permutation ``r`` of feature ``j`` (its position in ``X``) is a keyed bijection of the
         rows computed on the device from the key and the label ``(j, r)``, so results do not
         depend on chunking, devices, on which other features are scored, or (for the first

@@ -112,7 +112,7 @@ def sensitivity_importance(
     sample_weight : array of shape (n,), optional
         Case weights: rows and target pairs are drawn with probability proportional to them,
         and ``D_p`` is a weighted mean over rows.
-    random_state : int or jax PRNG key, default 0
+    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
         The draws of feature ``j`` (its position in ``X``) are computed on the device from the
         key, the label ``(j, repeat, draw)`` and the row number; the target pairs come from a
         NumPy generator seeded with the key's bits: results do not depend on chunking, devices

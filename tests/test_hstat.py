@@ -370,7 +370,7 @@ def test_one_hot_group_is_one_feature():
         ({"three_way": [("x0", "x1")]}, ValueError, "list of feature triples"),
         ({"pairs": 2, "overall": False}, ValueError, "needs overall=True"),
         ({"n_bootstrap": 1}, ValueError, "n_bootstrap must be 0 .* or an int >= 2; got 1"),
-        ({"random_state": "seed"}, TypeError, "random_state must be an int seed or a JAX"),
+        ({"random_state": "seed"}, TypeError, "random_state must be an int seed, a JAX"),
         ({"overall": "yes"}, TypeError, "overall must be True or False; got 'yes'"),
         ({"eps": -1.0}, ValueError, r"eps must be a number in \[0, 1\)"),
         ({"pairs": None, "overall": False}, ValueError, "nothing to compute"),

@@ -295,7 +295,7 @@ def test_dataframe_input_equals_numpy_input():
         ({"trim": 0.5}, ValueError, r"trim must be a fraction in \[0, 0.5\); got 0.5"),
         ({"n_bootstrap": 1}, ValueError, "n_bootstrap must be 0 .* or an int >= 2; got 1"),
         ({"n_bootstrap": -2}, ValueError, "n_bootstrap must be 0 .* got -2"),
-        ({"random_state": 1.5}, TypeError, "random_state must be an int seed or a JAX PRNG key"),
+        ({"random_state": 1.5}, TypeError, "random_state must be an int seed, a JAX PRNG key"),
         ({"grid_resolution": 1}, ValueError, "grid_resolution must be an int >= 2; got 1"),
         ({"features": "zz"}, ValueError, "unknown feature 'zz'"),
     ],

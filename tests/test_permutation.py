@@ -342,7 +342,7 @@ def test_validation_messages(linear_data, ols, classification_data):
         with pytest.raises(ValueError) as err:
             permutation_importance(f, X, y, **kwargs)
         assert str(err.value) == message
-    with pytest.raises(TypeError, match="random_state must be an int seed or a JAX PRNG key"):
+    with pytest.raises(TypeError, match="random_state must be an int seed, a JAX PRNG key"):
         permutation_importance(f, X, y, random_state="seed")
     with pytest.raises(ValueError, match=r"y must have n = 1000 rows like X; got 999\."):
         permutation_importance(f, X, y[:-1])
@@ -521,3 +521,29 @@ def test_classifiers_default_to_accuracy_and_mixed_frames_with_missing_values_wo
     result = permutation_importance(clf, frame, y, n_repeats=5, random_state=0)
     assert result.importances.shape == (2, 1, 5)
     assert result.importances_mean[1, 0] > result.importances_mean[0, 0]
+
+
+def test_numpy_random_states_and_none_seed_a_key_as_in_scikit_learn(linear_data, ols):
+    """A RandomState or Generator gives a seed drawn from it: equal states give equal results,
+    and the state moves on, so the next call differs (scikit-learn's behaviour); None draws
+    from NumPy's global state."""
+    X, y = linear_data
+    f, _ = ols
+    first = permutation_importance(f, X, y, n_repeats=3, random_state=np.random.RandomState(7))
+    again = permutation_importance(f, X, y, n_repeats=3, random_state=np.random.RandomState(7))
+    np.testing.assert_array_equal(first.importances, again.importances)
+    seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max + 1)
+    by_seed = permutation_importance(f, X, y, n_repeats=3, random_state=int(seed))
+    np.testing.assert_array_equal(first.importances, by_seed.importances)
+    state = np.random.RandomState(7)
+    one = permutation_importance(f, X, y, n_repeats=3, random_state=state)
+    two = permutation_importance(f, X, y, n_repeats=3, random_state=state)
+    assert not np.allclose(one.importances, two.importances)
+    generator = permutation_importance(f, X, y, n_repeats=3,
+                                       random_state=np.random.default_rng(7))
+    assert generator.importances.shape == (4, 1, 3)
+    np.random.seed(11)
+    a = permutation_importance(f, X, y, n_repeats=3, random_state=None)
+    np.random.seed(11)
+    b = permutation_importance(f, X, y, n_repeats=3, random_state=None)
+    np.testing.assert_array_equal(a.importances, b.importances)
