@@ -85,6 +85,8 @@ def permutation_importance(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    scoring=None,
+    n_jobs: int | None = None,
 ) -> FeatureImportance:
     """Permutation feature importance (Breiman 2001; Fisher, Rudin & Dominici 2018).
 
@@ -156,6 +158,13 @@ def permutation_importance(
         Bytes per evaluation chunk.
     progress : bool, optional
         Progress line on stderr.
+    scoring : str, or a list or dict of str, optional
+        scikit-learn's name for ``loss`` (its scoring names, e.g. ``"neg_mean_squared_error"``
+        or ``"accuracy"``); give ``loss`` or ``scoring``, not both. scikit-learn's scorer
+        callables ``scorer(estimator, X, y)`` are not accepted: pass ``loss(y, prediction)``.
+    n_jobs : int, optional
+        Accepted for scikit-learn's signature and not used: jaximp evaluates every feature and
+        repeat in batches on its devices, and the results do not depend on it.
 
     Returns
     -------
@@ -182,6 +191,11 @@ def permutation_importance(
     >>> np.round(result.importances_mean[:, 0] / (2 * np.var(X, axis=0)))  # = coef^2
     array([4., 1., 0.])
     """
+    if n_jobs is not None and (isinstance(n_jobs, bool)
+                               or not isinstance(n_jobs, (int, np.integer))):
+        raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
+    if scoring is not None:
+        loss = _from_scoring(scoring, loss)
     if loss is None:
         loss = default_loss(model)
     losses = _named_losses(loss)
@@ -272,6 +286,24 @@ def _plan(c: int, columns: tuple, feature_ids: tuple, n_repeats: int, bits: tupl
     streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
     item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
     return at_permuted_rows(masks, item_mask, bits, streams)
+
+
+def _from_scoring(scoring, loss):
+    """scikit-learn's ``scoring`` (names, or a list or dict of names) as ``loss``."""
+    if loss is not None:
+        raise ValueError(
+            f"give loss or scoring (scikit-learn's name for it), not both; got loss={loss!r:.40} "
+            f"and scoring={scoring!r:.40}."
+        )
+    names = list(scoring.values()) if isinstance(scoring, Mapping) else (
+        list(scoring) if isinstance(scoring, (list, tuple)) else [scoring])
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError(
+            "scoring takes scikit-learn's scoring names (e.g. 'neg_mean_squared_error'); a "
+            "scorer callable(estimator, X, y) is not supported: pass loss=f(y, prediction) "
+            f"instead. Got {scoring!r:.60}."
+        )
+    return scoring
 
 
 def _several(loss) -> bool:

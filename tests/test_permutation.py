@@ -547,3 +547,23 @@ def test_numpy_random_states_and_none_seed_a_key_as_in_scikit_learn(linear_data,
     np.random.seed(11)
     b = permutation_importance(f, X, y, n_repeats=3, random_state=None)
     np.testing.assert_array_equal(a.importances, b.importances)
+
+
+def test_scikit_learn_signature_scoring_and_n_jobs(linear_data, ols):
+    """scoring (scikit-learn's name for loss) gives the same importances as loss; n_jobs is
+    accepted and changes nothing; a scorer callable and both names at once are refused."""
+    X, y = linear_data
+    f, _ = ols
+    by_loss = permutation_importance(f, X, y, loss="mse", n_repeats=3)
+    by_scoring = permutation_importance(f, X, y, scoring="neg_mean_squared_error",
+                                        n_repeats=3, n_jobs=4)
+    np.testing.assert_array_equal(by_loss.importances, by_scoring.importances)
+    several = permutation_importance(f, X, y, scoring=["r2", "neg_mean_absolute_error"],
+                                     n_repeats=3)
+    assert list(several) == ["r2", "neg_mean_absolute_error"]
+    with pytest.raises(ValueError, match="give loss or scoring .* not both"):
+        permutation_importance(f, X, y, loss="mse", scoring="r2")
+    with pytest.raises(TypeError, match="scorer callable.* pass loss=f"):
+        permutation_importance(f, X, y, scoring=lambda est, X, y: 0.0)
+    with pytest.raises(TypeError, match="n_jobs must be an int or None"):
+        permutation_importance(f, X, y, n_jobs="all")
