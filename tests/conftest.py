@@ -1,6 +1,21 @@
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+from jaximp.kernels import _streams
+
+
+@jax.jit
+def _permutation_of(bits, stream, rows, n):
+    return _streams.feistel_permutation(_streams.seed_of(bits, stream), rows, n)
+
+
+def engine_permutations(plan, n):
+    """The permutations the engine uses for each item of a permutation plan, (b, n)."""
+    bits, rows = jnp.asarray(plan.key_bits), jnp.arange(n)
+    return np.stack([np.asarray(_permutation_of(bits, jnp.asarray(s), rows, jnp.int32(n)))
+                     for s in plan.item_stream])
 
 
 def random_mlp(key_seed: int, sizes=(3, 16, 16, 1)):

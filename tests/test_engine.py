@@ -19,17 +19,7 @@ from jaximp._plans import at_coded_values, at_drawn_rows, at_permuted_rows, at_v
 from jaximp._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Spread
 from jaximp.kernels import _streams
 
-
-@jax.jit
-def _permutation_of(bits, stream, rows, n):
-    return _streams.feistel_permutation(_streams.seed_of(bits, stream), rows, n)
-
-
-def engine_permutations(plan, n):
-    """The permutations the engine uses for each item of a permutation plan, (b, n)."""
-    bits, rows = jnp.asarray(plan.key_bits), jnp.arange(n)
-    return np.stack([np.asarray(_permutation_of(bits, jnp.asarray(s), rows, jnp.int32(n)))
-                     for s in plan.item_stream])
+from conftest import engine_permutations
 
 
 @pytest.fixture

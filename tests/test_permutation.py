@@ -10,6 +10,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from jaximp._permutation import permutation_importance
 
+from conftest import engine_permutations
+
 N = 1000
 COEF = np.array([3.0, -2.0, 1.0, 0.0])
 SD = np.array([1.0, 0.5, 2.0, 1.0])
@@ -456,18 +458,14 @@ def test_several_losses_share_the_permutations_and_match_single_calls():
 
 def _engine_permutations(p, n_repeats, n, seed):
     """The permutations (p, r, n) permutation_importance(random_state=seed) applies: the
-    engine's keyed Feistel permutations with stream labels (feature, repeat)."""
+    engine's keyed permutations with stream labels (feature, repeat)."""
     from jaximp._common import as_key
     from jaximp._plans import at_permuted_rows
-    from jaximp.kernels import _streams
 
     labels = [(j, r) for j in range(p) for r in range(n_repeats)]
     plan = at_permuted_rows(np.eye(p, dtype=bool), np.repeat(np.arange(p), n_repeats),
                             as_key(seed), labels)
-    bits, rows = jnp.asarray(plan.key_bits), jnp.arange(n, dtype=jnp.int32)
-    return np.stack([np.asarray(_streams.feistel_permutation(
-        _streams.seed_of(bits, jnp.asarray(s)), rows, jnp.int32(n)))
-        for s in plan.item_stream]).reshape(p, n_repeats, n)
+    return engine_permutations(plan, n).reshape(p, n_repeats, n)
 
 
 def test_missing_values_reach_a_host_model_that_handles_them():
