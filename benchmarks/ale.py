@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import machine  # noqa: E402
 
-from jaximp._ale import ale_importance  # noqa: E402
+from jaximp.methods._ale import ale_importance  # noqa: E402
 
 P, BINS = 20, 20
 

@@ -30,11 +30,17 @@ import pandas as pd
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
     float32_rtol,
-    interleaved_best, jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, scan_floor,
+    interleaved_best,
+    jax_mlp,
+    machine,
+    matmul_flops,
+    print_table,
+    random_relu_mlp,
+    scan_floor,
     timed_against_floor_and_peers,
 )
 
-from jaximp._hstat import h_statistic  # noqa: E402
+from jaximp.methods._hstat import h_statistic  # noqa: E402
 
 TARGET = 1.25
 HAVE_ARTEMIS = importlib.util.find_spec("artemis") is not None

@@ -24,7 +24,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import machine, print_table  # noqa: E402
 
 import jaximp  # noqa: E402
-from jaximp._loco import loco_importance  # noqa: E402
+from jaximp.methods._loco import loco_importance  # noqa: E402
 
 # (n, hidden, steps): training lengths at which Adam does not yet amplify float rounding, so
 # that the two modes can be compared at float tolerance (see the LOCO docstring).
@@ -36,7 +36,7 @@ def cold_time(n: int, hidden, steps: int, p: int, batched: bool) -> float:
     """Seconds of the first call in a fresh process (compilation included)."""
     code = f"""
 import functools, time, jaximp
-from jaximp._loco import loco_importance
+from jaximp.methods._loco import loco_importance
 X, y = jaximp.make_friedman1(n={n}, p={p}, random_state=0)
 fit = functools.partial(jaximp.fit_mlp, hidden={tuple(hidden)!r}, steps={steps})
 start = time.perf_counter()

@@ -21,7 +21,13 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
     float32_rtol,
-    jax_mlp, machine, matmul_flops, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
+    jax_mlp,
+    machine,
+    matmul_flops,
+    print_table,
+    random_relu_mlp,
+    scan_floor,
+    sklearn_mlp,
     timed_against_floor_and_peers,
 )
 

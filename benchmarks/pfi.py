@@ -32,15 +32,20 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
     float32_rtol,
-    jax_mlp, machine, print_table, random_relu_mlp, scan_floor, sklearn_mlp,
+    jax_mlp,
+    machine,
+    print_table,
+    random_relu_mlp,
+    scan_floor,
+    sklearn_mlp,
     timed_against_floor_and_peers,
 )
+from jaximp.kernels import _streams  # noqa: E402
 
 import jaximp  # noqa: E402
-from jaximp._common import as_key  # noqa: E402
-from jaximp._permutation import permutation_importance  # noqa: E402
-from jaximp._plans import at_permuted_rows  # noqa: E402
-from jaximp.kernels import _streams  # noqa: E402
+from jaximp.engine._plans import at_permuted_rows  # noqa: E402
+from jaximp.engine._rng import as_key  # noqa: E402
+from jaximp.methods._permutation import permutation_importance  # noqa: E402
 
 SIZES = [10, 64, 64, 1]
 REPEATS = 5

@@ -36,11 +36,16 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
     float32_rtol,
-    interleaved_best, jax_mlp, machine, print_table, random_relu_mlp, scan_floor,
+    interleaved_best,
+    jax_mlp,
+    machine,
+    print_table,
+    random_relu_mlp,
+    scan_floor,
 )
 
 import jaximp  # noqa: E402
-from jaximp._shapley import shapley_values  # noqa: E402
+from jaximp.methods._shapley import shapley_values  # noqa: E402
 
 N_BACKGROUND = 100
 SHAP_PAIRS = 500 // 21  # shap's PermutationExplainer at max_evals=500 and p=10

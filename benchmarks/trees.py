@@ -33,7 +33,8 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import machine  # noqa: E402
 
 import jaximp  # noqa: E402
-from jaximp._trees import tree_partial_dependence, tree_predictor  # noqa: E402
+from jaximp.methods._tree_stats import tree_partial_dependence
+from jaximp.models._trees import tree_predictor  # noqa: E402
 
 
 def _best(fn, rounds: int) -> tuple[float, object]:

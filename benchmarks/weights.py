@@ -18,7 +18,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jaximp.kernels._weights import garson, gedeon, olden
 
 # ------------------------------------------------------------------ float64 NumPy references

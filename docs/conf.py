@@ -53,23 +53,29 @@ autosummary_generate = False
 
 SECTIONS = [
     ("One-call explanations, plots and reports",
-     ["jaximp._explain", "jaximp._plots", "jaximp._report"]),
-    ("Partial dependence and ICE", ["jaximp._pd", "jaximp._grid"]),
-    ("PD-based importance and interaction", ["jaximp._pd_importance"]),
-    ("Friedman's H-statistic", ["jaximp._hstat"]),
-    ("Permutation importance and LOCO", ["jaximp._permutation", "jaximp._loco", "jaximp._loss"]),
-    ("Sensitivity-analysis importance", ["jaximp._sensitivity"]),
-    ("Neural-network weight methods", ["jaximp._nn_weights"]),
+     ["jaximp._explain", "jaximp.results._plots", "jaximp._report"]),
+    ("Partial dependence and ICE", ["jaximp.methods._pd", "jaximp.data._grid"]),
+    ("PD-based importance and interaction", ["jaximp.methods._pd_importance"]),
+    ("Friedman's H-statistic", ["jaximp.methods._hstat"]),
+    ("Permutation importance and LOCO",
+     ["jaximp.methods._permutation", "jaximp.methods._loco", "jaximp.methods._loss"]),
+    ("Sensitivity-analysis importance", ["jaximp.methods._sensitivity"]),
+    ("Neural-network weight methods", ["jaximp.methods._nn_weights"]),
     ("Filter and model-specific methods",
-     ["jaximp._filters", "jaximp._linear", "jaximp._trees"]),
-    ("Shapley values", ["jaximp._shapley"]),
-    ("Decorrelation importance and trends", ["jaximp._decorrelation", "jaximp._trends"]),
+     ["jaximp.methods._filters", "jaximp.methods._linear", "jaximp.methods._tree_stats",
+      "jaximp.models._trees"]),
+    ("Shapley values", ["jaximp.methods._shapley"]),
+    ("Decorrelation importance and trends",
+     ["jaximp.methods._decorrelation", "jaximp.methods._trends"]),
     ("Accumulated local effects and partial importance",
-     ["jaximp._ale", "jaximp._partial_importance"]),
-    ("Results", ["jaximp._results", "jaximp._details"]),
-    ("Models and data", ["jaximp._model", "jaximp._data", "jaximp._mlp", "jaximp._datasets"]),
+     ["jaximp.methods._ale", "jaximp.methods._partial_importance"]),
+    ("Results", ["jaximp.results._results", "jaximp.results._details"]),
+    ("Models and data",
+     ["jaximp.models._model", "jaximp.models._predictor", "jaximp.data._data",
+      "jaximp.models._mlp", "jaximp.data._datasets"]),
     ("Engine: plans, reducers, evaluation",
-     ["jaximp._engine", "jaximp._plans", "jaximp._reducers", "jaximp._precision"]),
+     ["jaximp.engine._engine", "jaximp.engine._plans", "jaximp.engine._reducers",
+      "jaximp.engine._precision"]),
 ]
 
 
@@ -81,7 +87,8 @@ def _home(name: str) -> str:
         return module or "jaximp"
     # data: the private module that binds the same object under that name
     for mod_name, mod in sorted(sys.modules.items()):
-        if mod_name.startswith("jaximp._") and getattr(mod, name, None) is obj:
+        private = mod_name.rsplit(".", 1)[-1].startswith("_")
+        if mod_name.startswith("jaximp.") and private and getattr(mod, name, None) is obj:
             return mod_name
     return "jaximp"
 

@@ -6,49 +6,77 @@ engine (:func:`evaluate`) that batches, chunks, shards and folds the model evalu
 a memory budget.
 """
 
-from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
-from ._data import Dataset, Feature, as_dataset
-from ._datasets import make_friedman1, make_linear
-from ._details import Details
-from ._engine import default_memory_budget, evaluate, predict_rows
 from ._explain import Explanation, explain
-from ._grid import mquantiles
-from ._hstat import HStatistic, h_statistic
-from ._loco import loco_importance
-from ._mlp import MLP, fit_mlp
-from ._nn_weights import (
+from ._report import ReportSection, write_report
+from ._version import __version__  # noqa: F401 (the package version)
+from .data import Dataset, Feature, as_dataset, make_friedman1, make_linear, mquantiles
+from .engine import (
+    GroupedMean,
+    Itemwise,
+    Keep,
+    LossSums,
+    Mean,
+    Plan,
+    PrecisionWarning,
+    Reducer,
+    Spread,
+    Stacked,
+    at_coded_values,
+    at_drawn_rows,
+    at_permuted_rows,
+    at_values,
+    default_memory_budget,
+    evaluate,
+    predict_rows,
+)
+from .methods import (
+    LOSSES,
+    AccumulatedLocalEffects,
+    HStatistic,
     NeuralNetToolsWeights,
+    PartialDependence,
+    PartialDependences,
+    PartialImportance,
+    ShapleyInteractions,
+    ShapleyValues,
+    TransversalRates,
+    Trends,
+    ale,
+    ale_importance,
+    ale_interaction,
+    decorrelation_importance,
     extract_weights,
+    filter_importance,
     from_neuralnettools,
     garson_importance,
     gedeon_importance,
+    h_statistic,
+    impurity_importance,
+    linear_importance,
+    loco_importance,
     olden_importance,
+    partial_dependence,
+    partial_dependence_all,
+    partial_importance,
+    pd_importance,
+    pd_interaction,
+    permutation_importance,
+    sensitivity_importance,
+    shapley_interactions,
+    shapley_values,
+    transversal_rates,
+    tree_partial_dependence,
+    trends,
 )
-from ._filters import filter_importance
-from ._linear import linear_importance
-from ._model import Predictor, as_predictor, combine_outputs
-from ._pd import (
-    PartialDependence, PartialDependences, partial_dependence, partial_dependence_all,
-)
-from ._pd_importance import pd_importance, pd_interaction
-from ._partial_importance import PartialImportance, partial_importance
-from ._permutation import LOSSES, permutation_importance
-from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
-from ._plots import plot_importances
-from ._precision import PrecisionWarning
-from ._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Reducer, Spread, Stacked
-from ._report import ReportSection, write_report
-from ._results import FeatureImportance, FeatureInteraction
-from ._sensitivity import sensitivity_importance
-from ._shapley import ShapleyInteractions, ShapleyValues, shapley_interactions, shapley_values
-from ._trees import (
-    TransversalRates, impurity_importance, transversal_rates, tree_partial_dependence,
+from .models import (
+    MLP,
+    Predictor,
+    as_predictor,
+    combine_outputs,
+    fit_mlp,
     tree_predictor,
 )
-from ._decorrelation import decorrelation_importance
-from ._trends import Trends, trends
-
-__version__ = "0.1.0"
+from .results import Details, FeatureImportance, FeatureInteraction, plot_importances
 
 __all__ = [
     "AccumulatedLocalEffects",

@@ -16,6 +16,10 @@ import time
 
 import numpy as np
 
+from ._version import __version__
+from .data import make_friedman1
+from .models import fit_mlp
+
 __all__ = ["main"]
 
 _DESCRIPTION = "jaximp explains a fitted model: which features matter, and which act together."
@@ -177,9 +181,9 @@ def _split(frame, path: str, target: str, features):
 def _probe(model, X, path: str, spec: str) -> None:
     """Check the data, then call the model on its first rows, so that bad data or a model
     that cannot run fails clearly before any long work."""
-    from ._common import prepare
-    from ._data import as_dataset
-    from ._engine import predict_rows
+    from .data import as_dataset
+    from .engine import predict_rows
+    from .methods import prepare
 
     try:
         as_dataset(X)
@@ -225,22 +229,21 @@ def run_explain(args, argv) -> pathlib.Path:
 
 def demo(out: str, n: int, steps: int, seed: int, command: str = "jaximp demo") -> pathlib.Path:
     """Fit MLPs on Friedman #1, explain them with every method, write the report ``out``."""
-    import jaximp
 
     from ._explain import explain
     from ._report import ReportSection, check_out, write_report
 
     def log(message: str) -> None:
-        from ._distributed import is_main_process
+        from .engine import is_main_process
 
         if is_main_process():
             print(message, flush=True)
 
     check_out(out)
     start = time.perf_counter()
-    X, y = jaximp.make_friedman1(n=n, noise=1.0, random_state=seed)
-    X_test, y_test = jaximp.make_friedman1(n=2000, noise=1.0, random_state=seed + 1)
-    fit = functools.partial(jaximp.fit_mlp, hidden=(64, 64), steps=steps, learning_rate=3e-3,
+    X, y = make_friedman1(n=n, noise=1.0, random_state=seed)
+    X_test, y_test = make_friedman1(n=2000, noise=1.0, random_state=seed + 1)
+    fit = functools.partial(fit_mlp, hidden=(64, 64), steps=steps, learning_rate=3e-3,
                             l2=2.0)
     model = fit(X, y, random_state=seed)
 
@@ -257,7 +260,7 @@ def demo(out: str, n: int, steps: int, seed: int, command: str = "jaximp demo") 
         log(f"{step}: {seconds:.1f}s")
 
     # Greenwell et al. (2018), Figure 4: weight-based methods on a small network.
-    small = jaximp.fit_mlp(X, y, hidden=(8,), activation="sigmoid", l2=0.01, steps=3000,
+    small = fit_mlp(X, y, hidden=(8,), activation="sigmoid", l2=0.01, steps=3000,
                            learning_rate=1e-2, random_state=seed)
     weights = explain(small, X, methods=["pd_importance", "garson", "olden"],
                       random_state=seed, progress=False)
@@ -350,9 +353,8 @@ def main(argv=None) -> int:
     if args.version:
         import jax
 
-        import jaximp
 
-        print(f"jaximp {jaximp.__version__} (JAX {jax.__version__})")
+        print(f"jaximp {__version__} (JAX {jax.__version__})")
         return 0
     if args.command is None:
         parser.print_help()

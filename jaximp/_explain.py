@@ -11,20 +11,37 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ._params import Int, Replicates, validate_params
-from ._common import as_key, check_int, prepare, select_outputs
-from ._ale import ale_importance
-from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights
-from ._hstat import h_statistic
-from ._loco import loco_importance
-from ._nn_weights import extract_weights, garson_importance, olden_importance
-from ._pd import PartialDependences, compute_pd
-from ._plots import plot_importances
-from ._pd_importance import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
-from ._permutation import permutation_importance
-from ._results import FeatureImportance, FeatureInteraction, output_index
-from ._sensitivity import sensitivity_importance
-from ._shapley import shapley_values
+from .data import (
+    Int,
+    Replicates,
+    check_int,
+    check_n_bootstrap,
+    output_index,
+    replicate_weights,
+    resolve_pairs,
+    row_weights,
+    select_outputs,
+    validate_params,
+)
+from .engine import as_key
+from .methods import (
+    MEASURE_CHOICES,
+    PartialDependences,
+    ale_importance,
+    compute_pd,
+    extract_weights,
+    garson_importance,
+    h_statistic,
+    importance_from_pds,
+    interaction_from_pds,
+    loco_importance,
+    olden_importance,
+    permutation_importance,
+    prepare,
+    sensitivity_importance,
+    shapley_values,
+)
+from .results import FeatureImportance, FeatureInteraction, plot_importances
 
 __all__ = ["Explanation", "explain", "kendall_tau_b"]
 
@@ -298,7 +315,7 @@ def _model_summary(model, predictor, network: bool) -> dict:
 
 def _progress_bar(steps: list[str], progress):
     """A tqdm bar over the steps (``tqdm.auto``: a widget in notebooks), or None."""
-    from ._distributed import is_main_process
+    from .engine import is_main_process
 
     show = progress if progress is not None else sys.stderr.isatty()
     if not (show and is_main_process()):

@@ -22,7 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ._hstat import HStatistic
+from ._version import __version__
+from .methods import HStatistic
 
 __all__ = ["ReportSection", "check_out", "write_report"]
 
@@ -269,10 +270,8 @@ def _atomic_folder(out: pathlib.Path):
 def _versions() -> dict:
     import jax
 
-    import jaximp
-
     devices = jax.devices()
-    return {"jaximp": jaximp.__version__, "JAX": jax.__version__,
+    return {"jaximp": __version__, "JAX": jax.__version__,
             "Python": platform.python_version(),
             "devices": f"{len(devices)} x {devices[0].platform}"}
 
@@ -322,7 +321,7 @@ def write_report(
     pathlib.Path
         The report folder.
     """
-    from ._distributed import is_main_process
+    from .engine import is_main_process
 
     out = pathlib.Path(out)
     if not is_main_process():

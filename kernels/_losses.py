@@ -4,7 +4,7 @@ Each kernel scores ONE set of predictions, ``(y, prediction, weights) -> scalar`
 ``jax.vmap`` over a leading axis of predictions (repeats, features, permuted copies) and
 ``jax.jit`` it directly. ``weights`` are case weights (``None``: all 1), so every mean below is a
 weighted mean ``sum_i w_i t_i / sum_i w_i``. The kernels check static shapes only; validation
-lives in :mod:`jaximp._permutation`.
+lives in :mod:`jaximp.methods._permutation`.
 
 Regression kernels take one output column, ``y`` and ``prediction`` of shape (n,); vmap them over
 the output axis for several outputs. Classification kernels take integer class codes ``y`` in

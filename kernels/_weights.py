@@ -6,7 +6,7 @@ Every kernel takes the weight matrices of a dense network in forward order, each
 The kernels are pure ``jax.numpy`` functions of a tuple (or list) of matrices: ``jax.jit``
 them directly, and ``jax.vmap`` them over a leading axis to score an ensemble of networks of one
 architecture at once. They check nothing beyond static shapes; validation lives in
-:mod:`jaximp._nn_weights`.
+:mod:`jaximp.methods._nn_weights`.
 
 Matrix products use ``Precision.HIGHEST`` so float32 results agree with a float64 reference on
 accelerators too (where the default float32 matmul may round through TF32 or bfloat16).

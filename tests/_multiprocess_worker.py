@@ -5,7 +5,7 @@ Usage::
     python tests/_multiprocess_worker.py MODE OUT_DIR PROCESS_ID NUM_PROCESSES PORT
 
 MODE is ``psum`` (plain JAX, no jaximp: checks the launch itself), ``helpers``
-(jaximp._distributed) or ``jaximp`` (partial dependence, permutation importance and the
+(jaximp.engine._distributed) or ``jaximp`` (partial dependence, permutation importance and the
 H-statistic on a fixed model and dataset). With NUM_PROCESSES == 1 the worker runs without
 ``jax.distributed`` (the single-process reference). The number of local CPU devices comes from
 ``XLA_FLAGS=--xla_force_host_platform_device_count=...`` set by the caller. Each process writes
@@ -37,7 +37,8 @@ def _init(process_id: int, num_processes: int, port: int):
 def run_psum(jax) -> dict:
     """A row-sharded global array, summed inside jit; and a shard_map psum of ones."""
     import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     mesh = Mesh(np.asarray(jax.devices()), ("rows",))
     n_dev = len(jax.devices())
@@ -70,9 +71,10 @@ def run_psum(jax) -> dict:
 
 def run_helpers(jax, process_id: int) -> dict:
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
-    from jaximp import _distributed as dist
+    from jaximp.engine import _distributed as dist
 
     mesh = dist.global_mesh()
     n_dev = len(jax.devices())

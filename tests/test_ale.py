@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaximp._ale import ale, ale_importance, ale_interaction
-from jaximp._common import as_key
-from jaximp._edge import replicate_weights
-from jaximp._pd import partial_dependence
+from jaximp.data._edge import replicate_weights
+from jaximp.engine._rng import as_key
+from jaximp.methods._ale import ale, ale_importance, ale_interaction
+from jaximp.methods._pd import partial_dependence
 
 matplotlib.use("Agg")
 

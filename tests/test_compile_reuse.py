@@ -7,11 +7,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _linear_fit import fit_lstsq
 
 import jaximp
-from _linear_fit import fit_lstsq
-from jaximp._engine import predict_rows
-from jaximp._model import as_predictor
+from jaximp.engine._engine import predict_rows
+from jaximp.models._model import as_predictor
 
 
 class _CompileLog(logging.Handler):

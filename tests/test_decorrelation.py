@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from jaximp.kernels import _decorrelation as K
 
 from jaximp import fit_mlp
-from jaximp._decorrelation import _all_gram_schmidt, decorrelation_importance
-from jaximp.kernels import _decorrelation as K
+from jaximp.methods._decorrelation import _all_gram_schmidt, decorrelation_importance
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.ensemble import RandomForestRegressor  # noqa: E402

@@ -76,7 +76,7 @@ def _python_blocks(page: str) -> list[str]:
 
 
 def test_python_examples_use_existing_names():
-    for page in ("index", "methods", "engine"):
+    for page in ("index", "methods", "engine", "architecture"):
         for block in _python_blocks(page):
             compile(block, f"docs/{page}.rst", "exec")  # valid Python
             used = set(re.findall(r"\bjaximp\.(\w+)", block))
@@ -87,6 +87,7 @@ def test_python_examples_use_existing_names():
 @pytest.mark.parametrize("page", [
     pytest.param("index", marks=pytest.mark.slow),  # fits an MLP and runs four methods
     "engine",
+    "architecture",
 ])
 def test_python_examples_run(page):
     blocks = _python_blocks(page)

@@ -9,17 +9,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import jaximp
-import jaximp._engine
-
-
-from jaximp._engine import _bucket, _sizes, evaluate, predict_rows
-from jaximp._plans import at_coded_values, at_drawn_rows, at_permuted_rows, at_values
-from jaximp._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Spread
+from conftest import engine_permutations
 from jaximp.kernels import _streams
 
-from conftest import engine_permutations
+import jaximp
+import jaximp.engine._engine
+from jaximp.engine._engine import _bucket, _sizes, evaluate, predict_rows
+from jaximp.engine._plans import (
+    at_coded_values,
+    at_drawn_rows,
+    at_permuted_rows,
+    at_values,
+)
+from jaximp.engine._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Spread
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def permuted(mlp3, data3):
 @pytest.mark.parametrize("block_rows", [12288, 7])
 def test_chunked_equals_unchunked_and_float64_reference(permuted, data3, block_rows,
                                                        monkeypatch):
-    monkeypatch.setattr(jaximp._engine, "_CPU_KEEP_BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(jaximp.engine._engine, "_CPU_KEEP_BLOCK_ROWS", block_rows)
     pred, f_np, plan, src = permuted
     whole = evaluate(pred, data3, plan, Keep())
     tiny = evaluate(pred, data3, plan, Keep(), memory_budget=1 << 16)
@@ -166,7 +168,7 @@ def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
     (100_000, 16384, 2048), (30_000, 16384, 2048), (10**6, 16384, 4096), (5000, 16384, 2048),
     (100_000, 1000, 2048), (10**7, 10**6, 256)])
 def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
-    from jaximp._engine import _rows_per_block
+    from jaximp.engine._engine import _rows_per_block
 
     rows = _rows_per_block(n_local, most, unit)
     padded = -(-n_local // rows) * rows
@@ -186,7 +188,7 @@ def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
     (10**7, 10**5, 10**6, 7),
 ])
 def test_items_per_block_pads_least_near_the_target(n_items, target, most, group):
-    from jaximp._engine import _items_per_block
+    from jaximp.engine._engine import _items_per_block
 
     size = _items_per_block(n_items, target, most, group)
     padded = -(-n_items // size) * size

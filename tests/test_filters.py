@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from jaximp._filters import filter_importance
+from jaximp.methods._filters import filter_importance
 
 N = 200
 

@@ -1,11 +1,11 @@
-"""Host batches in the user's own types (jaximp._host)."""
+"""Host batches in the user's own types (jaximp.models._host)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from jaximp._data import as_dataset
-from jaximp._host import HostData, call_host, probe_rows
+from jaximp.data._data import as_dataset
+from jaximp.models._host import HostData, call_host, probe_rows
 
 
 @pytest.fixture

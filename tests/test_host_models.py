@@ -21,7 +21,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
 import jaximp  # noqa: E402
-from jaximp._precision import PrecisionWarning  # noqa: E402
+from jaximp.engine._precision import PrecisionWarning  # noqa: E402
 
 # ------------------------------------------------------------------ 1. Pipeline vs sklearn
 

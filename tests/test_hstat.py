@@ -7,11 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-
-from jaximp._hstat import HStatistic, h_statistic
+from conftest import random_mlp
 from jaximp.kernels import h_parts, h_value, pd_at_rows
 
-from conftest import random_mlp
+from jaximp.methods._hstat import HStatistic, h_statistic
 
 # ------------------------------------------------------------------------------------------
 # A separately written float64 NumPy reference (loops, no shared code with jaximp).

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaximp._linear import linear_importance
-from jaximp._precision import PrecisionWarning
+from jaximp.engine._precision import PrecisionWarning
+from jaximp.methods._linear import linear_importance
 
 RTOL = 1e-4  # float32 fits on centred and scaled columns
 

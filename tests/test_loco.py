@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from _linear_fit import LinearModel, fit_lstsq
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import jaximp
-from _linear_fit import LinearModel, fit_lstsq
-from jaximp._loco import loco_importance
+from jaximp.methods._loco import loco_importance
 
 COEF = np.array([2.0, -1.0, 0.5, 0.0])
 

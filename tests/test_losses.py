@@ -5,9 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn import metrics
-
 from jaximp.kernels import _losses as _K
+from sklearn import metrics
 
 RNG = np.random.default_rng(0)
 

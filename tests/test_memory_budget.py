@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 import pytest
+from conftest import random_mlp
 
 import jaximp
-import jaximp._engine
-from conftest import random_mlp
+import jaximp.engine._engine
 
 N, C = 100_000, 10
 SMALL = 4 << 20  # 4 MiB
@@ -119,14 +119,14 @@ class _Budgets:
         return budget
 
 
-_VALIDATE = jaximp._engine.resolve_budget
+_VALIDATE = jaximp.engine._engine.resolve_budget
 
 
 def _run(name, memory_budget):
     budgets = _Budgets()
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("JAXIMP_MEMORY_BUDGET", raising=False)
-        mp.setattr(jaximp._engine, "resolve_budget", budgets)
+        mp.setattr(jaximp.engine._engine, "resolve_budget", budgets)
         result = CASES[name](memory_budget=memory_budget)
     return result, budgets.seen
 
@@ -203,8 +203,8 @@ def test_default_budget_is_used_when_none(monkeypatch):
         return 3 << 20
 
     seen = _Budgets()
-    monkeypatch.setattr(jaximp._engine, "default_memory_budget", fake_default)
-    monkeypatch.setattr(jaximp._engine, "resolve_budget", seen)
+    monkeypatch.setattr(jaximp.engine._engine, "default_memory_budget", fake_default)
+    monkeypatch.setattr(jaximp.engine._engine, "resolve_budget", seen)
     result = jaximp.partial_dependence(F, X[:5000], "x0", grid_resolution=4)
     assert calls and seen.seen and set(seen.seen) == {3 << 20}
     assert result.average.shape == (4, 1)
@@ -222,14 +222,14 @@ def test_default_memory_budget_reads_environment(monkeypatch):
 
 
 def test_ice_too_large_is_refused_before_evaluation(monkeypatch):
-    monkeypatch.setattr(jaximp._engine, "_available_host_bytes", lambda: float(1 << 20))
+    monkeypatch.setattr(jaximp.engine._engine, "_available_host_bytes", lambda: float(1 << 20))
 
     def no_evaluation(*args, **kwargs):
         raise AssertionError("the engine evaluated the model before refusing the result")
 
-    monkeypatch.setattr(jaximp._engine, "_run_jax", no_evaluation)
-    monkeypatch.setattr(jaximp._engine, "_run_host", no_evaluation)
-    monkeypatch.setattr(jaximp._engine, "_bytes_per_row", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_run_jax", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_run_host", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_bytes_per_row", no_evaluation)
     with pytest.raises(MemoryError) as info:
         jaximp.partial_dependence(F, X, "x3", kind="individual", grid_resolution=GRID,
                                   memory_budget=SMALL)

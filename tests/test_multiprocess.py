@@ -19,7 +19,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaximp import _distributed as dist
+from jaximp.engine import _distributed as dist
 
 WORKER = Path(__file__).with_name("_multiprocess_worker.py")
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaximp.kernels import _weights as kernels
 
-from jaximp._nn_weights import (
+from jaximp.methods._nn_weights import (
     NeuralNetToolsWeights,
     extract_weights,
     from_neuralnettools,
@@ -20,7 +21,6 @@ from jaximp._nn_weights import (
     gedeon_importance,
     olden_importance,
 )
-from jaximp.kernels import _weights as kernels
 
 # float32 kernels against float64 references
 RTOL, ATOL = 2e-5, 1e-6
@@ -432,7 +432,7 @@ def test_same_weights_through_every_adapter_give_identical_results():
 
 
 def test_extract_from_jaximp_mlp_and_param_dicts():
-    from jaximp._mlp import MLP, init_mlp_params
+    from jaximp.models._mlp import MLP, init_mlp_params
 
     params = init_mlp_params(jax.random.PRNGKey(0), [3, 5, 2])
     mask = jnp.array([1.0, 0.0, 1.0])

@@ -38,7 +38,7 @@ print(sorted(m for m in ("pandas", "matplotlib", "jaximp") if m in sys.modules))
 
 
 @pytest.mark.slow
-def test_built_wheel_contains_kernels_inside_jaximp(tmp_path):
+def test_built_wheel_contains_kernels_and_every_layer_inside_jaximp(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
@@ -46,4 +46,8 @@ def test_built_wheel_contains_kernels_inside_jaximp(tmp_path):
     (wheel,) = tmp_path.glob("jaximp-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "jaximp/kernels/__init__.py" in names
+    for layer in ("data", "models", "engine", "results", "methods"):
+        sources = {p.name for p in (ROOT / "jaximp" / layer).glob("*.py")}
+        assert {n.rsplit("/", 1)[1] for n in names if n.startswith(f"jaximp/{layer}/")} \
+            == sources, layer
     assert not any(n.startswith("kernels/") for n in names)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaximp
-from jaximp._params import Choice, Flag, Int, Real, Replicates, validate_params
+from jaximp.data._params import Choice, Flag, Int, Real, Replicates, validate_params
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 3))

@@ -6,8 +6,8 @@ import matplotlib
 import numpy as np
 import pytest
 
-from jaximp._partial_importance import partial_importance
-from jaximp._permutation import permutation_importance
+from jaximp.methods._partial_importance import partial_importance
+from jaximp.methods._permutation import permutation_importance
 
 matplotlib.use("Agg")
 

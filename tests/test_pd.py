@@ -4,11 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import random_mlp
 
 import jaximp
-from jaximp._grid import mquantiles
-
-from conftest import random_mlp
+from jaximp.data._grid import mquantiles
 
 
 def numpy_pd(f_np, X, column, grid, weights=None):
@@ -121,7 +120,7 @@ def test_centered_ice(mlp3, data3):
 def test_grid_strategies():
     x = np.r_[np.arange(10.0), np.arange(10.0)][:, None] * np.ones((1, 2))
     data = jaximp.as_dataset(x)
-    from jaximp._grid import feature_grid
+    from jaximp.data._grid import feature_grid
 
     feat = data.features[0]
     unique, _ = feature_grid(data, feat, strategy="unique")

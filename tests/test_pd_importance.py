@@ -8,11 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
-
-import jaximp
-from jaximp import FeatureImportance
-from jaximp import FeatureInteraction, pd_importance, pd_interaction
+from conftest import random_mlp
 from jaximp.kernels import (
     flatness,
     ice_importance,
@@ -20,8 +16,10 @@ from jaximp.kernels import (
     pd_interaction_strength,
     weighted_average,
 )
+from scipy import stats
 
-from conftest import random_mlp
+import jaximp
+from jaximp import FeatureImportance, FeatureInteraction, pd_importance, pd_interaction
 
 # ------------------------------------------------------------------------------------------
 # A separately written float64 NumPy reference.
@@ -422,7 +420,7 @@ def test_measure_chosen_after_the_pds_exist(monkeypatch):
         raise AssertionError("the model was evaluated")
 
     with monkeypatch.context() as m:
-        for module in (jaximp._engine, jaximp._pd, jaximp._pd_importance):
+        for module in (jaximp.engine._engine, jaximp.methods._pd, jaximp.methods._pd_importance):
             if hasattr(module, "evaluate"):
                 m.setattr(module, "evaluate", no_evaluation)
         read = {measure: pds.importance(measure) for measure in ("auto", "sd", "mad", "range4")}
@@ -450,7 +448,7 @@ def test_interaction_measure_chosen_after_the_2d_pd_exists(monkeypatch):
                 for pair in [("a", "b"), ("a", "c")]}
     measures = ("auto", "sd", "mad", "range4")
     with monkeypatch.context() as m:
-        for module in (jaximp._engine, jaximp._pd, jaximp._pd_importance):
+        for module in (jaximp.engine._engine, jaximp.methods._pd, jaximp.methods._pd_importance):
             if hasattr(module, "evaluate"):
                 m.setattr(module, "evaluate", lambda *a, **k: pytest.fail("model evaluated"))
         read = {(pair, measure): surface.interaction(measure)

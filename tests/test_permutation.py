@@ -5,12 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import engine_permutations
 from sklearn.inspection import permutation_importance as sk_permutation_importance
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from jaximp._permutation import permutation_importance
-
-from conftest import engine_permutations
+from jaximp.methods._permutation import permutation_importance
 
 N = 1000
 COEF = np.array([3.0, -2.0, 1.0, 0.0])
@@ -459,8 +458,8 @@ def test_several_losses_share_the_permutations_and_match_single_calls():
 def _engine_permutations(p, n_repeats, n, seed):
     """The permutations (p, r, n) permutation_importance(random_state=seed) applies: the
     engine's keyed permutations with stream labels (feature, repeat)."""
-    from jaximp._common import as_key
-    from jaximp._plans import at_permuted_rows
+    from jaximp.engine._plans import at_permuted_rows
+    from jaximp.engine._rng import as_key
 
     labels = [(j, r) for j in range(p) for r in range(n_repeats)]
     plan = at_permuted_rows(np.eye(p, dtype=bool), np.repeat(np.arange(p), n_repeats),

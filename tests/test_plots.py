@@ -15,10 +15,10 @@ from matplotlib.collections import LineCollection, PathCollection, QuadMesh  # n
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
-from jaximp._hstat import h_statistic  # noqa: E402
-from jaximp._pd import PartialDependence, PartialDependences, partial_dependence  # noqa: E402
-from jaximp._plots import compact, plot_importances  # noqa: E402
-from jaximp._results import FeatureImportance, FeatureInteraction  # noqa: E402
+from jaximp.methods._hstat import h_statistic  # noqa: E402
+from jaximp.methods._pd import PartialDependence, PartialDependences, partial_dependence  # noqa: E402
+from jaximp.results._plots import compact, plot_importances  # noqa: E402
+from jaximp.results._results import FeatureImportance, FeatureInteraction  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

@@ -1,14 +1,14 @@
-"""Float64 grids at large magnitudes and precision-collapse warnings (jaximp._precision)."""
+"""Float64 grids at large magnitudes and precision-collapse warnings (jaximp.engine._precision)."""
 
 import warnings
 
 import numpy as np
 import pytest
 
-from jaximp import _precision
-from jaximp._data import as_dataset
-from jaximp._grid import feature_grid
-from jaximp._precision import PrecisionWarning, check_collapse
+from jaximp.data._data import as_dataset
+from jaximp.data._grid import feature_grid
+from jaximp.engine import _precision
+from jaximp.engine._precision import PrecisionWarning, check_collapse
 
 FIX = (
     "centre or scale the feature inside the model, or enable float64 with "

@@ -149,7 +149,7 @@ def test_the_newer_result_types_share_the_vocabulary():
     their content, and ``std``/``intervals`` where they have replicates."""
     from sklearn.ensemble import RandomForestRegressor
 
-    from jaximp import _details as D
+    from jaximp.results import _details as D
 
     def check_details(info, kind):
         assert isinstance(info, kind) and repr(info).startswith(kind.__name__ + "(")
@@ -220,7 +220,7 @@ def test_the_newer_result_types_share_the_vocabulary():
 @pytest.mark.parametrize("shape", [(10, 1, 5), (3, 2, 7), (4, 1, 1), (2, 3, 100)])
 def test_mean_and_std_are_numpys_numbers(shape):
     """The lean mean and std over repeats give exactly NumPy's mean and std (ddof 0)."""
-    from jaximp._results import mean_and_std
+    from jaximp.results._results import mean_and_std
 
     values = np.random.default_rng(sum(shape)).normal(size=shape) * 1e3 + 7.0
     mean, std = mean_and_std(values)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import random_mlp
 
-from jaximp._shapley import (
+from jaximp.methods._shapley import (
     ShapleyValues,
     interaction_weights,
     shapley_interactions,

@@ -18,7 +18,7 @@ from sklearn.ensemble import (
 )
 from sklearn.tree import DecisionTreeRegressor
 
-from jaximp._trees import TransversalRates, transversal_rates
+from jaximp.methods._tree_stats import TransversalRates, transversal_rates
 
 
 def _grid_data():

@@ -18,7 +18,8 @@ from sklearn.inspection import partial_dependence as sk_partial_dependence
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import jaximp
-from jaximp._trees import impurity_importance, tree_partial_dependence, tree_predictor
+from jaximp.methods._tree_stats import impurity_importance, tree_partial_dependence
+from jaximp.models._trees import tree_predictor
 
 N, P = 200, 5
 

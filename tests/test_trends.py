@@ -16,9 +16,9 @@ import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from jaximp._trends import ESTIMATORS, Trends, trends  # noqa: E402
 from jaximp.kernels import _decorrelation as K  # noqa: E402
+
+from jaximp.methods._trends import ESTIMATORS, Trends, trends  # noqa: E402
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -161,7 +161,6 @@ def test_syn2_linear_coefficient_gets_the_sign_wrong():
     coefficient is negative; the Shapley trends of a forest (and its transversal rate, where
     available) keep the positive sign, as the paper reports for the linear model."""
     from sklearn.ensemble import RandomForestRegressor
-
     from test_decorrelation import NAMES, syn
 
     X, y = syn(1)

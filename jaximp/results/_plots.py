@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._common import check_bool, check_choice, check_int, select_outputs
-from ._results import FeatureImportance, output_index
+from ..data import check_bool, check_choice, check_int, output_index, select_outputs
 
 __all__ = ["plot_importances"]
 
@@ -169,20 +168,20 @@ def heatmap(ax, values, row_labels, col_labels, *, xlabel: str, ylabel: str,
 # Importance and interaction
 # ------------------------------------------------------------------------------------------------
 
-def _ranking(result: FeatureImportance, column: int) -> np.ndarray:
+def _ranking(result, column: int) -> np.ndarray:
     """Feature indices, strongest first (by magnitude for signed methods such as Olden's)."""
     values = result.importances_mean[:, column]
     key = np.abs(values) if result.method in _SIGNED_METHODS else values
     return np.argsort(-np.nan_to_num(key, nan=-np.inf), kind="stable")
 
 
-def _importance_errors(result: FeatureImportance, column: int, errors: str):
+def _importance_errors(result, column: int, errors: str):
     std = None if result.importances_std is None else result.importances_std[:, column]
     reps = None if result.importances is None else result.importances[:, column]
     return error_bars(result.importances_mean[:, column], std, reps, errors, prefer="std")
 
 
-def plot_importance(result: FeatureImportance, output=0, ax=None, top=None,
+def plot_importance(result, output=0, ax=None, top=None,
                     style: str = "bar", errors: str = "auto", what: str | None = None):
     """The body of :meth:`FeatureImportance.plot`; ``what`` names the quantity (default
     "<method> importance")."""
@@ -256,12 +255,18 @@ def _interaction_heatmap(result, column: int, ax, top, what: str):
     return ax
 
 
-def _as_named(results) -> list[tuple[str, FeatureImportance]]:
-    if isinstance(results, FeatureImportance):
+def _is_importance(result) -> bool:
+    """Whether ``result`` reads as a FeatureImportance (this module draws results by their
+    fields, so it does not import the result types)."""
+    return all(hasattr(result, name) for name in ("importances_mean", "feature_names", "method"))
+
+
+def _as_named(results) -> list[tuple[str, object]]:
+    if _is_importance(results):
         results = [results]
     items = list(results.items()) if isinstance(results, Mapping) else \
         [(getattr(r, "method", None), r) for r in results]
-    if not items or not all(isinstance(r, FeatureImportance) for _, r in items):
+    if not items or not all(_is_importance(r) for _, r in items):
         raise TypeError("results must be a non-empty list (or dict of name -> result) of "
                         "FeatureImportance results, e.g. [pd_importance(...), "
                         f"garson_importance(...)]; got {results!r:.80}.")

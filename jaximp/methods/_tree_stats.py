@@ -1,41 +1,8 @@
-"""Fitted scikit-learn tree models as JAX arrays: predictions, impurity importance, and PD.
+"""Statistics of fitted tree models read from their node arrays: impurity importance,
+Friedman's recursion partial dependence and transversal rates.
 
-:func:`tree_predictor` reads a fitted scikit-learn ``DecisionTreeRegressor``,
-``DecisionTreeClassifier``, ``RandomForestRegressor``, ``RandomForestClassifier``,
-``ExtraTreesRegressor``, ``ExtraTreesClassifier``, ``GradientBoostingRegressor`` or
-``GradientBoostingClassifier`` into node arrays padded to the largest tree and stacked over the
-``T`` trees, and predicts with a pure JAX function, so the engine's methods run the model on the
-accelerator instead of calling scikit-learn on the host. ``HistGradientBoostingRegressor`` and
-``HistGradientBoostingClassifier`` are read from their predictor nodes for predictions only.
+The arrays come from the tree reader (:func:`jaximp.tree_predictor`); definitions:
 
-Node arrays (``N`` the largest node count; padding nodes are leaves of weight 0):
-
-- feature : int32 (T, N), the split feature (0 at leaves);
-- threshold : float32 (T, N), the split threshold (0 at leaves);
-- children_left, children_right : int32 (T, N), child indices; a leaf points to itself;
-- missing_left : bool (T, N), where a missing value (NaN) goes at a split;
-- value : float (T, N, k), the leaf values; forests: the class probabilities (each leaf's row
-  of ``tree_.value`` normalized to sum 1, as ``predict_proba`` does) or the ``k`` regression
-  outputs; gradient boosting: ``k = 1``, the stage tree's raw value;
-- impurity, weighted_n_node_samples : float (T, N), the node impurity and the weighted number
-  of training samples that reached the node.
-
-Definitions:
-
-- traversal: ``node <- where(x[feature[node]] <= threshold[node], left[node], right[node])``
-  repeated ``max_depth`` times from the root (leaves point to themselves), a NaN going to
-  ``missing_left``. scikit-learn casts ``X`` to float32 and compares it with the float64
-  threshold; a float32 ``x`` satisfies ``x <= t`` exactly when ``x <= t32``, ``t32`` the
-  largest float32 not above ``t``, so thresholds are stored rounded down to float32 and the
-  splits agree exactly without float64;
-- forests (and a single tree): the mean over trees of the leaf values, i.e. ``predict`` for
-  regressors and ``predict_proba`` for classifiers;
-- gradient boosting: the raw score ``F(x) = F0 + learning_rate * sum_s tree_s(x)`` (one tree
-  per class and stage in ``estimators_`` of shape (n_stages, K)); ``F0`` is the init
-  estimator's raw prediction, read once from ``_raw_predict_init`` (the init must be
-  constant: ``init=None``, ``"zero"`` or a scikit-learn ``Dummy`` estimator). Regressors
-  return ``F``; binary classifiers ``(1 - sigmoid(F), sigmoid(F))``; multiclass classifiers
-  ``softmax(F)``, as ``predict_proba``;
 - impurity importance (:func:`impurity_importance`): for each tree, feature ``j`` gets
   ``sum over splits on j of w_node i_node - w_left i_left - w_right i_right`` divided by the
   root weight (mean decrease in impurity). As scikit-learn's ``feature_importances_``, trees
@@ -46,410 +13,24 @@ Definitions:
   grid value's branch, any other split follows both branches weighted by the fraction of
   training weight that went each way; the PD is the weighted sum of the leaf values. It uses
   the training weights stored in the trees, not the rows of ``X``.
-
-- HistGradientBoosting: ``F(x) = baseline + sum of the stage trees`` (leaf values already
-  shrunk), then the loss's inverse link (identity, exp, sigmoid or softmax) as ``predict`` /
-  ``predict_proba``. scikit-learn compares float64 rows with the raw float64
-  ``num_threshold``: under ``jax_enable_x64`` the thresholds stay float64 and the splits are
-  exact; otherwise thresholds and rows are both rounded to the nearest float32, so a row equal
-  to a threshold still goes left, and only a value within half a float32 step of a threshold
-  (but not on it) can go the other way. Categorical splits are refused (TypeError).
 - transversal rates (:func:`transversal_rates`): see there.
-
-Unsupported estimators (e.g. multi-output classifiers, gradient boosting with a non-constant
-init estimator, HistGradientBoosting outside :func:`tree_predictor`) raise a TypeError; pass
-such an estimator directly to the methods, which then predict on the host.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._data import as_dataset
-from ._details import TreeDetails
-from ._grid import feature_grid, product_grid_index
-from ._model import Predictor, compute_dtype, stable_apply, x64_enabled
-from ._results import FeatureImportance
+from ..data import as_dataset, feature_grid, product_grid_index
+from ..models import read_trees, tree_float_dtype
+from ..results import FeatureImportance, TreeDetails
 
 __all__ = ["TransversalRates", "impurity_importance", "transversal_rates",
-           "tree_partial_dependence", "tree_predictor"]
-
-_FOREST_TYPES = (
-    "DecisionTreeRegressor", "DecisionTreeClassifier", "ExtraTreeRegressor",
-    "ExtraTreeClassifier", "RandomForestRegressor", "RandomForestClassifier",
-    "ExtraTreesRegressor", "ExtraTreesClassifier",
-)
-_GB_TYPES = ("GradientBoostingRegressor", "GradientBoostingClassifier")
-_HIST_TYPES = ("HistGradientBoostingRegressor", "HistGradientBoostingClassifier")
-_SUPPORTED = (
-    "DecisionTreeRegressor/Classifier, RandomForestRegressor/Classifier, "
-    "ExtraTreesRegressor/Classifier, GradientBoostingRegressor/Classifier"
-)
-#: scikit-learn link of a HistGradientBoosting loss -> the inverse link applied to the raw score
-_HIST_LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmoid",
-               "MultinomialLogit": "softmax"}
-
-
-def _float_dtype():
-    return np.float64 if x64_enabled() else np.float32
-
-
-def _is_classifier(est) -> bool:
-    return hasattr(est, "classes_")
-
-
-def _unsupported(est, why: str = "", hist: bool = False) -> TypeError:
-    supported = _SUPPORTED + (", HistGradientBoostingRegressor/Classifier" if hist else "")
-    return TypeError(
-        f"expected a fitted scikit-learn tree model ({supported}); got "
-        f"{type(est).__name__}{why}. Fix: pass the estimator itself to the jaximp method "
-        "(it then predicts on the host)."
-    )
-
-
-def _kind(est, hist: bool = False) -> str:
-    """``"forest"``, ``"gb"`` or (when ``hist``) ``"hist"``; TypeError for anything else."""
-    name = type(est).__name__
-    module = type(est).__module__ or ""
-    if not module.startswith("sklearn."):
-        raise _unsupported(est, hist=hist)
-    if name in _FOREST_TYPES:
-        kind = "forest"
-    elif name in _GB_TYPES:
-        kind = "gb"
-    elif hist and name in _HIST_TYPES:
-        kind = "hist"
-    else:
-        raise _unsupported(est, hist=hist)
-    fitted = hasattr(est, "tree_") or hasattr(est, "estimators_") or hasattr(est, "_predictors")
-    if not fitted:
-        raise TypeError(
-            f"expected a fitted {name}; got an unfitted one. Fix: call fit(X, y) first."
-        )
-    if _is_classifier(est) and isinstance(est.classes_, list):
-        raise _unsupported(est, " with several outputs (multi-output classifier)")
-    return kind
-
-
-def _trees_of(est, kind: str) -> list:
-    if hasattr(est, "tree_"):
-        return [est.tree_]
-    if kind == "gb":
-        return [tree.tree_ for tree in np.asarray(est.estimators_).ravel()]
-    return [tree.tree_ for tree in est.estimators_]
-
-
-def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
-    """Largest float32 not above each float64 threshold (exact float32 comparisons)."""
-    t32 = threshold.astype(np.float32)
-    above = t32.astype(np.float64) > threshold
-    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
-    return t32
-
-
-def _node_arrays(trees: list, normalize_rows: bool) -> tuple[dict, int]:
-    """Padded node arrays of the trees (see the module docstring) and the largest depth."""
-    T = len(trees)
-    N = max(tree.node_count for tree in trees)
-    _, n_targets, n_classes = trees[0].value.shape
-    k = n_classes if normalize_rows else n_targets * n_classes
-    ftype = _float_dtype()
-    idx = np.broadcast_to(np.arange(N, dtype=np.int32), (T, N))
-    feature = np.zeros((T, N), np.int32)
-    threshold = np.zeros((T, N), np.float32)
-    left, right = idx.copy(), idx.copy()
-    missing_left = np.zeros((T, N), bool)
-    value = np.zeros((T, N, k), np.float64)
-    impurity = np.zeros((T, N), np.float64)
-    weight = np.zeros((T, N), np.float64)
-    for t, tree in enumerate(trees):
-        n = tree.node_count
-        split = tree.children_left[:n] != -1
-        feature[t, :n] = np.where(split, tree.feature[:n], 0)
-        threshold[t, :n] = np.where(split, _round_down_float32(tree.threshold[:n]), 0)
-        left[t, :n] = np.where(split, tree.children_left[:n], np.arange(n))
-        right[t, :n] = np.where(split, tree.children_right[:n], np.arange(n))
-        missing_left[t, :n] = np.asarray(tree.missing_go_to_left[:n], bool) & split
-        val = np.asarray(tree.value[:n], np.float64)
-        if normalize_rows:  # classifier: counts or fractions -> probabilities
-            val = val[:, 0, :]
-            total = val.sum(axis=1, keepdims=True)
-            val = val / np.where(total == 0, 1.0, total)
-        else:
-            val = val.reshape(n, -1)
-        value[t, :n] = val
-        impurity[t, :n] = tree.impurity[:n]
-        weight[t, :n] = tree.weighted_n_node_samples[:n]
-    depth = max(tree.max_depth for tree in trees)
-    params = {
-        "feature": jnp.asarray(feature),
-        "threshold": jnp.asarray(threshold),
-        "children_left": jnp.asarray(left),
-        "children_right": jnp.asarray(right),
-        "missing_left": jnp.asarray(missing_left),
-        "value": jnp.asarray(value.astype(ftype)),
-        "impurity": jnp.asarray(impurity.astype(ftype)),
-        "weighted_n_node_samples": jnp.asarray(weight.astype(ftype)),
-    }
-    return params, int(depth)
-
-
-def _gb_init(est) -> np.ndarray:
-    """The constant raw init prediction ``F0`` of a gradient boosting model, shape (K,)."""
-    init = est.init_
-    constant = isinstance(init, str) and init == "zero" or type(init).__name__ in (
-        "DummyRegressor", "DummyClassifier")
-    if not constant:
-        raise _unsupported(
-            est, f" with a non-constant init estimator ({type(init).__name__})")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # feature-name warnings for the dummy row
-        row = np.zeros((1, est.n_features_in_))
-        if hasattr(est, "feature_names_in_"):
-            import pandas as pd
-
-            row = pd.DataFrame(row, columns=est.feature_names_in_)
-        return np.asarray(est._raw_predict_init(row), np.float64)[0]
-
-
-@functools.partial(jax.jit, static_argnames="depth")
-def _leaves(params, X, depth: int) -> jax.Array:
-    """Leaf index of each row in each tree, int32 (m, T); rows are compared in the thresholds'
-    dtype (float32 for scikit-learn's trees, which cast ``X`` to float32 as well)."""
-    x = X.astype(params["threshold"].dtype)
-    T = params["feature"].shape[0]
-    tree_ids = jnp.arange(T)
-
-    def one(x_row):
-        def step(_, node):
-            f = params["feature"][tree_ids, node]
-            xv = x_row[f]
-            go_left = jnp.where(jnp.isnan(xv), params["missing_left"][tree_ids, node],
-                                xv <= params["threshold"][tree_ids, node])
-            return jnp.where(go_left, params["children_left"][tree_ids, node],
-                             params["children_right"][tree_ids, node])
-
-        return jax.lax.fori_loop(0, depth, step, jnp.zeros(T, jnp.int32))
-
-    return jax.vmap(one)(x)
-
-
-def _leaf_values(params, X, depth: int) -> jax.Array:
-    """Leaf values of each row in each tree, (m, T, k)."""
-    nodes = _leaves(params, X, depth)
-    T = params["feature"].shape[0]
-    return params["value"][jnp.arange(T)[None, :], nodes]
-
-
-def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple):
-    """One ``apply`` per (kind, depth, link, trees x values): the engine sizes its chunks by
-    the compiled memory of an ``apply``, which grows with the number of trees and values."""
-
-    def make():
-        def apply_trees(params, X):
-            vals = _leaf_values(params, X, depth)  # (m, T, k)
-            if kind == "forest":
-                out = jnp.mean(vals, axis=1)
-            else:
-                m = vals.shape[0]
-                raw = vals[..., 0].reshape(m, -1, n_classes_gb).sum(axis=1)
-                raw = params["init"] + params["learning_rate"] * raw
-                if link == "sigmoid":
-                    p1 = jax.nn.sigmoid(raw[:, 0])
-                    out = jnp.stack([1.0 - p1, p1], axis=1)
-                elif link == "softmax":
-                    out = jax.nn.softmax(raw, axis=1)
-                elif link == "exp":
-                    out = jnp.exp(raw)
-                else:
-                    out = raw
-            # float64 under x64 (float64 node values), so the engine's float64 path stays exact
-            return out.astype(params["value"].dtype)
-
-        return jax.jit(apply_trees)
-
-    return stable_apply(("sklearn-trees", kind, depth, n_classes_gb, link, size), make)
-
-
-def _hist_arrays(est) -> tuple[dict, int, str]:
-    """Padded node arrays of a fitted HistGradientBoosting model, its depth and its link.
-
-    Thresholds are the raw ``num_threshold``, which scikit-learn compares with float64 rows:
-    float64 under x64 (exact); otherwise rounded to the nearest float32, as the rows are, so a
-    row equal to a threshold (percentile thresholds are often data values) still goes left."""
-    link = _HIST_LINKS.get(type(est._loss.link).__name__)
-    if link is None:
-        raise _unsupported(est, f" with loss {est.loss!r}", hist=True)
-    nodes = [predictor.nodes for stage in est._predictors for predictor in stage]
-    T, N = len(nodes), max(len(n) for n in nodes)
-    ftype = _float_dtype()
-    idx = np.broadcast_to(np.arange(N, dtype=np.int32), (T, N))
-    feature = np.zeros((T, N), np.int32)
-    threshold = np.zeros((T, N), ftype)
-    left, right = idx.copy(), idx.copy()
-    missing_left = np.zeros((T, N), bool)
-    value = np.zeros((T, N, 1), np.float64)
-    count = np.zeros((T, N), np.float64)
-    for t, nd in enumerate(nodes):
-        n = len(nd)
-        split = nd["is_leaf"] == 0
-        if np.any(nd["is_categorical"][split]):
-            raise TypeError(
-                f"{type(est).__name__} has categorical splits, which the JAX array form does "
-                "not support; got a model fitted with categorical_features. Fix: pass the "
-                "estimator itself to the jaximp method (it then predicts on the host)."
-            )
-        feature[t, :n] = np.where(split, nd["feature_idx"], 0)
-        threshold[t, :n] = np.where(split, np.asarray(nd["num_threshold"]).astype(ftype), 0)
-        left[t, :n] = np.where(split, nd["left"], np.arange(n))
-        right[t, :n] = np.where(split, nd["right"], np.arange(n))
-        missing_left[t, :n] = (nd["missing_go_to_left"] != 0) & split
-        value[t, :n, 0] = nd["value"]
-        count[t, :n] = nd["count"]
-    depth = int(max(int(nd["depth"].max()) for nd in nodes))
-    params = {
-        "feature": jnp.asarray(feature),
-        "threshold": jnp.asarray(threshold),
-        "children_left": jnp.asarray(left),
-        "children_right": jnp.asarray(right),
-        "missing_left": jnp.asarray(missing_left),
-        "value": jnp.asarray(value.astype(ftype)),
-        "impurity": jnp.zeros((T, N), ftype),
-        "weighted_n_node_samples": jnp.asarray(count.astype(ftype)),
-        "init": jnp.asarray(np.asarray(est._baseline_prediction, np.float64).reshape(-1)
-                            .astype(ftype)),
-        "learning_rate": jnp.asarray(np.asarray(1.0, ftype)),
-    }
-    return params, depth, link
-
-
-def _read(est):
-    kind = _kind(est)
-    classifier = _is_classifier(est)
-    params, depth = _node_arrays(_trees_of(est, kind), normalize_rows=classifier
-                                 and kind == "forest")
-    return kind, classifier, params, depth
-
-
-def tree_predictor(estimator) -> Predictor:
-    """A fitted scikit-learn tree model as a JAX :class:`~jaximp.Predictor`.
-
-    Parameters
-    ----------
-    estimator : fitted scikit-learn tree model
-        ``DecisionTreeRegressor/Classifier``, ``RandomForestRegressor/Classifier``,
-        ``ExtraTreesRegressor/Classifier``, ``GradientBoostingRegressor/Classifier`` or
-        ``HistGradientBoostingRegressor/Classifier`` without categorical splits (see the
-        module docstring for the node arrays, the prediction and its float32 caveat for
-        HistGradientBoosting).
-
-    Returns
-    -------
-    Predictor
-        ``apply(params, X) -> (m, o)``, float32 (float64 under x64), equal to
-        ``estimator.predict`` (regressors, ``o`` = number of targets) or
-        ``estimator.predict_proba`` (classifiers, ``o`` = number of classes, ``output_names``
-        the class labels as str). ``params`` holds the node arrays (``value`` etc. in float64
-        when ``jax_enable_x64`` is on, else float32); gradient boosting adds ``init`` (K,) and
-        ``learning_rate`` ().
-
-    Raises
-    ------
-    TypeError
-        For any other estimator (e.g. ``KNeighborsRegressor``) or categorical splits: pass it
-        directly to the jaximp method instead, which predicts on the host.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.ensemble import RandomForestRegressor
-    >>> X = np.random.default_rng(0).normal(size=(50, 3))
-    >>> rf = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0)
-    >>> rf = rf.fit(X, X[:, 0])
-    >>> pred = tree_predictor(rf)
-    >>> pred.n_outputs, pred.output_names
-    (1, ('y',))
-    >>> bool(np.allclose(np.asarray(pred(X))[:, 0], rf.predict(X), rtol=1e-5, atol=1e-6))
-    True
-    """
-    kind = _kind(estimator, hist=True)
-    classifier = _is_classifier(estimator)
-    if kind == "hist":
-        params, depth, link = _hist_arrays(estimator)
-        K = int(estimator.n_trees_per_iteration_)
-        n_out = (2 if K == 1 else K) if classifier else 1
-        kind = "gb"  # the same raw score: init + sum of the stage trees (values are shrunk)
-    elif kind == "gb":
-        _, _, params, depth = _read(estimator)
-        K = int(estimator.estimators_.shape[1])
-        params = dict(params)
-        ftype = _float_dtype()
-        params["init"] = jnp.asarray(_gb_init(estimator).astype(ftype))
-        params["learning_rate"] = jnp.asarray(np.asarray(estimator.learning_rate, ftype))
-        link = ("sigmoid" if K == 1 else "softmax") if classifier else "identity"
-        n_out = (2 if K == 1 else K) if classifier else 1
-    else:
-        _, _, params, depth = _read(estimator)
-        K, link = 0, "mean"
-        n_out = int(params["value"].shape[2])
-    if classifier:
-        output_names = tuple(str(c) for c in estimator.classes_)
-    elif n_out == 1:
-        output_names = ("y",)
-    else:
-        output_names = tuple(f"y{j}" for j in range(n_out))
-    return Predictor(
-        apply=_make_apply(kind, depth, K, link, (params["value"].shape[0],
-                                                  params["value"].shape[2])),
-        params=params,
-        n_outputs=n_out,
-        output_names=output_names,
-        name=f"{type(estimator).__name__} (JAX trees)",
-        dtype=compute_dtype(params),
-    )
-
-
-def array_form(model, response_method: str = "auto", sample=None,
-               n_features: int | None = None) -> Predictor | None:
-    """:func:`tree_predictor` of ``model`` where it computes exactly what the host would, else
-    None (the model then stays on the host path of :func:`jaximp.as_predictor`).
-
-    None for: anything but a supported fitted scikit-learn tree model (unfitted, multi-output
-    classifier, non-constant init...); a response other than ``predict_proba`` of a classifier
-    or ``predict`` of a regressor; a width other than ``n_features``; a DataFrame ``sample``
-    whose columns are not the fitted feature names in order or not all numeric (the host
-    path then reports or encodes them as scikit-learn does); and ``HistGradientBoosting*``
-    unless ``jax_enable_x64`` is on, since it compares float64 rows with float64 thresholds.
-    """
-    try:
-        kind = _kind(model, hist=True)
-    except TypeError:
-        return None
-    natural = "predict_proba" if _is_classifier(model) else "predict"
-    if response_method not in ("auto", natural):
-        return None
-    if kind == "hist" and not x64_enabled():
-        return None
-    width = getattr(model, "n_features_in_", None)
-    if n_features is not None and width != n_features:
-        return None
-    columns = getattr(sample, "columns", None)
-    if columns is not None:
-        names = getattr(model, "feature_names_in_", None)
-        if names is not None and [str(c) for c in columns] != [str(c) for c in names]:
-            return None
-        if not all(getattr(dt, "kind", "O") in "biuf" for dt in getattr(sample, "dtypes", [])):
-            return None
-    try:
-        return tree_predictor(model)
-    except TypeError:
-        return None
+           "tree_partial_dependence"]
 
 
 @functools.partial(jax.jit, static_argnames="n_features")
@@ -523,7 +104,7 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
     >>> bool(np.allclose(imp.importances_mean[:, 0], et.feature_importances_, rtol=1e-5))
     True
     """
-    kind, _, params, _ = _read(estimator)
+    kind, _, params, _ = read_trees(estimator)
     feature_names = _feature_names(estimator, feature_names)
     p = len(feature_names)
     raw = np.asarray(_per_tree_importance(params, p), np.float64)  # (T, p)
@@ -654,7 +235,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     >>> pd_.shape
     (4, 4, 1)
     """
-    kind, classifier, params, depth = _read(estimator)
+    kind, classifier, params, depth = read_trees(estimator)
     dataset = as_dataset(X)
     several = not isinstance(feature, (str, int, np.integer))
     features = [dataset.feature(f) for f in (feature if several else [feature])]
@@ -683,7 +264,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     index = product_grid_index(shape, [feat.name for feat in features])
     points = np.stack([v[k] for v, k in zip(values, index)], axis=1)  # (g, s)
     columns = np.array([feat.columns[0] for feat in features], np.int32)
-    ftype = _float_dtype()
+    ftype = tree_float_dtype()
     per_tree = _recursion_pd(params, jnp.asarray(points.astype(ftype)), jnp.asarray(columns),
                              depth)
     per_tree = np.asarray(per_tree, np.float64)  # (T, g, k)
@@ -862,7 +443,7 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
     >>> rates.atr.shape, bool(rates.atr[0] > 0.5), bool(rates.atr[1] < -0.5)
     ((2,), True, True)
     """
-    kind, classifier, params, depth = _read(estimator)
+    kind, classifier, params, depth = read_trees(estimator)
     feature_names = _feature_names(estimator, feature_names)
     if classifier:
         names = [str(c) for c in estimator.classes_]
@@ -878,7 +459,7 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
             )
         column = len(names) - 1  # the regressor's output, or the positive class
     else:
-        from ._common import select_outputs
+        from ..data import select_outputs
 
         if isinstance(output, (list, tuple)):
             raise ValueError(f"output must be one class label or index; got {output!r}.")

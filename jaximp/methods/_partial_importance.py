@@ -15,15 +15,27 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ._details import PartialImportanceDetails
-from ._params import Flag, validate_params
-from ._common import check_bool, prepare, select_outputs
-from ._engine import check_result_fits, evaluate, predict_rows
-from ._grid import feature_grid, resolve_grid, validate_grid_options
+from ..data import (
+    Flag,
+    check_bool,
+    feature_grid,
+    resolve_grid,
+    select_outputs,
+    validate_grid_options,
+    validate_params,
+)
+from ..engine import (
+    Itemwise,
+    LossSums,
+    at_values,
+    check_result_fits,
+    evaluate,
+    predict_rows,
+)
+from ..results import PartialImportanceDetails
 from ._loss import canonical_loss, check_target, resolve_loss
 from ._pd import grid_option
-from ._plans import at_values
-from ._reducers import Itemwise, LossSums
+from ._setup import prepare
 
 __all__ = ["PartialImportance", "partial_importance"]
 
@@ -128,7 +140,7 @@ class PartialImportance:
         x = np.asarray(self.grid_values, np.float64) if numeric else np.arange(
             len(self.grid_values))
         if self.ici is not None:
-            from ._plots import ice_rows
+            from ..results import ice_rows
 
             rows = ice_rows(self.ici.shape[0], max_curves)
             ax.plot(x, self.ici[rows, :, j].T, color="0.6", lw=0.5, alpha=0.4)

@@ -13,8 +13,8 @@ Following Gerstorfer, Krieg & Hahn-Klimroth (2023), for every feature at once:
   values push the prediction up;
 - ``"atr"``, ``"rtr"``: the absolute and relative transversal rates of a tree ensemble (split by
   split, is the average target right of the threshold above the one left of it?), read from
-  the fitted trees by ``jaximp._trees.transversal_rates``. They are left out when that
-  function is not available or the model is not a scikit-learn tree ensemble.
+  the fitted trees by :func:`jaximp.transversal_rates`. They are left out when that function
+  is not available or the model is not a scikit-learn tree ensemble.
 
 Bootstrap, as the authors (mean and sd over 100 fits on 70 % subsets): ``n_bootstrap`` subsets
 of ``subsample * n`` rows drawn without replacement. With ``fit`` the model is refitted on each
@@ -36,11 +36,10 @@ import pandas as pd
 
 from jaximp.kernels import _decorrelation as K
 
-from ._common import as_key
-from ._details import TrendsDetails
-from ._edge import check_n_bootstrap, numeric_matrix
+from ..data import check_n_bootstrap, numeric_matrix
+from ..engine import as_key, key_bits, rng_stream
+from ..results import TrendsDetails
 from ._loss import check_target
-from ._rng import key_bits, rng_stream
 
 __all__ = ["Trends", "trends"]
 
@@ -58,7 +57,7 @@ class Trends:
     ----------
     feature_names : tuple of str, length p
     estimators : tuple of str, length e
-        The estimators computed, in the order of ``jaximp._trends.ESTIMATORS``.
+        The estimators computed, in the order of ``jaximp.methods._trends.ESTIMATORS``.
     values : ndarray of shape (e, p)
         Estimates on all rows.
     values_std : ndarray of shape (e, p) or None
@@ -112,7 +111,7 @@ class Trends:
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile intervals over the bootstrap subsets, shape (2, e, p)."""
-        from ._results import interval_probabilities
+        from ..results import interval_probabilities
 
         if self.replicates is None:
             raise ValueError("these trends have no bootstrap subsets; rerun with n_bootstrap "
@@ -122,7 +121,7 @@ class Trends:
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over the bootstrap subsets, shape (e, p); ``ddof=0`` equals
         ``values_std``, ``ddof=1`` is R's ``sd()``."""
-        from ._results import replicate_std
+        from ..results import replicate_std
 
         return replicate_std(self.replicates, ddof, "trends")
 
@@ -213,7 +212,7 @@ def _shapley_of(model, X, shapley, background, n, p, output):
         try:
             from ._shapley import shapley_values
         except ImportError as err:
-            raise _Unavailable("jaximp._shapley.shapley_values is not available") from err
+            raise _Unavailable("jaximp.shapley_values is not available") from err
         return _shapley_array(shapley_values(model, X, background=background), n, p, output)
     if callable(shapley) and not hasattr(shapley, "values"):
         return _shapley_array(shapley(model, X), n, p, output)
@@ -224,9 +223,9 @@ def _transversal_rates(model, p):
     if model is None:
         raise _Unavailable("no model was given (model=None and no fit)")
     try:
-        from ._trees import transversal_rates
+        from ._tree_stats import transversal_rates
     except ImportError as err:
-        raise _Unavailable("jaximp._trees.transversal_rates is not available") from err
+        raise _Unavailable("jaximp.transversal_rates is not available") from err
     try:
         rates = transversal_rates(model)
     except TypeError as err:
@@ -253,7 +252,7 @@ def trends(
     """Trend of every feature: Pearson, Spearman, the linear-model coefficient, Shapley trends
     and transversal rates (Gerstorfer, Krieg & Hahn-Klimroth 2023).
 
-    See :mod:`jaximp._trends` for the definitions. The linear coefficient is the trend
+    See :mod:`jaximp.methods._trends` for the definitions. The linear coefficient is the trend
     practitioners often read off a linear model; it can have the wrong sign when features are
     correlated and the relation is not linear, where in the authors' experiments the Shapley
     trends of a forest and its transversal rates kept the sign of the marginal relation.

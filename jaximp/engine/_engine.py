@@ -1,7 +1,7 @@
 """The one evaluation engine behind every model-based method: a plan plus a reducer.
 
-A :class:`~jaximp._plans.Plan` says which modified copies of the data to evaluate (items); a
-:class:`~jaximp._reducers.Reducer` says what to keep of the predictions. The engine owns the
+A :class:`~jaximp.Plan` says which modified copies of the data to evaluate (items); a
+:class:`~jaximp.Reducer` says what to keep of the predictions. The engine owns the
 rest, once: the chunk plan (items x rows per jitted call, cache-sized blocks inside it) that
 keeps the whole call within ``memory_budget`` plus the result, ``jit`` with the model's
 parameters as arguments (one compiled chunk serves every chunk, every model of the same
@@ -29,9 +29,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaximp.kernels import _streams
 
+from ..data import Dataset, as_dataset
+from ..models import Predictor
 from . import _distributed
-from ._data import Dataset, as_dataset
-from ._model import Predictor
 from ._plans import Plan, at_values
 from ._reducers import Keep, Reducer
 
@@ -293,9 +293,9 @@ def evaluate(
         The data (:func:`jaximp.as_dataset`); host models get their batches built from the
         user's own data it holds.
     plan : Plan
-        What to evaluate: see :mod:`jaximp._plans`.
+        What to evaluate: see :mod:`jaximp.engine._plans`.
     reducer : Reducer
-        What to keep: see :mod:`jaximp._reducers`.
+        What to keep: see :mod:`jaximp.engine._reducers`.
     memory_budget : int, optional
         Bytes the whole call may use beyond its result and the data (default
         :func:`default_memory_budget`). Results (kept predictions, replicate matrices) that
@@ -639,7 +639,7 @@ _host_indices = jax.jit(_source_index, static_argnums=0)
 
 
 def _run_host(predictor, data, plan, reducer, budget, progress, label):
-    from ._host import HostData, call_host
+    from ..models import HostData, call_host
 
     X = data.X
     n, c = X.shape

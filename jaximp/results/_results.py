@@ -8,8 +8,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data import output_index
+from ._plots import plot_importance, plot_interaction
+
 __all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "interval_probabilities",
-           "mean_and_std", "output_index", "replicate_std"]
+           "mean_and_std", "replicate_std"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -141,8 +144,6 @@ class FeatureImportance:
         Signed results (e.g. Olden's) are ranked by magnitude and coloured by sign (negative
         red), with a line at zero. :func:`jaximp.plot_importances` compares several methods.
         """
-        from ._plots import plot_importance
-
         return plot_importance(self, output=output, ax=ax, top=top, style=style, errors=errors)
 
 
@@ -291,8 +292,6 @@ class FeatureInteraction:
 
         Returns the Axes.
         """
-        from ._plots import plot_interaction
-
         return plot_interaction(self, output=output, ax=ax, top=top, kind=kind, errors=errors)
 
     def _take(self, index: np.ndarray) -> "FeatureInteraction":
@@ -360,15 +359,3 @@ def _short_repr(result, size: str, values, names, replicates) -> str:
 def check_k(k) -> None:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive int (how many to list); got {k!r}.")
-
-
-def output_index(output_names: Sequence[str], output: int | str) -> int:
-    if isinstance(output, str):
-        if output not in output_names:
-            raise ValueError(f"output must be one of {list(output_names)}; got {output!r}.")
-        return list(output_names).index(output)
-    if not -len(output_names) <= output < len(output_names):
-        raise ValueError(
-            f"output must be an index below {len(output_names)} or an output name; got {output}."
-        )
-    return int(output) % len(output_names)

@@ -5,104 +5,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Predictor", "as_predictor", "combine_outputs", "stable_apply", "as_2d_float32",
-           "compute_dtype", "x64_enabled"]
+from ._predictor import Predictor, compute_dtype, stable_apply
 
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Predictor:
-    """A model as a pure function of a float matrix.
-
-    Attributes
-    ----------
-    apply : callable
-        ``apply(params, X: (m, c) float32) -> (m, o) float32``; traceable by ``jax.jit`` (host
-        models go through ``jax.pure_callback``). The same function object is reused for the
-        same model (or the same Flax graph), so compiled evaluations are cached across calls.
-    params : pytree
-        The model's arrays, passed to ``apply`` as traced arguments, not baked-in constants.
-    n_outputs : int
-        Number of outputs ``o``.
-    output_names : tuple of str
-        One name per output (class labels for classifiers).
-    name : str
-        Description of the wrapped model, used in error messages.
-    host : bool
-        True when predictions run on the host (NumPy / scikit-learn models): the engine then
-        calls ``host_fn`` on batches built on the host in the user's own types (a DataFrame
-        stays a DataFrame, float64 stays float64) and reduces in float64.
-    host_fn : callable or None
-        The host model's prediction function (``predict`` or ``predict_proba``).
-    dtype : numpy dtype
-        The float dtype the model computes in: float64 when ``jax_enable_x64`` is on and a
-        floating parameter is float64 (JAX would promote the computation to float64), else
-        float32. A JAX model without floating parameters (a plain function or closure)
-        follows the input: float64 under x64, float32 otherwise. A host model is float64
-        (NumPy's default). ``apply`` returns float32, except the array form of tree
-        ensembles under x64, which returns float64 so that it equals scikit-learn's float64
-        predictions.
-    """
-
-    apply: Callable[[Any, jax.Array], jax.Array]
-    params: Any
-    n_outputs: int
-    output_names: tuple[str, ...]
-    name: str
-    host: bool = False
-    dtype: np.dtype = np.dtype(np.float32)
-    host_fn: Callable | None = None
-
-    def __call__(self, X) -> jax.Array:
-        return self.apply(self.params, X)
-
-
-_APPLY_CACHE: "collections.OrderedDict" = collections.OrderedDict()
-_APPLY_CACHE_SIZE = 64
-
-
-def stable_apply(key, make: Callable[[], Callable]) -> Callable:
-    """One ``apply`` function per model key (LRU of 64), so jit caches keyed on it are reused.
-
-    Unhashable keys are cached by identity; the entry holds the key, so the identity stays
-    valid while cached.
-    """
-    try:
-        hash(key)
-        cache_key = ("value", key)
-    except TypeError:
-        cache_key = ("id", id(key))
-    if cache_key in _APPLY_CACHE:
-        _APPLY_CACHE.move_to_end(cache_key)
-        return _APPLY_CACHE[cache_key][1]
-    apply = make()
-    _APPLY_CACHE[cache_key] = (key, apply)
-    if len(_APPLY_CACHE) > _APPLY_CACHE_SIZE:
-        _APPLY_CACHE.popitem(last=False)
-    return apply
-
-
-def x64_enabled() -> bool:
-    """Whether float64 arrays stay float64 (``jax_enable_x64``, also inside ``jax.enable_x64``)."""
-    return jax.dtypes.canonicalize_dtype(np.float64) == np.float64
-
-
-def compute_dtype(params) -> np.dtype:
-    """float64 if x64 is on and a floating leaf of ``params`` is float64 (or there is none)."""
-    if not x64_enabled():
-        return np.dtype(np.float32)
-    floating = [
-        np.dtype(leaf.dtype) for leaf in jax.tree_util.tree_leaves(params)
-        if hasattr(leaf, "dtype") and np.issubdtype(leaf.dtype, np.floating)
-    ]
-    if floating and all(dtype != np.float64 for dtype in floating):
-        return np.dtype(np.float32)
-    return np.dtype(np.float64)
+__all__ = ["as_2d_float32", "as_predictor", "combine_outputs", "gradient_predictor"]
 
 
 def _is_array(leaf) -> bool:
@@ -570,3 +481,39 @@ def combine_outputs(model, weights="mean", *, name: str | None = None, **options
         predictor, apply=stable_apply(("combine", inner), make_apply),
         params=(predictor.params, np.asarray(w, predictor.dtype)), n_outputs=1,
         output_names=(name or label,), name=f"{label}({predictor.name})", host_fn=host_fn)
+
+
+def gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int) -> Predictor:
+    """The model's partial derivatives along ``columns`` as a predictor with ``F * o``
+    outputs (feature-major): forward mode (one ``jvp`` per column) when there are no more
+    columns than outputs, else reverse mode (one ``vjp`` per output). Rows must be predicted
+    independently of each other, as every method here assumes."""
+    o = predictor.n_outputs
+    mode = "forward" if len(columns) <= o else "reverse"
+    directions = np.zeros((len(columns), n_columns), np.float32)
+    directions[np.arange(len(columns)), columns] = 1.0
+
+    def make():
+        def apply_gradient(params, X):
+            base, dirs = params
+            fn = lambda Z: predictor.apply(base, Z)  # noqa: E731
+            dirs = dirs.astype(X.dtype)
+            if mode == "forward":
+                tangents = jax.vmap(lambda d: jax.jvp(
+                    fn, (X,), (jnp.broadcast_to(d, X.shape),))[1])(dirs)  # (F, m, o)
+                out = jnp.transpose(tangents, (1, 0, 2))
+            else:
+                value, pullback = jax.vjp(fn, X)
+                basis = jnp.eye(value.shape[1], dtype=value.dtype)[:, None, :]
+                grads = jax.vmap(lambda ct: pullback(jnp.broadcast_to(ct, value.shape))[0])(
+                    basis)  # (o, m, c)
+                out = jnp.einsum("kmc,fc->mfk", grads, dirs, precision="highest")
+            return out.reshape(X.shape[0], -1).astype(jnp.float32)
+
+        return apply_gradient
+
+    apply = stable_apply(("ale-gradient", mode, predictor.apply), make)
+    names = tuple(f"d{j}/{name}" for j in columns for name in predictor.output_names)
+    return dataclasses.replace(
+        predictor, apply=apply, params=(predictor.params, jnp.asarray(directions)),
+        n_outputs=len(columns) * o, output_names=names, name=f"gradient of {predictor.name}")

@@ -35,15 +35,19 @@ import numpy as np
 
 from jaximp.kernels import _decorrelation as K
 
-from ._common import as_key, check_bool, check_choice, check_int
-from ._details import DecorrelationDetails
-from ._engine import ProgressMeter, predict_rows
-from ._edge import numeric_matrix
+from ..data import check_bool, check_choice, check_int, numeric_matrix
+from ..engine import ProgressMeter, as_key, key_bits, predict_rows, rng_stream
+from ..models import (
+    MLP,
+    as_2d_float32,
+    as_predictor,
+    fit_mlp,
+    fit_mlp_options,
+    init_mlp_params,
+    train_mlp_params,
+)
+from ..results import DecorrelationDetails, FeatureImportance
 from ._loss import check_target
-from ._mlp import MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params
-from ._model import as_2d_float32, as_predictor
-from ._results import FeatureImportance
-from ._rng import key_bits, rng_stream
 
 __all__ = ["decorrelation_importance"]
 
@@ -206,7 +210,7 @@ def _inner(importance, model, W, y, i, key, options, engine) -> float:
         # spares a compilation for every forest's node count
         values = getattr(model, "feature_importances_", None)
         if values is None:
-            from ._trees import impurity_importance
+            from ._tree_stats import impurity_importance
 
             values = impurity_importance(model).importances_mean[:, 0]
         return float(values[i])

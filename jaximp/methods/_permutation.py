@@ -16,19 +16,29 @@ from typing import Callable, Literal
 import jax
 import numpy as np
 
-from ._common import as_key, prepare
-from ._details import PermutationDetails
-from ._engine import evaluate, predict_rows
+from ..data import Choice, Int, validate_params
+from ..engine import (
+    LossSums,
+    Stacked,
+    as_key,
+    at_permuted_rows,
+    check_collapse_columns,
+    evaluate,
+    key_bits,
+    predict_rows,
+    rng_stream,
+)
+from ..results import FeatureImportance, PermutationDetails, mean_and_std
 from ._loss import (
-    LOSSES, RESPONSES, check_response, check_target, default_loss, logits_to_probabilities,
+    LOSSES,
+    RESPONSES,
+    check_response,
+    check_target,
+    default_loss,
+    logits_to_probabilities,
     resolve_loss,
 )
-from ._params import Choice, Int, validate_params
-from ._plans import at_permuted_rows
-from ._precision import check_collapse_columns
-from ._reducers import LossSums, Stacked
-from ._results import FeatureImportance, mean_and_std
-from ._rng import key_bits, rng_stream
+from ._setup import prepare
 
 __all__ = ["LOSSES", "permutation_importance"]
 

@@ -1,6 +1,6 @@
 """Leave-one-covariate-out importance (Lei et al. 2018).
 
-Two variants share the loss machinery of :mod:`jaximp._permutation`:
+Two variants share the loss machinery of :mod:`jaximp.methods._permutation`:
 
 - replacement (no refit): feature ``j``'s columns are set to their mean, median or zero in every
   row; one engine call evaluates the baseline and every feature as items;
@@ -25,21 +25,29 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._common import as_key, prepare
-from ._data import Dataset, Feature, as_dataset
-from ._details import LocoDetails
-from ._engine import evaluate, predict_rows
-from ._mlp import (
-    ACTIVATIONS, MLP, fit_mlp, fit_mlp_options, init_mlp_params, train_mlp_params,
+from ..data import Choice, Dataset, Feature, Flag, as_dataset, validate_params
+from ..engine import as_key, at_values, evaluate, predict_rows
+from ..models import (
+    ACTIVATIONS,
+    MLP,
+    as_2d_float32,
+    as_predictor,
+    fit_mlp,
+    fit_mlp_options,
+    init_mlp_params,
+    train_mlp_params,
 )
-from ._model import as_2d_float32, as_predictor
+from ..results import FeatureImportance, LocoDetails
 from ._loss import (
-    RESPONSES, check_response, check_target, default_loss, logits_to_probabilities,
-    probabilities, resolve_loss,
+    RESPONSES,
+    check_response,
+    check_target,
+    default_loss,
+    logits_to_probabilities,
+    probabilities,
+    resolve_loss,
 )
-from ._params import Choice, Flag, validate_params
-from ._plans import at_values
-from ._results import FeatureImportance
+from ._setup import prepare
 
 __all__ = ["loco_importance"]
 

@@ -2,7 +2,7 @@
 
 A scikit-learn estimator or ``Pipeline`` is fitted on the user's data (a NumPy array or a pandas
 DataFrame with its column names and dtypes); it must be called on batches of the same kind. The
-engine works on the float64 matrix of :func:`jaximp._data.as_dataset`; :class:`HostData` turns
+engine works on the float64 matrix of :func:`jaximp.as_dataset`; :class:`HostData` turns
 "rows of the data with some columns replaced by float64 values" back into the user's type,
 column-wise and without per-row Python loops.
 """
@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ._data import Dataset, is_text
+from ..data import Dataset, is_text
 
 __all__ = ["HostData", "probe_rows", "call_host"]
 
@@ -129,7 +129,7 @@ class HostData:
     Examples
     --------
     >>> import pandas as pd
-    >>> from jaximp._data import as_dataset
+    >>> from jaximp import as_dataset
     >>> df = pd.DataFrame({"a": [1, 2, 3], "c": pd.Categorical(["x", "y", "x"])})
     >>> host = HostData(df, as_dataset(df))
     >>> b = host.batch(np.array([2, 0]), np.array([[7.0, 1.0], [8.0, 1.0]]), [1])

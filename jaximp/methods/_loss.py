@@ -2,8 +2,8 @@
 
 :func:`resolve_loss` checks a loss (a name in :data:`LOSSES` or a callable) against the targets
 and the model's outputs; :meth:`LossSpec.reducer` gives the engine a streaming reducer for it:
-weighted sums over rows for losses that decompose (:class:`jaximp._reducers.LossSums`), whole
-items group by group for AUC and user callables.
+weighted sums over rows for losses that decompose (:class:`jaximp.LossSums`), whole items
+group by group for AUC and user callables.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 
 from jaximp.kernels import _losses
 
-from ._common import select_outputs
-from ._model import Predictor
-from ._reducers import ROW_LOSSES, Itemwise, LossSums
+from ..data import select_outputs
+from ..engine import ROW_LOSSES, Itemwise, LossSums
+from ..models import Predictor
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "default_loss", "logits_to_probabilities", "probabilities",
@@ -261,7 +261,7 @@ def probabilities(logits, xp=np):
 
 def logits_to_probabilities(predictor: Predictor) -> Predictor:
     """The model followed by :func:`probabilities` (one compiled function per model)."""
-    from ._model import stable_apply
+    from ..models import stable_apply
 
     def make_apply():
         def apply_probabilities(params, X):

@@ -18,16 +18,19 @@ from typing import Literal
 import jax
 import numpy as np
 
-from ._common import as_key, prepare, select_outputs
-from ._data import Dataset, Feature
-from ._details import SensitivityDetails
-from ._engine import evaluate
+from ..data import Choice, Dataset, Feature, Int, select_outputs, validate_params
+from ..engine import (
+    Spread,
+    as_key,
+    at_drawn_rows,
+    at_values,
+    evaluate,
+    key_bits,
+    rng_stream,
+)
+from ..results import FeatureImportance, SensitivityDetails
 from ._loss import check_target
-from ._params import Choice, Int, validate_params
-from ._plans import at_drawn_rows, at_values
-from ._reducers import Spread
-from ._results import FeatureImportance
-from ._rng import key_bits, rng_stream
+from ._setup import prepare
 
 __all__ = ["sensitivity_importance"]
 

@@ -3,12 +3,12 @@ gradient, and the ALE-based importance and interaction strength.
 
 ALE is one engine plan with per-row replacement values: every row is evaluated at the lower and
 the upper edge of the bin it falls in (``at_coded_values``: the table holds the edges, the row's
-code picks them), and a reducer sums the differences per bin (:class:`_PairSums`). A feature
+code picks them), and a reducer sums the differences per bin (:class:`PairSums`). A feature
 costs 2 model calls per row, a pair 4, whatever the number of bins; all features of a call go to
 the engine together. Bootstrap replicates are further weightings of the same per-row differences
 inside the reducer, so the bands cost no extra model call. Derivative ALE evaluates the model's
 gradient at the rows through the same engine (a derived predictor whose outputs are partial
-derivatives) and groups it per bin (:class:`_GradientSums`).
+derivatives) and groups it per bin (:class:`GradientSums`).
 """
 
 from __future__ import annotations
@@ -16,534 +16,42 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._details import ALECurveDetails, ALEDetails
-from ._params import Choice, Flag, Replicates, validate_params
-from ._common import as_key, check_bool, check_int, prepare, select_outputs
-from ._data import Dataset, Feature
-from ._edge import check_n_bootstrap, replicate_weights, resolve_pairs, row_weights, summaries
-from ._engine import evaluate
-from ._model import Predictor, stable_apply
-from ._plans import at_coded_values, at_values
-from ._reducers import Reducer
-from ._results import FeatureImportance, FeatureInteraction
-
-__all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction",
-           "gradient_predictor"]
-
-_RUG_POINTS = 500
-_CENTRINGS = ("rows", "bins")
-
-
-# ---------------------------------------------------------------------------------------------
-# Reducers.
-# ---------------------------------------------------------------------------------------------
-
-
-def _group_sums(values, codes, n_groups: int, xp):
-    """Sums per group: values (k, n, m), codes (k, n) in 0..n_groups-1 -> (k, n_groups, m).
-    A scatter-add, so memory stays O(n m) whatever the number of groups."""
-    if xp is np:
-        out = np.zeros((values.shape[0], n_groups, values.shape[2]))
-        for j in range(values.shape[0]):
-            np.add.at(out[j], codes[j], values[j])
-        return out
-    return jax.vmap(lambda v, c: jax.ops.segment_sum(v, c, n_groups))(values, codes)
-
-
-def _weighted_group_sums(values, codes, w, n_groups: int, xp):
-    """values (k, o, n), codes (k, n), weights w (n, r) -> (k, r, n_groups, o + 1): per
-    weighting, the weighted sums of each group and (last column) its total weight."""
-    k, o, n = values.shape
-    r = w.shape[1]
-    terms = xp.concatenate([xp.moveaxis(values, 1, 2)[:, :, None, :] * w[None, :, :, None],
-                            xp.broadcast_to(w[None, :, :, None], (k, n, r, 1))], axis=-1)
-    sums = _group_sums(terms.reshape(k, n, r * (o + 1)), codes, n_groups, xp)
-    return xp.moveaxis(sums.reshape(k, n_groups, r, o + 1), 2, 1)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _PairSums(Reducer):
-    """Items come in pairs (lower, upper); per pair, the weighted sums over the rows of each
-    group of ``upper - lower`` and the group's total weight, for every weighting.
-
-    Row ``i`` of pair ``k`` is in group ``row_codes[item_code[2k], i]``. Partial per pair:
-    (r, n_groups, o + 1), the last column the weights.
-    """
-
-    row_codes: np.ndarray  # (q, n)
-    item_code: np.ndarray  # (b,)
-    n_groups: int
-    weights: np.ndarray  # (r, n)
-    group = 2
-
-    def row_arrays(self):
-        return {"w": np.ascontiguousarray(self.weights.T, dtype=np.float32),
-                "codes": np.ascontiguousarray(self.row_codes.T, dtype=np.int32)}
-
-    def consts(self):
-        return {"item_code": np.asarray(self.item_code, np.int32)}
-
-    def key(self):
-        return ("ale-pairs", self.n_groups)
-
-    def partial_shape(self, n_outputs):
-        return (self.weights.shape[0], self.n_groups, n_outputs + 1)
-
-    def partial(self, preds, rows, valid, items, consts, xp):
-        diff = preds[1::2] - preds[0::2]  # (pairs, o, n)
-        codes = rows["codes"][:, consts["item_code"][items[::2]]].T  # (pairs, n)
-        w = rows["w"].astype(preds.dtype) * valid[:, None]  # (n, r)
-        return _weighted_group_sums(diff, codes, w, self.n_groups, xp)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _GradientSums(Reducer):
-    """One item whose ``F * o`` outputs are partial derivatives (feature-major); per feature
-    ``f``, the weighted sums over the rows of each bin ``row_codes[f, i]`` and the bin's
-    weight, for every weighting. Partial: (F, r, n_groups, o + 1)."""
-
-    row_codes: np.ndarray  # (F, n)
-    n_groups: int
-    weights: np.ndarray  # (r, n)
-
-    def row_arrays(self):
-        return {"w": np.ascontiguousarray(self.weights.T, dtype=np.float32),
-                "codes": np.ascontiguousarray(self.row_codes.T, dtype=np.int32)}
-
-    def key(self):
-        return ("ale-gradient", self.n_groups, self.row_codes.shape[0])
-
-    def partial_shape(self, n_outputs):
-        n_features = self.row_codes.shape[0]
-        return (n_features, self.weights.shape[0], self.n_groups,
-                n_outputs // n_features + 1)
-
-    def partial(self, preds, rows, valid, items, consts, xp):
-        ib, width, n = preds.shape
-        n_features = self.row_codes.shape[0]
-        grads = preds.reshape(ib * n_features, width // n_features, n)
-        codes = xp.broadcast_to(rows["codes"].T[None], (ib, n_features, n)).reshape(-1, n)
-        w = rows["w"].astype(preds.dtype) * valid[:, None]
-        sums = _weighted_group_sums(grads, codes, w, self.n_groups, xp)
-        return sums.reshape(ib, n_features, *sums.shape[1:])
-
-
-def gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int) -> Predictor:
-    """The model's partial derivatives along ``columns`` as a predictor with ``F * o``
-    outputs (feature-major): forward mode (one ``jvp`` per column) when there are no more
-    columns than outputs, else reverse mode (one ``vjp`` per output). Rows must be predicted
-    independently of each other, as every method here assumes."""
-    o = predictor.n_outputs
-    mode = "forward" if len(columns) <= o else "reverse"
-    directions = np.zeros((len(columns), n_columns), np.float32)
-    directions[np.arange(len(columns)), columns] = 1.0
-
-    def make():
-        def apply_gradient(params, X):
-            base, dirs = params
-            fn = lambda Z: predictor.apply(base, Z)  # noqa: E731
-            dirs = dirs.astype(X.dtype)
-            if mode == "forward":
-                tangents = jax.vmap(lambda d: jax.jvp(
-                    fn, (X,), (jnp.broadcast_to(d, X.shape),))[1])(dirs)  # (F, m, o)
-                out = jnp.transpose(tangents, (1, 0, 2))
-            else:
-                value, pullback = jax.vjp(fn, X)
-                basis = jnp.eye(value.shape[1], dtype=value.dtype)[:, None, :]
-                grads = jax.vmap(lambda ct: pullback(jnp.broadcast_to(ct, value.shape))[0])(
-                    basis)  # (o, m, c)
-                out = jnp.einsum("kmc,fc->mfk", grads, dirs, precision="highest")
-            return out.reshape(X.shape[0], -1).astype(jnp.float32)
-
-        return apply_gradient
-
-    apply = stable_apply(("ale-gradient", mode, predictor.apply), make)
-    names = tuple(f"d{j}/{name}" for j in columns for name in predictor.output_names)
-    return dataclasses.replace(
-        predictor, apply=apply, params=(predictor.params, jnp.asarray(directions)),
-        n_outputs=len(columns) * o, output_names=names, name=f"gradient of {predictor.name}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Bins and level orders.
-# ---------------------------------------------------------------------------------------------
-
-
-def _weighted_quantiles_type1(x: np.ndarray, w: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Inverse of the weighted empirical CDF (R's ``quantile(type = 1)`` for equal weights):
-    the smallest value whose cumulative weight share reaches each probability."""
-    if np.all(w == w[0]):  # equal weights: order statistics, no full sort
-        ranks = np.ceil(x.size * probs * (1 - 1e-12)).astype(np.int64) - 1
-        ranks = np.clip(ranks, 0, x.size - 1)
-        return np.partition(x, np.unique(ranks))[ranks]
-    order = np.argsort(x, kind="stable")
-    share = np.cumsum(w[order])
-    share = share / share[-1]
-    index = np.searchsorted(share, probs * (1 - 1e-12), side="left")
-    return x[order][np.minimum(index, x.size - 1)]
-
-
-def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
-    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        quantiles = _weighted_quantiles_type1(x, w, np.arange(1, bins + 1) / bins)
-        edges = np.unique(np.concatenate([[x.min()], quantiles, [x.max()]]))
-        if edges.size < 2:
-            raise ValueError(
-                f"feature {name!r} has a single distinct value ({x[0]:g}); its accumulated "
-                "local effect is undefined. Drop the feature."
-            )
-        return edges
-    edges = np.asarray(bins, dtype=np.float64)
-    if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)) or np.any(
-            np.diff(edges) <= 0):
-        raise ValueError(
-            f"bins for feature {name!r} must be an int >= 1 or a 1-D strictly increasing array "
-            f"of at least 2 finite bin edges; got {bins!r:.80}."
-        )
-    if edges[0] > x.min() or edges[-1] < x.max():
-        raise ValueError(
-            f"the bin edges of feature {name!r} must cover the data, [{x.min():g}, "
-            f"{x.max():g}]; got [{edges[0]:g}, {edges[-1]:g}]. Extend the first and last edge."
-        )
-    return edges
-
-
-def _bin_codes(x: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bin ``k`` (0-based) holds ``edges[k] < x <= edges[k + 1]``, the first bin also
-    ``x == edges[0]``; and each row's position in its bin (0 at the lower edge, 1 at the
-    upper)."""
-    codes = np.clip(np.searchsorted(edges, x, side="left") - 1, 0, edges.size - 2)
-    lower, upper = edges[codes], edges[codes + 1]
-    return codes.astype(np.int32), np.clip((x - lower) / (upper - lower), 0.0, 1.0)
-
-
-def _level_positions(dataset: Dataset, feat: Feature) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Each row's level index, the table rows (levels, columns) and the level labels."""
-    block = dataset.X[:, list(feat.columns)]
-    if feat.kind == "onehot":
-        present, positions = np.unique(np.argmax(block, axis=1), return_inverse=True)
-        table = np.eye(len(feat.columns))[present]
-        labels = tuple(feat.levels[i] for i in present)
-    else:
-        values, positions = np.unique(block[:, 0], return_inverse=True)
-        table = values[:, None]
-        if feat.levels is None:
-            labels = tuple(values.tolist())
-        elif len(feat.levels) == values.size:
-            labels = tuple(feat.levels)
-        else:  # pandas categories: the codes index the declared levels, some unobserved
-            labels = tuple(feat.levels[int(v)] for v in values)
-    if table.shape[0] < 2:
-        raise ValueError(
-            f"categorical feature {feat.name!r} has a single level in the data; its "
-            "accumulated local effect is undefined. Drop the feature."
-        )
-    return positions.astype(np.int32), table, labels
-
-
-def _ecdfs(column: np.ndarray, positions: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
-    """Weighted empirical CDF of ``column`` within each of ``k`` levels, at its distinct
-    values: (k, u)."""
-    values, index = np.unique(column, return_inverse=True)
-    out = np.zeros((k, values.size))
-    for level in range(k):
-        rows = positions == level
-        out[level] = np.cumsum(np.bincount(index[rows], w[rows], values.size))
-        out[level] /= max(out[level, -1], 1e-300)
-    return out
-
-
-def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
-                 w: np.ndarray) -> np.ndarray:
-    """The order of a categorical feature's levels by the similarity of the other features
-    (iml's rule): the distance of two levels is the sum, over the other features, of the
-    Kolmogorov-Smirnov distance of a numeric feature's distribution among the rows of each
-    level, or the total variation distance of a categorical feature's level frequencies;
-    the levels are then ordered along the first axis of classical multidimensional scaling."""
-    k = int(positions.max()) + 1
-    if k <= 2:
-        return np.arange(k)
-    distance = np.zeros((k, k))
-    for other in dataset.features:
-        if other.name == feat.name:
-            continue
-        if other.is_categorical:
-            codes = _level_positions(dataset, other)[0]
-            freq = np.stack([np.bincount(codes[positions == a], w[positions == a],
-                                         codes.max() + 1) for a in range(k)])
-            freq /= np.maximum(freq.sum(axis=1, keepdims=True), 1e-300)
-            distance += 0.5 * np.abs(freq[:, None] - freq[None]).sum(axis=-1)
-            continue
-        for column in other.columns:
-            cdf = _ecdfs(dataset.X[:, column], positions, w, k)
-            for a in range(k):
-                distance[a] += np.abs(cdf[a][None] - cdf).max(axis=1)
-    centring = np.eye(k) - 1.0 / k
-    gram = -0.5 * centring @ (distance ** 2) @ centring
-    _, vectors = np.linalg.eigh(gram)
-    axis = vectors[:, -1]
-    if axis[0] > axis[-1]:  # orient: the data's first level to the left of its last
-        axis = -axis
-    return np.argsort(axis, kind="stable")
-
-
-# ---------------------------------------------------------------------------------------------
-# Specifications of what one call evaluates.
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Spec:
-    """One ALE to compute: a numeric feature, a categorical feature or a numeric pair."""
-
-    kind: str  # "numeric" | "categorical" | "pair"
-    features: tuple[Feature, ...]
-    edges: tuple[np.ndarray, ...] = ()  # numeric: bin edges per feature
-    codes: tuple[np.ndarray, ...] = ()  # bin (or ordered level) of each row, per feature
-    within: tuple[np.ndarray, ...] = ()  # position in the bin, per feature
-    labels: tuple = ()  # categorical: level labels in ALE order
-    table: np.ndarray | None = None  # categorical: the levels' column values in ALE order
-
-    @property
-    def n_bins(self) -> tuple[int, ...]:
-        if self.kind == "categorical":
-            return (len(self.labels),)
-        return tuple(e.size - 1 for e in self.edges)
-
-
-def _numeric_spec(dataset, feat, bins, w):
-    if feat.is_categorical or len(feat.columns) != 1:
-        raise ValueError(
-            f"feature {feat.name!r} is {'categorical' if feat.is_categorical else 'a group'}; "
-            "a second-order ALE needs two numeric single-column features."
-        )
-    x = dataset.X[:, feat.columns[0]]
-    edges = _numeric_edges(x, w, bins, feat.name)
-    codes, within = _bin_codes(x, edges)
-    return edges, codes, within
-
-
-def _make_spec(dataset: Dataset, feats, bins, w) -> _Spec:
-    if len(feats) == 2:
-        parts = [_numeric_spec(dataset, f, b, w) for f, b in zip(feats, bins)]
-        return _Spec("pair", tuple(feats), *map(tuple, zip(*parts)))
-    (feat,) = feats
-    if feat.is_categorical:
-        if not (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool)):
-            raise ValueError(
-                f"feature {feat.name!r} is categorical: its bins are its levels; give bins as an "
-                f"int (ignored for it), not edges; got {bins!r:.60}."
-            )
-        positions, table, labels = _level_positions(dataset, feat)
-        order = _level_order(dataset, feat, positions, w)
-        rank = np.argsort(order)
-        return _Spec("categorical", (feat,), codes=(rank[positions].astype(np.int32),),
-                     within=(np.zeros(dataset.n_rows),),
-                     labels=tuple(labels[i] for i in order), table=table[order])
-    if len(feat.columns) != 1:
-        raise ValueError(
-            f"feature {feat.name!r} is a group of {len(feat.columns)} columns that is not "
-            "one-hot; ALE needs a numeric column, a categorical column or a one-hot block."
-        )
-    edges, codes, within = _numeric_spec(dataset, feat, bins, w)
-    return _Spec("numeric", (feat,), (edges,), (codes,), (within,))
-
-
-class _PlanBuilder:
-    """Collects the table rows, masks, per-row codes and item pairs of several specs."""
-
-    def __init__(self, c: int):
-        self.c = c
-        self.tables, self.masks, self.plan_codes, self.group_codes = [], [], [], []
-        self.item_mask, self.item_code, self.item_offset, self.item_group = [], [], [], []
-        self.n_table = 0
-
-    def code(self, store: list, values) -> int:
-        store.append(np.asarray(values, np.int32))
-        return len(store) - 1
-
-    def add(self, spec: _Spec) -> list[int]:
-        """Add a spec's items; returns the indices of its pairs."""
-        mask = np.zeros(self.c, bool)
-        for f in spec.features:
-            mask[list(f.columns)] = True
-        self.masks.append(mask)
-        m = len(self.masks) - 1
-        base = self.n_table
-        if spec.kind == "numeric":
-            (f,), (edges,), (codes,) = spec.features, spec.edges, spec.codes
-            table = np.zeros((edges.size, self.c))
-            table[:, f.columns[0]] = edges
-            c = self.code(self.plan_codes, codes)
-            g = self.code(self.group_codes, codes)
-            pairs = [((c, base), (c, base + 1), g)]
-        elif spec.kind == "categorical":
-            (f,), (pos,) = spec.features, spec.codes
-            k = len(spec.labels)
-            table = np.zeros((k, self.c))
-            table[:, list(f.columns)] = spec.table
-            own = self.code(self.plan_codes, pos)
-            up = self.code(self.plan_codes, np.minimum(pos + 1, k - 1))
-            down = self.code(self.plan_codes, np.maximum(pos - 1, 0))
-            # step s joins levels s and s + 1; group k - 1 collects rows without that step
-            forward = self.code(self.group_codes, np.where(pos < k - 1, pos, k - 1))
-            backward = self.code(self.group_codes, np.where(pos > 0, pos - 1, k - 1))
-            pairs = [((own, base), (up, base), forward), ((down, base), (own, base), backward)]
-        else:
-            (f1, f2), (e1, e2), (c1, c2) = spec.features, spec.edges, spec.codes
-            k2 = e2.size
-            grid1, grid2 = np.meshgrid(e1, e2, indexing="ij")
-            table = np.zeros((e1.size * k2, self.c))
-            table[:, f1.columns[0]] = grid1.reshape(-1)
-            table[:, f2.columns[0]] = grid2.reshape(-1)
-            corner = self.code(self.plan_codes, c1 * k2 + c2)
-            cell = self.code(self.group_codes, c1 * (k2 - 1) + c2)
-            # f(1,1) - f(0,1) and f(0,0) - f(1,0): their sum is the second difference
-            pairs = [((corner, base + 1), (corner, base + k2 + 1), cell),
-                     ((corner, base + k2), (corner, base), cell)]
-        self.tables.append(table)
-        self.n_table += table.shape[0]
-        first = len(self.item_group) // 2
-        for lower, upper, group in pairs:
-            for code, offset in (lower, upper):
-                self.item_mask.append(m)
-                self.item_code.append(code)
-                self.item_offset.append(offset)
-                self.item_group.append(group)
-        return list(range(first, first + len(pairs)))
-
-    def plan(self):
-        return at_coded_values(np.stack(self.masks), self.item_mask, np.concatenate(self.tables),
-                               np.stack(self.plan_codes), self.item_code, self.item_offset)
-
-
-# ---------------------------------------------------------------------------------------------
-# Accumulation and centring (host, float64; arrays of bins, not of model evaluations).
-# ---------------------------------------------------------------------------------------------
-
-
-def _fill_empty(delta: np.ndarray, weight: np.ndarray, fallback: np.ndarray | None):
-    """Steps of empty bins: the full data's step for a replicate (``fallback``), else 0."""
-    empty = ~(weight > 0)
-    if not empty.any():
-        return delta
-    delta = np.where(empty[..., None], 0.0 if fallback is None else fallback, delta)
-    return delta
-
-
-def _interp_weights(codes, within, weights, size) -> np.ndarray:
-    """(r, size): the weight each curve point gets when the curve is linearly interpolated at
-    every row's value and averaged with ``weights`` (r, n)."""
-    out = np.empty((weights.shape[0], size))
-    for j, w in enumerate(weights):
-        out[j] = np.bincount(codes, w * (1 - within), size)
-        out[j] += np.bincount(np.minimum(codes + 1, size - 1), w * within, size)
-    return out
-
-
-def _per_row_1d(curve, codes, within):
-    """The curve (size, o) linearly interpolated at every row: (n, o)."""
-    return curve[codes] * (1 - within)[:, None] + curve[np.minimum(codes + 1,
-                                                                    len(curve) - 1)] * within[:, None]
-
-
-def _nearest_filled(delta: np.ndarray, weight: np.ndarray, spec: _Spec) -> np.ndarray:
-    """Second-order steps (k1, k2, o) of empty cells from the nearest non-empty cell, cells
-    placed at their bins' midpoints scaled to the features' ranges (as ALEPlot does)."""
-    empty = ~(weight > 0)
-    if not empty.any() or empty.all():
-        return np.where(empty[..., None], 0.0, delta)
-    mids = []
-    for e in spec.edges:
-        mids.append(((e[:-1] + e[1:]) / 2 - e[0]) / (e[-1] - e[0]))
-    g1, g2 = np.meshgrid(*mids, indexing="ij")
-    points = np.stack([g1.reshape(-1), g2.reshape(-1)], axis=1)
-    full = np.flatnonzero(~empty.reshape(-1))
-    holes = np.flatnonzero(empty.reshape(-1))
-    d2 = ((points[holes, None] - points[None, full]) ** 2).sum(-1)
-    flat = delta.reshape(-1, delta.shape[-1]).copy()
-    flat[holes] = flat[full[np.argmin(d2, axis=1)]]
-    return flat.reshape(delta.shape)
-
-
-def _first_order(spec: _Spec, delta, weight, weights, widths=None):
-    """Curves of every weighting from per-bin steps (r, k, o) and bin weights (r, k):
-    (uncentred, centred), each (r, points, o), and each replicate's per-row spread."""
-    delta = np.asarray(delta, np.float64)
-    if widths is not None:
-        delta = delta * widths[None, :, None]
-    point = _fill_empty(delta[:1], weight[:1], None)
-    delta = np.concatenate([point, _fill_empty(delta[1:], weight[1:], point)])
-    zeros = np.zeros((delta.shape[0], 1, delta.shape[2]))
-    uncentred = np.concatenate([zeros, np.cumsum(delta, axis=1)], axis=1)
-    mix = _interp_weights(spec.codes[0], spec.within[0], weights, uncentred.shape[1])
-    mean = np.einsum("rk,rko->ro", mix, uncentred) / weights.sum(axis=1)[:, None]
-    centred = uncentred - mean[:, None, :]
-    spread = np.stack([
-        np.sqrt(np.average(_per_row_1d(curve, spec.codes[0], spec.within[0]) ** 2, axis=0,
-                           weights=w)) for curve, w in zip(centred, weights)])
-    return uncentred, centred, spread
-
-
-def _per_row_2d(surface, spec: _Spec):
-    """The surface (k1 + 1, k2 + 1, o) bilinearly interpolated at every row: (n, o)."""
-    (c1, c2), (t1, t2) = spec.codes, spec.within
-    t1, t2 = t1[:, None], t2[:, None]
-    return ((1 - t1) * (1 - t2) * surface[c1, c2] + t1 * (1 - t2) * surface[c1 + 1, c2]
-            + (1 - t1) * t2 * surface[c1, c2 + 1] + t1 * t2 * surface[c1 + 1, c2 + 1])
-
-
-def _second_order(spec: _Spec, delta, weight, weights):
-    """Pure second-order surfaces (Apley & Zhu; ALEPlot's steps): the second differences
-    accumulated over both axes, minus their first-order parts, centred to weighted mean 0
-    over the rows. Returns (uncentred, centred, spread) with surfaces (r, k1+1, k2+1, o)."""
-    k1, k2 = spec.n_bins
-    r, o = delta.shape[0], delta.shape[-1]
-    delta = delta.reshape(r, k1, k2, o)
-    weight = weight.reshape(r, k1, k2)
-    out_u, out_c, spread = [], [], []
-    for j in range(r):
-        d = _nearest_filled(delta[j], weight[j], spec)
-        b = weight[j]
-        f = np.zeros((k1 + 1, k2 + 1, o))
-        f[1:, 1:] = np.cumsum(np.cumsum(d, axis=0), axis=1)
-        step1 = f[1:] - f[:-1]  # (k1, k2 + 1, o)
-        b1 = b.sum(axis=1)
-        ave1 = np.einsum("ab,abo->ao", b, (step1[:, :-1] + step1[:, 1:]) / 2)
-        ave1 = np.where(b1[:, None] > 0, ave1 / np.maximum(b1, 1e-300)[:, None], 0.0)
-        step2 = f[:, 1:] - f[:, :-1]  # (k1 + 1, k2, o)
-        b2 = b.sum(axis=0)
-        ave2 = np.einsum("ab,abo->bo", b, (step2[:-1] + step2[1:]) / 2)
-        ave2 = np.where(b2[:, None] > 0, ave2 / np.maximum(b2, 1e-300)[:, None], 0.0)
-        main1 = np.concatenate([np.zeros((1, o)), np.cumsum(ave1, axis=0)])
-        main2 = np.concatenate([np.zeros((1, o)), np.cumsum(ave2, axis=0)])
-        pure = f - main1[:, None] - main2[None]
-        rows = _per_row_2d(pure, spec)
-        mean = np.average(rows, axis=0, weights=weights[j])
-        out_u.append(pure)
-        out_c.append(pure - mean)
-        spread.append(np.sqrt(np.average((rows - mean) ** 2, axis=0, weights=weights[j])))
-    return np.stack(out_u), np.stack(out_c), np.stack(spread)
-
-
-def _bin_centred(uncentred: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """ALEPlot's, iml's and alibi's centring of numeric curves (r, k + 1, o) or surfaces
-    (r, k1 + 1, k2 + 1, o): minus the mean over bins (cells) of each bin's average of its end
-    (corner) values, weighted by the bin weights ``weight`` (r, k) or (r, k1 * k2)."""
-    if uncentred.ndim == 3:
-        ends = (uncentred[:, :-1] + uncentred[:, 1:]) / 2
-    else:
-        ends = (uncentred[:, :-1, :-1] + uncentred[:, :-1, 1:] + uncentred[:, 1:, :-1]
-                + uncentred[:, 1:, 1:]) / 4
-    b = weight.reshape(ends.shape[0], -1)  # (r, bins)
-    mean = np.einsum("rk,rko->ro", b, ends.reshape(b.shape + ends.shape[-1:]))
-    mean /= b.sum(axis=1)[:, None]
-    return uncentred - mean.reshape(mean.shape[0], *(1,) * (ends.ndim - 2), mean.shape[1])
+from ..data import (
+    Choice,
+    Dataset,
+    Flag,
+    Replicates,
+    check_bool,
+    check_int,
+    check_n_bootstrap,
+    replicate_weights,
+    resolve_pairs,
+    row_weights,
+    select_outputs,
+    summaries,
+    validate_params,
+)
+from ..engine import as_key, at_values, evaluate
+from ..models import Predictor, gradient_predictor
+from ..results import ALECurveDetails, ALEDetails, FeatureImportance, FeatureInteraction
+from ._ale_plan import (
+    CENTRINGS,
+    RUG_POINTS,
+    ALEPlanBuilder,
+    ALESpec,
+    GradientSums,
+    PairSums,
+    bin_centred,
+    first_order,
+    make_spec,
+    second_order,
+)
+from ._setup import prepare
+
+__all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,7 +118,7 @@ class AccumulatedLocalEffects:
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile bootstrap band of the centred curve, shape (2, ...)."""
-        from ._results import interval_probabilities
+        from ..results import interval_probabilities
 
         if self.replicates is None:
             raise ValueError("this ALE has no bootstrap replicates; rerun with n_bootstrap >= 2.")
@@ -619,7 +127,7 @@ class AccumulatedLocalEffects:
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation of the centred curve over the bootstrap replicates, the shape of
         ``centred``; ``ddof=1`` is R's ``sd()``."""
-        from ._results import replicate_std
+        from ..results import replicate_std
 
         replicates = None if self.replicates is None else np.moveaxis(self.replicates, 0, -1)
         return replicate_std(replicates, ddof, "ale")
@@ -706,18 +214,18 @@ class AccumulatedLocalEffects:
 # ---------------------------------------------------------------------------------------------
 
 
-def _rug(dataset: Dataset, spec: _Spec):
+def _rug(dataset: Dataset, spec: ALESpec):
     if spec.kind != "numeric":
         return None
     x = dataset.X[:, spec.features[0].columns[0]]
-    return np.sort(x[:: max(1, x.size // _RUG_POINTS)])
+    return np.sort(x[:: max(1, x.size // RUG_POINTS)])
 
 
 def _power_of_two(size: int) -> int:
     return max(8, 1 << (int(size) - 1).bit_length())
 
 
-def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights: np.ndarray,
+def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weights: np.ndarray,
              out_idx: list[int], derivative: bool, engine: dict, centring: str = "rows"
              ) -> list[AccumulatedLocalEffects]:
     """Every spec's ALE in one engine call; ``weights`` (1 + r, n): the case weights, then one
@@ -736,13 +244,13 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights
         codes = np.stack([s.codes[0] for s in specs])
         gradient = gradient_predictor(predictor, columns, c)
         plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
-        totals = evaluate(gradient, dataset, plan, _GradientSums(codes, n_groups, padded),
+        totals = evaluate(gradient, dataset, plan, GradientSums(codes, n_groups, padded),
                           label="derivative ALE", **engine)[0]  # (F, r, G, o + 1)
         per_spec = [(t[..., :-1], t[..., -1]) for t in totals]
     else:
-        builder = _PlanBuilder(c)
+        builder = ALEPlanBuilder(c)
         pairs = [builder.add(s) for s in specs]
-        reducer = _PairSums(np.stack(builder.group_codes),
+        reducer = PairSums(np.stack(builder.group_codes),
                             np.asarray(builder.item_group, np.int32), n_groups, padded)
         totals = evaluate(predictor, dataset, builder.plan(), reducer,
                           label="accumulated local effects", **engine)  # (pairs, r, G, o + 1)
@@ -760,19 +268,19 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[_Spec], weights
         with np.errstate(invalid="ignore", divide="ignore"):
             delta = sums / weight[..., None]
         if s.kind == "pair":
-            uncentred, centred, spread = _second_order(s, delta, weight, weights)
+            uncentred, centred, spread = second_order(s, delta, weight, weights)
             counts = np.bincount(s.codes[0] * s.n_bins[1] + s.codes[1],
                                  minlength=size).reshape(s.n_bins)
             bin_w = np.bincount(s.codes[0] * s.n_bins[1] + s.codes[1], weights[0],
                                 size).reshape(s.n_bins)
         else:
             widths = np.diff(s.edges[0]) if derivative else None
-            uncentred, centred, spread = _first_order(s, delta, weight, weights, widths)
+            uncentred, centred, spread = first_order(s, delta, weight, weights, widths)
             k = s.n_bins[0]
             counts = np.bincount(s.codes[0], minlength=k)
             bin_w = np.bincount(s.codes[0], weights[0], k)
         if centring == "bins" and s.kind != "categorical":  # a categorical curve's two
-            centred = _bin_centred(uncentred, weight)  # conventions agree: level means
+            centred = bin_centred(uncentred, weight)  # conventions agree: level means
         edges = tuple(s.edges) if s.kind != "categorical" else (s.labels,)
         results.append(AccumulatedLocalEffects(
             feature_names=tuple(f.name for f in s.features),
@@ -829,7 +337,7 @@ def _spread_summaries(results: list[AccumulatedLocalEffects]):
     return summaries(estimates)
 
 
-def _check_derivative_specs(specs: list[_Spec]) -> None:
+def _check_derivative_specs(specs: list[ALESpec]) -> None:
     for s in specs:
         if s.kind != "numeric":
             what = "a pair" if s.kind == "pair" else f"categorical feature {s.features[0].name!r}"
@@ -839,7 +347,7 @@ def _check_derivative_specs(specs: list[_Spec]) -> None:
             )
 
 
-@validate_params(derivative=Flag(), n_bootstrap=Replicates(), centring=Choice(*_CENTRINGS))
+@validate_params(derivative=Flag(), n_bootstrap=Replicates(), centring=Choice(*CENTRINGS))
 def ale(
     model,
     X,
@@ -983,7 +491,7 @@ def ale(
             bins = (_check_bins(bins),) * 2
     else:
         bins = _check_bins(bins)
-    spec = _make_spec(dataset, feats, bins, weights[0])
+    spec = make_spec(dataset, feats, bins, weights[0])
     if derivative:
         _check_derivative_specs([spec])
     return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine,
@@ -1056,7 +564,7 @@ def ale_importance(
         variables=variables, memory_budget=memory_budget, progress=progress)
     bins = _check_bins(bins)
     chosen = dataset.resolve(features)
-    specs = [_make_spec(dataset, [f], bins, weights[0]) for f in chosen]
+    specs = [make_spec(dataset, [f], bins, weights[0]) for f in chosen]
     if derivative:
         _check_derivative_specs(specs)
     results = _compute(dataset, predictor, specs, weights, out_idx, derivative, engine)
@@ -1138,7 +646,7 @@ def ale_interaction(
     if features is None:  # every numeric single-column feature
         chosen = [f for f in chosen if not f.is_categorical and len(f.columns) == 1]
     pair_list = resolve_pairs(dataset, chosen, "all" if pairs is None else pairs, None)
-    specs = [_make_spec(dataset, list(pair), (bins, bins), weights[0]) for pair in pair_list]
+    specs = [make_spec(dataset, list(pair), (bins, bins), weights[0]) for pair in pair_list]
     results = _compute(dataset, predictor, specs, weights, out_idx, False, engine)
     point, std, replicates = _spread_summaries(results)
     return FeatureInteraction(

@@ -26,15 +26,32 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ._details import ShapleyDetails, ShapleyImportanceDetails
-from ._params import Choice, validate_params
-from ._common import as_key, check_choice, check_int, prepare, select_outputs
-from ._data import Dataset, as_dataset
-from ._engine import evaluate, resolve_budget
-from ._plans import at_values
-from ._reducers import Mean
-from ._results import FeatureImportance, FeatureInteraction, output_index
-from ._rng import key_bits, rng_stream
+from ..data import (
+    Choice,
+    Dataset,
+    as_dataset,
+    check_choice,
+    check_int,
+    output_index,
+    select_outputs,
+    validate_params,
+)
+from ..engine import (
+    Mean,
+    as_key,
+    at_values,
+    evaluate,
+    key_bits,
+    resolve_budget,
+    rng_stream,
+)
+from ..results import (
+    FeatureImportance,
+    FeatureInteraction,
+    ShapleyDetails,
+    ShapleyImportanceDetails,
+)
+from ._setup import prepare
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
            "EXACT_AUTO_LIMIT", "EXACT_LIMIT", "INTERACTION_LIMIT"]

@@ -56,7 +56,7 @@ def feature_grid(
     rows : float64 ndarray of shape (g, len(feature.columns))
         Values written into the feature's columns, one grid point per row. Grids are built in
         float64 whatever the model's dtype; a range that is narrow for its magnitude (e.g.
-        timestamps) is accepted, and ``jaximp._precision.check_collapse`` warns when the
+        timestamps) is accepted, and ``jaximp.engine._precision.check_collapse`` warns when the
         model's dtype cannot tell the points apart.
     labels : tuple, length g
         The grid point as shown to the user (the value, or the level of a categorical).
@@ -120,7 +120,7 @@ def feature_grid(
         low, high = mquantiles(col, percentiles, assume_sorted=True)
         # exact equality only: a narrow range at a large magnitude (a 900-wide range of
         # timestamps at 1.6e9) is a valid float64 grid; whether the model's dtype resolves it
-        # is for jaximp._precision.check_collapse to say.
+        # is for jaximp.engine._precision.check_collapse to say.
         if low == high:
             raise ValueError(
                 f"the percentiles {percentiles} of feature {feature.name!r} are equal "

@@ -24,21 +24,22 @@ import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
-from ._params import Flag, Replicates, validate_params
-from ._common import as_key, check_bool, prepare, select_outputs
-from ._details import HDetails, HStatisticDetails
-from ._edge import (
+from ..data import (
+    Flag,
+    Replicates,
+    check_bool,
     check_n_bootstrap,
     replicate_weights,
     resolve_feature_sets,
     resolve_pairs,
     row_weights,
+    select_outputs,
     summaries,
+    validate_params,
 )
-from ._engine import evaluate, predict_rows, resolve_budget
-from ._plans import at_values
-from ._reducers import Mean
-from ._results import FeatureImportance, FeatureInteraction
+from ..engine import Mean, as_key, at_values, evaluate, predict_rows, resolve_budget
+from ..results import FeatureImportance, FeatureInteraction, HDetails, HStatisticDetails
+from ._setup import prepare
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -245,7 +246,7 @@ class HStatistic:
         names the output, the total ``H^2`` and any truncation. For a feature x feature heat
         map use ``result.pairwise.plot(kind="heatmap")``.
         """
-        from ._plots import plot_h
+        from ..results import plot_h
 
         return plot_h(self, statistic=statistic, output=output, top=top)
 

@@ -31,11 +31,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaximp._details import WeightDetails
-from jaximp._results import FeatureImportance
 from jaximp.kernels._weights import garson as _garson_kernel
 from jaximp.kernels._weights import gedeon_shares as _gedeon_shares_kernel
 from jaximp.kernels._weights import olden as _olden_kernel
+
+from ..models import MLP
+from ..results import FeatureImportance, WeightDetails
 
 __all__ = [
     "NeuralNetToolsWeights",
@@ -203,8 +204,7 @@ def extract_weights(model: Any) -> list[Layer]:
     >>> [(w.shape, None if b is None else b.shape) for w, b in layers]
     [((3, 4), None), ((4, 2), (2,))]
     """
-    mlp = sys.modules.get("jaximp._mlp")
-    if mlp is not None and isinstance(model, mlp.MLP):
+    if isinstance(model, MLP):
         layers = list(model.weights())
         w, b = layers[0]  # an input dropped by input_mask (LOCO refits) has no weights
         layers[0] = (jnp.asarray(w) * jnp.asarray(model.input_mask)[:, None], b)

@@ -10,17 +10,23 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._params import Choice, Flag, validate_params
-from ._common import prepare, select_outputs
-from ._data import Dataset, Feature, as_dataset
-from ._engine import evaluate
-from ._grid import (
-    feature_grid, mquantiles, product_grid_index, resolve_grid, validate_grid_options,
+from ..data import (
+    Choice,
+    Dataset,
+    Feature,
+    Flag,
+    as_dataset,
+    feature_grid,
+    mquantiles,
+    product_grid_index,
+    resolve_grid,
+    select_outputs,
+    validate_grid_options,
+    validate_params,
 )
-from ._model import Predictor
-from ._plans import at_values
-from ._precision import check_collapse
-from ._reducers import Keep, Mean
+from ..engine import Keep, Mean, at_values, check_collapse, evaluate
+from ..models import Predictor
+from ._setup import prepare
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
@@ -117,7 +123,7 @@ class PartialDependence:
         ...      grid_resolution=5, measure="sd").values[0, 0], rtol=1e-5))
         True
         """
-        from ._pd_importance import MEASURE_CHOICES, interaction_from_pds
+        from ._pd_measures import MEASURE_CHOICES, interaction_from_pds
 
         Choice(*MEASURE_CHOICES).check("measure", measure)
         if len(self.feature_names) != 2 or self.average is None:
@@ -143,7 +149,7 @@ class PartialDependence:
         the x axis, ticks labelled with grid values (categorical levels by name), and a colour
         bar.
         """
-        from ._plots import plot_pd
+        from ..results import plot_pd
 
         return plot_pd(self, output=output, ax=ax, ice=ice, max_curves=max_curves, rug=rug)
 
@@ -188,7 +194,7 @@ class PartialDependences(Mapping):
         for a categorical one), so the measure can be chosen after the PDs exist. Equals
         :func:`jaximp.pd_importance` on the same grid (``average="mean"``, no bootstrap).
         Returns a :class:`jaximp.FeatureImportance`."""
-        from ._pd_importance import MEASURE_CHOICES, importance_from_pds
+        from ._pd_measures import MEASURE_CHOICES, importance_from_pds
 
         Choice(*MEASURE_CHOICES).check("measure", measure)
         results = list(self._results.values())
@@ -203,7 +209,7 @@ class PartialDependences(Mapping):
     def top(self, k: int, output: int | str = 0) -> list[str]:
         """The ``k`` features whose PD varies most (standard deviation over the grid,
         ``ddof=1``, as the PD importance ``"sd"``)."""
-        from ._results import check_k
+        from ..results import check_k
 
         check_k(k)
         j = select_outputs(self._results[next(iter(self._results))].output_names, output)[0]
@@ -220,7 +226,7 @@ class PartialDependences(Mapping):
         defaults to 3 (5 past 9 panels); ``sharey`` puts every panel on one y scale, so that
         effect sizes compare.
         """
-        from ._plots import plot_pds
+        from ..results import plot_pds
 
         return plot_pds(self, output=output, ice=ice, max_curves=max_curves, ncols=ncols,
                         top=top, sharey=sharey)
@@ -259,7 +265,8 @@ def _recursion_by_default(model) -> bool:
 def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
                sample_weight, feature_names) -> PartialDependence:
     """The recursion PD of a scikit-learn tree model as a PartialDependence."""
-    from ._trees import tree_partial_dependence, tree_predictor
+    from ..models import tree_predictor
+    from ._tree_stats import tree_partial_dependence
 
     if kind != "average" or sample_weight is not None:
         raise ValueError(
@@ -532,7 +539,7 @@ def partial_dependence(
 def _derivative_predictor(dataset, predictor, chosen):
     """The model's partial derivative along the one numeric column of ``chosen``, with the
     model's own output names."""
-    from ._ale import gradient_predictor
+    from ..models import gradient_predictor
 
     if predictor.host:
         raise ValueError(

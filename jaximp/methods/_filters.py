@@ -47,11 +47,9 @@ import numpy as np
 import pandas as pd
 from jax import Array
 
-from ._data import Feature, as_dataset
-from ._details import FilterDetails
+from ..data import Choice, Feature, as_dataset, validate_params
+from ..results import FeatureImportance, FilterDetails
 from ._loss import check_target
-from ._params import Choice, validate_params
-from ._results import FeatureImportance
 
 __all__ = ["filter_importance"]
 
@@ -79,7 +77,7 @@ def filter_importance(
     Parameters
     ----------
     X : array-like of shape (n, c) or pandas.DataFrame
-        Numeric data (see :func:`jaximp._data.as_dataset`).
+        Numeric data (see :func:`jaximp.as_dataset`).
     y : array-like of shape (n,)
         Class labels of any dtype (``"auc"``) or a numeric target (``"t"``, ``"loess"``).
     method : {"auto", "auc", "t", "loess"}, default "auto"
@@ -93,7 +91,7 @@ def filter_importance(
     features : str, int, or list of them, optional
         Features to score (default all).
     feature_names, categorical, groups, sample_weight
-        As in :func:`jaximp._data.as_dataset`. A categorical feature (one integer-coded column)
+        As in :func:`jaximp.as_dataset`. A categorical feature (one integer-coded column)
         is scored through its codes. A group of several columns (e.g. a one-hot block) is not a
         single score and raises a ValueError: score its columns separately. Case weights enter
         every statistic (weighted Mann-Whitney, weighted least squares, LOESS prior weights).

@@ -50,12 +50,10 @@ import numpy as np
 import pandas as pd
 from jax.scipy.linalg import solve_triangular
 
-from ._data import Dataset, Feature, as_dataset
-from ._details import LinearDetails
+from ..data import Choice, Dataset, Feature, Int, Real, as_dataset, validate_params
+from ..engine import PrecisionWarning
+from ..results import FeatureImportance, LinearDetails
 from ._loss import check_target
-from ._params import Choice, Int, Real, validate_params
-from ._precision import PrecisionWarning
-from ._results import FeatureImportance
 
 __all__ = ["linear_importance"]
 
@@ -266,7 +264,7 @@ def linear_importance(
     several columns (a group, or a categorical feature expanded into indicators) gets
     ``sqrt(F)`` (gaussian: F of dropping its columns) or ``sqrt(Wald / q)`` (binomial: Wald
     chi-square on q degrees of freedom), on the same scale as ``|t|`` and equal to it for one
-    column. See the module :mod:`jaximp._linear` for the definitions and the precision.
+    column. See the module :mod:`jaximp.methods._linear` for the definitions and the precision.
 
     Parameters
     ----------

@@ -1,0 +1,55 @@
+"""The data layer: datasets and feature metadata, grids, the parameter table and the checks of
+the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels`)."""
+
+from ._checks import check_bool, check_choice, check_int, output_index, select_outputs
+from ._data import Dataset, Feature, as_dataset, is_text
+from ._datasets import make_friedman1, make_linear
+from ._edge import (
+    check_n_bootstrap,
+    numeric_matrix,
+    replicate_weights,
+    resolve_feature_sets,
+    resolve_pairs,
+    row_weights,
+    summaries,
+)
+from ._grid import (
+    feature_grid,
+    mquantiles,
+    product_grid_index,
+    resolve_grid,
+    validate_grid_options,
+)
+from ._params import Choice, Flag, Int, Real, Replicates, validate_params
+
+__all__ = [
+    "Choice",
+    "Dataset",
+    "Feature",
+    "Flag",
+    "Int",
+    "Real",
+    "Replicates",
+    "as_dataset",
+    "check_bool",
+    "check_choice",
+    "check_int",
+    "check_n_bootstrap",
+    "feature_grid",
+    "is_text",
+    "make_friedman1",
+    "make_linear",
+    "mquantiles",
+    "numeric_matrix",
+    "output_index",
+    "product_grid_index",
+    "replicate_weights",
+    "resolve_feature_sets",
+    "resolve_grid",
+    "resolve_pairs",
+    "row_weights",
+    "select_outputs",
+    "summaries",
+    "validate_grid_options",
+    "validate_params",
+]

@@ -1,0 +1,57 @@
+"""The evaluation engine: plans (what to replace), reducers (what to keep), the chunked,
+batched and sharded evaluation within a memory budget, several processes, precision checks
+and PRNG keys. Imports only the model and data layers and :mod:`jaximp.kernels`."""
+
+from ._distributed import is_main_process
+from ._engine import (
+    ProgressMeter,
+    check_result_fits,
+    default_memory_budget,
+    evaluate,
+    predict_rows,
+    resolve_budget,
+)
+from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
+from ._precision import PrecisionWarning, check_collapse, check_collapse_columns
+from ._reducers import (
+    ROW_LOSSES,
+    GroupedMean,
+    Itemwise,
+    Keep,
+    LossSums,
+    Mean,
+    Reducer,
+    Spread,
+    Stacked,
+)
+from ._rng import as_key, key_bits, rng_stream
+
+__all__ = [
+    "GroupedMean",
+    "Itemwise",
+    "Keep",
+    "LossSums",
+    "Mean",
+    "Plan",
+    "PrecisionWarning",
+    "ProgressMeter",
+    "ROW_LOSSES",
+    "Reducer",
+    "Spread",
+    "Stacked",
+    "as_key",
+    "at_coded_values",
+    "at_drawn_rows",
+    "at_permuted_rows",
+    "at_values",
+    "check_collapse",
+    "check_collapse_columns",
+    "check_result_fits",
+    "default_memory_budget",
+    "evaluate",
+    "is_main_process",
+    "key_bits",
+    "predict_rows",
+    "resolve_budget",
+    "rng_stream",
+]

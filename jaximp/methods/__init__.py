@@ -1,0 +1,91 @@
+"""The methods: one module per method family, each a plan, a reducer and a result over the
+engine (or a pure kernel, for the weight and filter methods), sharing the setup of
+:mod:`._setup` and the losses of :mod:`._loss`. Imports every layer below; the user layer
+(``explain``, reports, the command line) imports it."""
+
+from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
+from ._decorrelation import decorrelation_importance
+from ._filters import filter_importance
+from ._hstat import HStatistic, h_statistic
+from ._linear import linear_importance
+from ._loco import loco_importance
+from ._loss import LOSSES
+from ._nn_weights import (
+    NeuralNetToolsWeights,
+    extract_weights,
+    from_neuralnettools,
+    garson_importance,
+    gedeon_importance,
+    olden_importance,
+)
+from ._partial_importance import PartialImportance, partial_importance
+from ._pd import (
+    PartialDependence,
+    PartialDependences,
+    compute_pd,
+    partial_dependence,
+    partial_dependence_all,
+)
+from ._pd_importance import pd_importance, pd_interaction
+from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
+from ._permutation import permutation_importance
+from ._sensitivity import sensitivity_importance
+from ._setup import prepare
+from ._shapley import (
+    ShapleyInteractions,
+    ShapleyValues,
+    shapley_interactions,
+    shapley_values,
+)
+from ._tree_stats import (
+    TransversalRates,
+    impurity_importance,
+    transversal_rates,
+    tree_partial_dependence,
+)
+from ._trends import Trends, trends
+
+__all__ = [
+    "AccumulatedLocalEffects",
+    "HStatistic",
+    "LOSSES",
+    "MEASURE_CHOICES",
+    "NeuralNetToolsWeights",
+    "PartialDependence",
+    "PartialDependences",
+    "PartialImportance",
+    "ShapleyInteractions",
+    "ShapleyValues",
+    "TransversalRates",
+    "Trends",
+    "ale",
+    "ale_importance",
+    "ale_interaction",
+    "compute_pd",
+    "decorrelation_importance",
+    "extract_weights",
+    "filter_importance",
+    "from_neuralnettools",
+    "garson_importance",
+    "gedeon_importance",
+    "h_statistic",
+    "importance_from_pds",
+    "impurity_importance",
+    "interaction_from_pds",
+    "linear_importance",
+    "loco_importance",
+    "olden_importance",
+    "partial_dependence",
+    "partial_dependence_all",
+    "partial_importance",
+    "pd_importance",
+    "pd_interaction",
+    "permutation_importance",
+    "prepare",
+    "sensitivity_importance",
+    "shapley_interactions",
+    "shapley_values",
+    "transversal_rates",
+    "tree_partial_dependence",
+    "trends",
+]

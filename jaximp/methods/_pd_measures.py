@@ -1,0 +1,196 @@
+"""Importance and interaction read from computed PDs (Greenwell et al. 2018): the flatness of
+each PD (or the spread of its ICE curves) and of each pair's PD surface beyond its two main
+effects.
+
+Shared by :func:`jaximp.pd_importance` / :func:`jaximp.pd_interaction` (which evaluate the PDs)
+and the read-outs of :class:`jaximp.PartialDependence` and :class:`jaximp.PartialDependences`
+(which reuse the PDs they hold), so both reach the same numbers through one module.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaximp.kernels import _pd_stats as K
+
+from ..data import Feature, summaries
+from ..results import (
+    FeatureImportance,
+    FeatureInteraction,
+    PDImportanceDetails,
+    PDInteractionDetails,
+)
+
+__all__ = ["MEASURE_CHOICES", "importance_from_pds", "interaction_from_pds"]
+
+MEASURE_CHOICES = ("auto", *K.MEASURES)
+
+
+def _measure_for(feature: Feature, measure: str) -> str:
+    if measure != "auto":
+        return measure
+    return "range4" if feature.is_categorical else "sd"
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched kernels (jit; one compile per grid shape and mode).
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("measure",))
+def _flatness_outputs(average_go: jax.Array, measure: str) -> jax.Array:
+    """Flatness of a PD for each output: (g, o) -> (o,)."""
+    return jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)(average_go)
+
+
+@functools.partial(jax.jit, static_argnames=("measure",))
+def _flatness_replicates(average_gro: jax.Array, measure: str) -> jax.Array:
+    """Flatness of a PD for each output and weighting: (g, r, o) -> (o, r)."""
+    per_output = jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)
+    return jax.vmap(per_output, in_axes=1, out_axes=1)(average_gro)
+
+
+@functools.partial(jax.jit, static_argnames=("measure", "average", "trim", "ice"))
+def _importance_replicates(ice_ngo, weights_rn, measure, average, trim, ice):
+    """PD (or ICE) importance for each output and weighting, and the PD of the first weighting.
+
+    (n, g, o), (r, n) -> importance (o, r), PD (g, o).
+    """
+    kernel = K.ice_importance if ice else K.pd_importance_from_ice
+
+    def one(curves, w):
+        return kernel(curves, w, measure, average, trim)
+
+    per_weight = jax.vmap(one, in_axes=(None, 0))
+    estimates = jax.vmap(per_weight, in_axes=(2, None))(ice_ngo, weights_rn)
+    curve = jax.vmap(lambda c: K.pd_curve(c, weights_rn[0], average, trim), in_axes=2,
+                     out_axes=1)(ice_ngo)
+    return estimates, curve
+
+
+@functools.partial(jax.jit, static_argnames=("measures",))
+def _interaction_outputs(pd_abo, measures):
+    """PD interaction of one pair for each output: (g1, g2, o) -> (o,)."""
+    return jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)(pd_abo)
+
+
+@functools.partial(jax.jit, static_argnames=("measures",))
+def _interaction_replicates_pd(pd_abro, measures):
+    """PD interaction of one pair for each output and weighting: (g1, g2, r, o) -> (o, r)."""
+    per_output = jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)
+    return jax.vmap(per_output, in_axes=2, out_axes=1)(pd_abro)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "measures", "average", "trim"))
+def _interaction_replicates(ice_ngo, weights_rn, shape, measures, average, trim):
+    """PD interaction of one pair from ICE for each output and weighting -> (o, r); and the
+    2-D PD of the first weighting, (g1 * g2, o)."""
+
+    def one(curves, w):
+        pd2 = K.pd_curve(curves, w, average, trim).reshape(shape)
+        return K.pd_interaction_strength(pd2, *measures)
+
+    per_weight = jax.vmap(one, in_axes=(None, 0))
+    estimates = jax.vmap(per_weight, in_axes=(2, None))(ice_ngo, weights_rn)
+    surface = jax.vmap(lambda c: K.pd_curve(c, weights_rn[0], average, trim), in_axes=2,
+                       out_axes=1)(ice_ngo)
+    return estimates, surface
+
+
+def _shifted(values: np.ndarray, axis) -> jax.Array:
+    """float32 device copy after removing the mean (flatness is shift-invariant): keeps digits."""
+    values = np.asarray(values, np.float64)
+    return jnp.asarray(values - values.mean(axis=axis, keepdims=True), jnp.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# From evaluated PDs (shared with explain).
+# ---------------------------------------------------------------------------------------------
+
+
+def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
+                        average, trim, n_bootstrap) -> FeatureImportance:
+    """PD importance from 1-D PDs already evaluated (:func:`jaximp.methods._pd.compute_pd` with one
+    set per feature): ``results`` with ICE curves where ``ice`` or a non-mean ``average``
+    needs them, ``replicated`` (one (g, r, o) array per feature) under bootstrap weightings.
+    Used by :func:`pd_importance` and by ``explain``, which shares the PDs with other methods.
+    """
+    weights_d = jnp.asarray(weights, jnp.float32)
+    measures, estimates, curves = [], [], {}
+    for feat, result in zip(chosen, results):
+        m = _measure_for(feat, measure)
+        measures.append(m)
+        if result.individual is not None:
+            ice_ngo = result.individual  # (n, g, o)
+            shift = ice_ngo.mean(axis=(0, 1))
+            est, curve = _importance_replicates(
+                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, m, average, trim,
+                bool(ice),
+            )
+            curves[feat.name] = np.asarray(curve, np.float64) + shift
+        elif replicated is not None:  # (g, r, o) PDs, one per weighting
+            est = np.asarray(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
+            curves[feat.name] = result.average
+        else:
+            est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
+            curves[feat.name] = result.average
+        estimates.append(np.asarray(est, np.float64))
+    point, std, replicates = summaries(np.stack(estimates))
+    return FeatureImportance(
+        method="ice" if ice else "pd",
+        feature_names=tuple(f.name for f in chosen),
+        output_names=results[0].output_names,
+        importances_mean=point,
+        importances_std=std,
+        importances=replicates,
+        info=PDImportanceDetails(
+            measure=dict(zip((f.name for f in chosen), measures)), average=average, trim=trim,
+            grid_values={f.name: r.grid_values[0] for f, r in zip(chosen, results)},
+            pd=curves, n_bootstrap=n_bootstrap, bootstrap_counts=counts,
+        ),
+    )
+
+
+def interaction_from_pds(pair_list, results, replicated, weights, counts, *, measure, average,
+                         trim, n_bootstrap) -> FeatureInteraction:
+    """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
+    :func:`importance_from_pds` for importance."""
+    weights_d = jnp.asarray(weights, jnp.float32)
+    estimates, surfaces = [], {}
+    for (fa, fb), result in zip(pair_list, results):
+        measures = (_measure_for(fa, measure), _measure_for(fb, measure))
+        shape = result.grid_shape
+        if result.individual is not None:
+            n, o = result.individual.shape[0], len(result.output_names)
+            ice_ngo = result.individual.reshape(n, -1, o)
+            shift = ice_ngo.mean(axis=(0, 1))
+            est, surface = _interaction_replicates(
+                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, shape, measures, average,
+                trim,
+            )
+            surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
+                *shape, o)
+        elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
+            est = np.asarray(_interaction_replicates_pd(
+                _shifted(replicated[len(surfaces)], (0, 1)), measures))
+            surfaces[(fa.name, fb.name)] = result.average
+        else:
+            est = np.asarray(_interaction_outputs(_shifted(result.average, (0, 1)), measures))
+            est = est[:, None]
+            surfaces[(fa.name, fb.name)] = result.average
+        estimates.append(np.asarray(est, np.float64))
+    point, std, replicates = summaries(np.stack(estimates))
+    return FeatureInteraction(
+        method="pd_interaction",
+        feature_sets=tuple((fa.name, fb.name) for fa, fb in pair_list),
+        output_names=results[0].output_names,
+        values=point,
+        values_std=std,
+        replicates=replicates,
+        info=PDInteractionDetails(measure=measure, average=average, trim=trim, pd=surfaces,
+                                  n_bootstrap=n_bootstrap, bootstrap_counts=counts),
+    )

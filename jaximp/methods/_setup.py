@@ -1,0 +1,61 @@
+"""Edge handling shared by the model-based methods: data + model in, validated pair out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import Dataset, as_dataset
+from ..engine import resolve_budget
+from ..models import Predictor, as_predictor, probe_rows
+
+__all__ = ["prepare"]
+
+
+def prepare(
+    model,
+    X,
+    *,
+    feature_names=None,
+    categorical=None,
+    groups=None,
+    sample_weight=None,
+    variables=None,
+    output_names=None,
+    memory_budget=None,
+    progress=None,
+    allow_missing: bool = False,
+) -> tuple[Dataset, Predictor]:
+    """Validate the data and the engine options, wrap the model, and check the model against
+    the data's width: everything a method checks before evaluating the model.
+
+    ``allow_missing``: NaN in X is passed to a host model (scikit-learn and other models with
+    ``predict``, which may handle missing values); a JAX model is refused it."""
+    resolve_budget(memory_budget)
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(
+            f"progress must be True, False or None (a progress line in interactive terminals); "
+            f"got {progress!r}."
+        )
+    dataset = as_dataset(
+        X,
+        feature_names=feature_names,
+        categorical=categorical,
+        groups=groups,
+        sample_weight=sample_weight,
+        allow_missing=allow_missing,
+    )
+    predictor = as_predictor(
+        model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
+        sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
+        if hasattr(model, "predict") else None,
+    )
+    if allow_missing and not predictor.host and not np.isfinite(dataset.X.sum()):
+        rows, cols = np.nonzero(np.isnan(dataset.X))
+        raise ValueError(
+            f"X contains {rows.size} NaN values (first at row {rows[0]}, column "
+            f"{dataset.column_names[cols[0]]!r}), and the JAX model {predictor.name} cannot "
+            "take missing values; impute or drop them first. (Host models that handle them, "
+            "such as scikit-learn's HistGradientBoosting or a Pipeline with an imputer, get "
+            "the NaN as they are.)"
+        )
+    return dataset, predictor

@@ -1,0 +1,37 @@
+"""The model layer: adapters that turn anything that predicts into a pure ``predict(X)``
+(JAX and Flax/Equinox models, host models such as scikit-learn's, fitted trees read into
+node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
+
+from ._host import HostData, call_host, probe_rows
+from ._mlp import (
+    ACTIVATIONS,
+    MLP,
+    fit_mlp,
+    fit_mlp_options,
+    init_mlp_params,
+    train_mlp_params,
+)
+from ._model import as_2d_float32, as_predictor, combine_outputs, gradient_predictor
+from ._predictor import Predictor, stable_apply
+from ._trees import read_trees, tree_float_dtype, tree_predictor
+
+__all__ = [
+    "ACTIVATIONS",
+    "HostData",
+    "MLP",
+    "Predictor",
+    "as_2d_float32",
+    "as_predictor",
+    "call_host",
+    "combine_outputs",
+    "fit_mlp",
+    "fit_mlp_options",
+    "gradient_predictor",
+    "init_mlp_params",
+    "probe_rows",
+    "read_trees",
+    "stable_apply",
+    "train_mlp_params",
+    "tree_float_dtype",
+    "tree_predictor",
+]

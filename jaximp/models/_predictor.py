@@ -1,0 +1,105 @@
+"""The one model type every method evaluates (:class:`Predictor`, a pure ``apply(params, X)``)
+and the helpers that keep its compiled functions reusable and its precision known. The
+adapters (:mod:`._model`) and the tree reader (:mod:`._trees`) build on it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+__all__ = ["Predictor", "compute_dtype", "stable_apply", "x64_enabled"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Predictor:
+    """A model as a pure function of a float matrix.
+
+    Attributes
+    ----------
+    apply : callable
+        ``apply(params, X: (m, c) float32) -> (m, o) float32``; traceable by ``jax.jit`` (host
+        models go through ``jax.pure_callback``). The same function object is reused for the
+        same model (or the same Flax graph), so compiled evaluations are cached across calls.
+    params : pytree
+        The model's arrays, passed to ``apply`` as traced arguments, not baked-in constants.
+    n_outputs : int
+        Number of outputs ``o``.
+    output_names : tuple of str
+        One name per output (class labels for classifiers).
+    name : str
+        Description of the wrapped model, used in error messages.
+    host : bool
+        True when predictions run on the host (NumPy / scikit-learn models): the engine then
+        calls ``host_fn`` on batches built on the host in the user's own types (a DataFrame
+        stays a DataFrame, float64 stays float64) and reduces in float64.
+    host_fn : callable or None
+        The host model's prediction function (``predict`` or ``predict_proba``).
+    dtype : numpy dtype
+        The float dtype the model computes in: float64 when ``jax_enable_x64`` is on and a
+        floating parameter is float64 (JAX would promote the computation to float64), else
+        float32. A JAX model without floating parameters (a plain function or closure)
+        follows the input: float64 under x64, float32 otherwise. A host model is float64
+        (NumPy's default). ``apply`` returns float32, except the array form of tree
+        ensembles under x64, which returns float64 so that it equals scikit-learn's float64
+        predictions.
+    """
+
+    apply: Callable[[Any, jax.Array], jax.Array]
+    params: Any
+    n_outputs: int
+    output_names: tuple[str, ...]
+    name: str
+    host: bool = False
+    dtype: np.dtype = np.dtype(np.float32)
+    host_fn: Callable | None = None
+
+    def __call__(self, X) -> jax.Array:
+        return self.apply(self.params, X)
+
+
+_APPLY_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+_APPLY_CACHE_SIZE = 64
+
+
+def stable_apply(key, make: Callable[[], Callable]) -> Callable:
+    """One ``apply`` function per model key (LRU of 64), so jit caches keyed on it are reused.
+
+    Unhashable keys are cached by identity; the entry holds the key, so the identity stays
+    valid while cached.
+    """
+    try:
+        hash(key)
+        cache_key = ("value", key)
+    except TypeError:
+        cache_key = ("id", id(key))
+    if cache_key in _APPLY_CACHE:
+        _APPLY_CACHE.move_to_end(cache_key)
+        return _APPLY_CACHE[cache_key][1]
+    apply = make()
+    _APPLY_CACHE[cache_key] = (key, apply)
+    if len(_APPLY_CACHE) > _APPLY_CACHE_SIZE:
+        _APPLY_CACHE.popitem(last=False)
+    return apply
+
+
+def x64_enabled() -> bool:
+    """Whether float64 arrays stay float64 (``jax_enable_x64``, also inside ``jax.enable_x64``)."""
+    return jax.dtypes.canonicalize_dtype(np.float64) == np.float64
+
+
+def compute_dtype(params) -> np.dtype:
+    """float64 if x64 is on and a floating leaf of ``params`` is float64 (or there is none)."""
+    if not x64_enabled():
+        return np.dtype(np.float32)
+    floating = [
+        np.dtype(leaf.dtype) for leaf in jax.tree_util.tree_leaves(params)
+        if hasattr(leaf, "dtype") and np.issubdtype(leaf.dtype, np.floating)
+    ]
+    if floating and all(dtype != np.float64 for dtype in floating):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)

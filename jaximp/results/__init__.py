@@ -1,0 +1,67 @@
+"""The result layer: result types in one vocabulary, their typed details, and the plots they
+draw themselves with. Plots read results by their fields and never import the result types.
+Imports only the data layer."""
+
+from ._details import (
+    ALECurveDetails,
+    ALEDetails,
+    DecorrelationDetails,
+    Details,
+    FilterDetails,
+    HDetails,
+    HStatisticDetails,
+    LinearDetails,
+    LocoDetails,
+    PartialImportanceDetails,
+    PDImportanceDetails,
+    PDInteractionDetails,
+    PermutationDetails,
+    SensitivityDetails,
+    ShapleyDetails,
+    ShapleyImportanceDetails,
+    TreeDetails,
+    TrendsDetails,
+    WeightDetails,
+)
+from ._plots import ice_rows, plot_h, plot_importances, plot_pd, plot_pds
+from ._results import (
+    FeatureImportance,
+    FeatureInteraction,
+    check_k,
+    interval_probabilities,
+    mean_and_std,
+    replicate_std,
+)
+
+__all__ = [
+    "ALECurveDetails",
+    "ALEDetails",
+    "DecorrelationDetails",
+    "Details",
+    "FeatureImportance",
+    "FeatureInteraction",
+    "FilterDetails",
+    "HDetails",
+    "HStatisticDetails",
+    "LinearDetails",
+    "LocoDetails",
+    "PDImportanceDetails",
+    "PDInteractionDetails",
+    "PartialImportanceDetails",
+    "PermutationDetails",
+    "SensitivityDetails",
+    "ShapleyDetails",
+    "ShapleyImportanceDetails",
+    "TreeDetails",
+    "TrendsDetails",
+    "WeightDetails",
+    "check_k",
+    "ice_rows",
+    "interval_probabilities",
+    "mean_and_std",
+    "plot_h",
+    "plot_importances",
+    "plot_pd",
+    "plot_pds",
+    "replicate_std",
+]
