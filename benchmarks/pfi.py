@@ -43,8 +43,8 @@ from _common import (  # noqa: E402
 from jaximp.kernels import _streams  # noqa: E402
 
 import jaximp  # noqa: E402
+from jaximp.data._checks import as_key  # noqa: E402
 from jaximp.engine._plans import at_permuted_rows  # noqa: E402
-from jaximp.engine._rng import as_key  # noqa: E402
 from jaximp.methods._permutation import permutation_importance  # noqa: E402
 
 SIZES = [10, 64, 64, 1]

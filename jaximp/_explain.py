@@ -14,8 +14,7 @@ import pandas as pd
 from .data import (
     Int,
     Replicates,
-    check_int,
-    check_n_bootstrap,
+    as_key,
     output_index,
     replicate_weights,
     resolve_pairs,
@@ -23,7 +22,6 @@ from .data import (
     select_outputs,
     validate_params,
 )
-from .engine import as_key
 from .methods import (
     MEASURE_CHOICES,
     PartialDependences,
@@ -390,13 +388,15 @@ def explain(
         PD importance takes ``measure``; PD interaction ``measure``, ``pairs``,
         ``reference``; the other methods any argument of their own function except those set
         here.
-    random_state : int or JAX PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Seed of every method's randomness (the same seed for each).
     sample_weight, feature_names, categorical, groups, variables
         Data and model description; see :func:`jaximp.as_dataset` and
         :func:`jaximp.as_predictor`.
     memory_budget : int, optional
-        Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
         A progress bar over the methods (``tqdm.auto``; a widget in notebooks). Default: on
         in interactive terminals.
@@ -421,8 +421,7 @@ def explain(
     1.0
     """
     listed = _check_methods(methods)
-    grid_resolution = check_int(grid_resolution, "grid_resolution", 2)
-    n_bootstrap = check_n_bootstrap(n_bootstrap)
+    grid_resolution, n_bootstrap = int(grid_resolution), int(n_bootstrap)
     key = as_key(random_state)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,

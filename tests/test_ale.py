@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jaximp.data._checks import as_key
 from jaximp.data._edge import replicate_weights
-from jaximp.engine._rng import as_key
 from jaximp.methods._ale import ale, ale_importance, ale_interaction
 from jaximp.methods._pd import partial_dependence
 

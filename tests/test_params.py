@@ -1,11 +1,23 @@
 """The declarative parameter tables: every listed option of every public function is refused
 with the table's message before the model is called."""
 
+import inspect
+import re
+
 import numpy as np
 import pytest
 
 import jaximp
-from jaximp.data._params import Choice, Flag, Int, Real, Replicates, validate_params
+import jaximp.engine._engine
+from jaximp.data._params import (
+    SHARED,
+    Choice,
+    Flag,
+    Int,
+    Real,
+    Replicates,
+    validate_params,
+)
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 3))
@@ -45,6 +57,7 @@ CALLS = {
     "ale": lambda f, model, **kw: f(model, X, 0, **kw),
     "ale_importance": lambda f, model, **kw: f(model, X, **kw),
     "ale_interaction": lambda f, model, **kw: f(model, X, **kw),
+    "decorrelation_importance": lambda f, model, **kw: f(X, Y, **kw),
 }
 
 
@@ -102,3 +115,111 @@ def test_decorator_checks_positional_and_keyword_arguments_and_names():
         f(2, 0)
     with pytest.raises(TypeError, match=r"f has no parameters \['q'\]"):
         validate_params(q=Int(1))(f.__wrapped__)
+
+
+def test_shared_keywords_have_one_rule_everywhere():
+    """memory_budget, progress, random_state and output are declared once (SHARED) and
+    every function with the parameter checks it with that same rule."""
+    for name, function in _tabled().items():
+        parameters = inspect.signature(function).parameters
+        for keyword, rule in SHARED.items():
+            if keyword in parameters:
+                assert function.__jaximp_params__[keyword] is rule, (name, keyword)
+
+
+def _evaluations_refused(monkeypatch):
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("the model was evaluated before the bad option was refused")
+
+    monkeypatch.setattr(jaximp.engine._engine, "_run_jax", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_run_host", no_evaluation)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in _tabled().items()
+                                        if "output" in inspect.signature(f).parameters))
+@pytest.mark.parametrize("output, message", [
+    (5, "output index 5 is out of range for a model with 1 outputs"),
+    ("nope", r"output must be one of \['y'\]; got 'nope'"),
+    (1.5, r"output must be an output index or name, a non-empty list of them or None; got 1.5"),
+])
+def test_a_bad_output_is_refused_before_any_evaluation(name, output, message, monkeypatch):
+    _evaluations_refused(monkeypatch)
+    with pytest.raises((ValueError, TypeError), match=message):
+        CALLS[name](_tabled()[name], CountingModel(), output=output)
+
+
+def test_random_state_none_draws_from_numpys_global_state_everywhere():
+    """None means NumPy's global random state in every function (as scikit-learn), so two
+    calls differ unless that state is seeded; an int seed is reproducible."""
+    background = X[:12]
+    calls = {
+        "shapley_values": lambda rs: jaximp.shapley_values(
+            CountingModel(), X[:2], background=X, background_size=12, random_state=rs).values,
+        "permutation_importance": lambda rs: jaximp.permutation_importance(
+            CountingModel(), X, Y, random_state=rs).importances,
+    }
+    for name, call in calls.items():
+        np.random.seed(3)
+        first = call(None)
+        np.random.seed(3)
+        np.testing.assert_array_equal(call(None), first, err_msg=name)
+        assert not np.array_equal(call(None), first), name  # the global state moved on
+        np.testing.assert_array_equal(call(0), call(0), err_msg=name)
+    assert background.shape == (12, 3)
+
+
+SHARED_DOCS = {
+    "memory_budget": """memory_budget : int, optional
+    Bytes the whole call may use beyond its result and the data (default
+    :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+    model evaluation.""",
+    "progress": """progress : bool, optional
+    A progress line on stderr (default: in an interactive terminal, for calls of more than
+    one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).""",
+    "random_state": "random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, "
+                    "default 0",
+}
+
+
+def _parameter_entries(doc: str) -> dict[str, str]:
+    """numpydoc Parameters entries: each name -> its whole entry (a shared entry under
+    every name it lists)."""
+    doc = inspect.cleandoc(doc or "")
+    section = re.search(r"Parameters\n-+\n(.*?)(?:\n\n[A-Z][a-z]+\n-+\n|\Z)", doc, re.S)
+    entries, current = {}, []
+    for line in (section.group(1) if section else "").splitlines():
+        if line and not line.startswith(" "):
+            current = [n.strip() for n in line.split(" : ")[0].split(",")]
+            for n in current:
+                entries[n] = line
+        else:
+            for n in current:
+                entries[n] += "\n" + line
+    return {n: e.rstrip() for n, e in entries.items()}
+
+
+def test_shared_keywords_have_one_docstring():
+    """Every public function documents memory_budget and progress with the one text (or
+    refers to a function that does), and random_state with the one type line."""
+    offenders = []
+    for name in jaximp.__all__:
+        function = getattr(jaximp, name)
+        if inspect.isclass(function) or not callable(function):
+            continue
+        entries = _parameter_entries(function.__doc__)
+        for keyword, text in SHARED_DOCS.items():
+            if keyword not in inspect.signature(function).parameters:
+                continue
+            entry = entries.get(keyword)
+            if entry is None:
+                if not re.search(r"Parameters as in :func:", function.__doc__ or ""):
+                    offenders.append(f"{name}: no entry for {keyword}")
+            elif " : " not in entry.splitlines()[0]:  # shared: "a, b, c\n    As in ..."
+                if not re.search(r"As (in )?:func:", entry):
+                    offenders.append(f"{name}: {keyword} is neither documented nor referred")
+            elif keyword == "random_state":
+                if entry.splitlines()[0] != text:
+                    offenders.append(f"{name}: {entry.splitlines()[0]!r}")
+            elif entry != text and not (name == "explain" and keyword == "progress"):
+                offenders.append(f"{name}: {keyword} reads {entry!r}")
+    assert not offenders, offenders

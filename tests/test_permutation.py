@@ -458,8 +458,8 @@ def test_several_losses_share_the_permutations_and_match_single_calls():
 def _engine_permutations(p, n_repeats, n, seed):
     """The permutations (p, r, n) permutation_importance(random_state=seed) applies: the
     engine's keyed permutations with stream labels (feature, repeat)."""
+    from jaximp.data._checks import as_key
     from jaximp.engine._plans import at_permuted_rows
-    from jaximp.engine._rng import as_key
 
     labels = [(j, r) for j in range(p) for r in range(n_repeats)]
     plan = at_permuted_rows(np.eye(p, dtype=bool), np.repeat(np.arange(p), n_repeats),

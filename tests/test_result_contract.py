@@ -4,6 +4,7 @@ draws), top(k), a short repr, and the names of spreads and intervals."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import matplotlib
 
@@ -226,3 +227,75 @@ def test_mean_and_std_are_numpys_numbers(shape):
     mean, std = mean_and_std(values)
     np.testing.assert_array_equal(mean, values.mean(axis=-1))
     np.testing.assert_array_equal(std, values.std(axis=-1))
+
+
+@pytest.fixture(scope="module")
+def every_result_type(results):
+    from sklearn.ensemble import RandomForestRegressor
+
+    forest = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, Y)
+    return [
+        results["permutation"], results["pd_interaction"], results["h"], results["pd"],
+        results["pds"],
+        jaximp.ale(model, X, 0, n_bootstrap=3),
+        jaximp.shapley_values(model, X[:4], background=X[:10]),
+        jaximp.shapley_interactions(model, X[:3], background=X[:10]),
+        jaximp.partial_importance(model, X, Y, 0),
+        jaximp.transversal_rates(forest),
+        jaximp.trends(None, X, Y, methods=["linear", "pearson"], n_bootstrap=3),
+        jaximp.explain(model, X, Y, methods=["pd_importance", "permutation"]),
+    ]
+
+
+def _arrays(value, depth=0):
+    """Every ndarray reachable from a result (its fields, mappings and sequences)."""
+    if depth > 6:
+        return
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _arrays(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _arrays(item, depth + 1)
+    elif hasattr(value, "__dict__") and type(value).__module__.startswith("jaximp"):
+        for item in vars(value).values():
+            yield from _arrays(item, depth + 1)
+
+
+def test_every_result_type_pickles_and_round_trips(every_result_type):
+    import inspect
+    import pickle
+
+    exported = {name for name in jaximp.__all__
+                if inspect.isclass(getattr(jaximp, name))
+                and hasattr(getattr(jaximp, name), "to_frame")}
+    assert {type(r).__name__ for r in every_result_type} == exported
+    for result in every_result_type:
+        copy = pickle.loads(pickle.dumps(result))
+        assert type(copy) is type(result) and repr(copy) == repr(result)
+        before, after = list(_arrays(result)), list(_arrays(copy))
+        assert len(before) == len(after) and before, type(result).__name__
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(a, b)
+        frame = result.to_frame()
+        frame = frame if isinstance(frame, dict) else {"": frame}
+        copied = copy.to_frame()
+        copied = copied if isinstance(copied, dict) else {"": copied}
+        for key in frame:
+            assert frame[key].equals(copied[key]), (type(result).__name__, key)
+
+
+def test_a_pickled_h_statistic_reads_out_without_the_model(results):
+    import pickle
+
+    h = results["h"]
+    copy = pickle.loads(pickle.dumps(h))
+    np.testing.assert_array_equal(copy.with_options(normalized=False).pairwise.values,
+                                  h.with_options(normalized=False).pairwise.values)
+    first = h.pairwise.feature_sets[0]
+    np.testing.assert_array_equal(copy.h2_pairwise(pairs=[first]).values,
+                                  h.h2_pairwise(pairs=[first]).values)
+    with pytest.raises(ValueError, match=r"holds no model to evaluate the three_way statistics"):
+        copy.h2_threeway(triples=[("x0", "x1", "x2")])

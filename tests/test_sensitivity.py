@@ -7,8 +7,8 @@ import pytest
 from jaximp.kernels import _streams
 
 import jaximp
+from jaximp.data._checks import as_key
 from jaximp.engine._plans import at_drawn_rows
-from jaximp.engine._rng import as_key
 from jaximp.methods._sensitivity import sensitivity_importance
 
 TABLE2_LINEAR = np.array([0.72, 0.54, 0.37, 0.19])  # Huh & Lee (2003), Table 2, linear regression

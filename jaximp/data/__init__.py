@@ -1,7 +1,14 @@
 """The data layer: datasets and feature metadata, grids, the parameter table and the checks of
 the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels`)."""
 
-from ._checks import check_bool, check_choice, check_int, output_index, select_outputs
+from ._checks import (
+    as_key,
+    check_bool,
+    check_choice,
+    check_int,
+    output_index,
+    select_outputs,
+)
 from ._data import Dataset, Feature, as_dataset, is_text
 from ._datasets import make_friedman1, make_linear
 from ._edge import (
@@ -20,7 +27,7 @@ from ._grid import (
     resolve_grid,
     validate_grid_options,
 )
-from ._params import Choice, Flag, Int, Real, Replicates, validate_params
+from ._params import SHARED, Choice, Flag, Int, Real, Replicates, validate_params
 
 __all__ = [
     "Choice",
@@ -30,7 +37,9 @@ __all__ = [
     "Int",
     "Real",
     "Replicates",
+    "SHARED",
     "as_dataset",
+    "as_key",
     "check_bool",
     "check_choice",
     "check_int",

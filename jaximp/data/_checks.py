@@ -1,4 +1,5 @@
-"""Checks of single options at the user-facing edge, and the selection of model outputs.
+"""Checks of single options at the user-facing edge, the selection of model outputs, and the
+PRNG key of a ``random_state``.
 
 Each check names the parameter, what it expects and what came in; the layers above raise
 these messages unchanged.
@@ -6,11 +7,16 @@ these messages unchanged.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
+import jax
 import numpy as np
 
-__all__ = ["check_bool", "check_choice", "check_int", "output_index", "select_outputs"]
+from ._params import SHARED
+
+__all__ = ["as_key", "check_bool", "check_choice", "check_int", "numpy_rng", "output_index",
+           "select_outputs"]
 
 
 def select_outputs(
@@ -67,3 +73,41 @@ def output_index(output_names: Sequence[str], output: int | str) -> int:
             f"output must be an index below {len(output_names)} or an output name; got {output}."
         )
     return int(output) % len(output_names)
+
+
+def as_key(random_state) -> jax.Array:
+    """A typed JAX PRNG key from an int seed or a key (typed, or raw ``uint32[2]``).
+
+    As in scikit-learn, a NumPy ``RandomState`` or ``Generator`` gives a seed drawn from it
+    (so it moves on, and the next call differs), and None one drawn from NumPy's global
+    random state (not reproducible)."""
+    SHARED["random_state"].check("random_state", random_state)
+    if random_state is None:
+        random_state = np.random.mtrand._rand
+    if isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(np.iinfo(np.int32).max + 1))
+    elif isinstance(random_state, np.random.Generator):
+        random_state = int(random_state.integers(np.iinfo(np.int32).max + 1))
+    if isinstance(random_state, (int, np.integer)):
+        return _int_key(int(random_state))
+    if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
+        return random_state
+    return jax.random.wrap_key_data(random_state)
+
+
+@functools.lru_cache(maxsize=64)
+def _int_key(seed: int) -> jax.Array:
+    """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms)."""
+    return jax.random.key(seed)
+
+
+def numpy_rng(random_state) -> np.random.Generator:
+    """A NumPy generator for draws made with NumPy, from any ``random_state`` jaximp takes:
+    an int seeds it directly (``np.random.default_rng(seed)``), a Generator is used as is,
+    and a JAX key (or None, or a RandomState) seeds it with the bits of :func:`as_key`."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    key = as_key(random_state)
+    return np.random.default_rng(np.asarray(jax.random.key_data(key), np.uint32).ravel().tolist())

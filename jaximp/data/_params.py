@@ -18,9 +18,11 @@ import functools
 import inspect
 import numbers
 
+import jax
 import numpy as np
 
-__all__ = ["Choice", "Flag", "Int", "Real", "Replicates", "validate_params"]
+__all__ = ["SHARED", "Budget", "Choice", "Flag", "Int", "Output", "Progress", "Real", "Replicates",
+           "Seed", "validate_params"]
 
 
 class _Rule:
@@ -149,6 +151,119 @@ class Flag(_Rule):
         return "yes"
 
 
+class Budget(_Rule):
+    """A memory budget in bytes, at least 64 KiB (None: :func:`jaximp.default_memory_budget`)."""
+
+    minimum = 1 << 16
+
+    def __init__(self):
+        super().__init__(none=True)
+
+    def accepts(self, value) -> bool:
+        return (not isinstance(value, (bool, np.bool_))
+                and isinstance(value, (int, float, np.integer, np.floating))
+                and value >= self.minimum)  # also refuses NaN
+
+    def expected(self) -> str:
+        return f"at least {self.minimum} bytes"
+
+    def bad_value(self):
+        return 10
+
+    def check(self, name: str, value) -> None:
+        if value is None or self.accepts(value):
+            return
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a number of bytes; got {value!r:.80}.")
+        raise ValueError(f"{name} must be {self.expected()}; got {value!r:.80}.")
+
+
+class Progress(_Rule):
+    """Whether to show a progress line: True, False or None (in interactive terminals)."""
+
+    error = TypeError
+
+    def accepts(self, value) -> bool:
+        return value is None or isinstance(value, (bool, np.bool_))
+
+    def expected(self) -> str:
+        return "True, False or None (a progress line in interactive terminals)"
+
+    def bad_value(self):
+        return "yes"
+
+    def check(self, name: str, value) -> None:
+        if not self.accepts(value):
+            raise TypeError(f"{name} must be {self.expected()}; got {value!r:.80}.")
+
+
+class Seed(_Rule):
+    """A ``random_state``: an int seed, a JAX PRNG key (typed, or raw ``uint32[2]``), a NumPy
+    ``RandomState`` or ``Generator``, or None (a seed drawn from NumPy's global state), as
+    scikit-learn takes it."""
+
+    error = TypeError
+
+    def accepts(self, value) -> bool:
+        if value is None or isinstance(value, (np.random.RandomState, np.random.Generator)):
+            return True
+        if isinstance(value, (int, np.integer)):
+            return not isinstance(value, (bool, np.bool_))
+        if isinstance(value, jax.Array):
+            if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+                return value.shape == ()
+            return value.dtype == np.uint32 and value.shape == (2,)
+        return False
+
+    def expected(self) -> str:
+        return ("an int seed, a JAX PRNG key such as jax.random.key(0), a NumPy RandomState or "
+                "Generator, or None")
+
+    def bad_value(self):
+        return "seed"
+
+    def check(self, name: str, value) -> None:
+        if not self.accepts(value):
+            raise TypeError(f"{name} must be {self.expected()}; got {value!r:.60}.")
+
+
+class Output(_Rule):
+    """The model outputs to explain: an index or a name, a list of them, or None (all)."""
+
+    error = TypeError
+
+    def __init__(self):
+        super().__init__(none=True)
+
+    @staticmethod
+    def _one(item) -> bool:
+        return isinstance(item, str) or (isinstance(item, (int, np.integer))
+                                         and not isinstance(item, (bool, np.bool_)))
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return len(value) > 0 and all(self._one(item) for item in value)
+        return self._one(value)
+
+    def expected(self) -> str:
+        return "an output index or name, a non-empty list of them"
+
+    def bad_value(self):
+        return 1.5
+
+
+SHARED: dict[str, _Rule] = {
+    "memory_budget": Budget(),
+    "progress": Progress(),
+    "random_state": Seed(),
+    "output": Output(),
+}
+"""The rules of the keywords many functions share, declared once: :func:`validate_params`
+applies them to every decorated function that has such a parameter (a function's own table
+may override one, as :func:`jaximp.trends` does for its single ``output``)."""
+
+
 def validate_params(**table: _Rule):
     """Check the named arguments of the decorated function against ``table`` on every call.
 
@@ -156,7 +271,9 @@ def validate_params(**table: _Rule):
     ----------
     **table : rule
         Parameter name to constraint (:class:`Int`, :class:`Real`, :class:`Choice`,
-        :class:`Flag`). Every name must be a parameter of the function.
+        :class:`Flag`). Every name must be a parameter of the function. The shared keywords
+        (:data:`SHARED`: ``memory_budget``, ``progress``, ``random_state``, ``output``) are
+        checked without being listed.
 
     Examples
     --------
@@ -172,22 +289,24 @@ def validate_params(**table: _Rule):
     def decorate(function):
         signature = inspect.signature(function)
         unknown = sorted(set(table) - set(signature.parameters))
+        rules = {name: rule for name, rule in SHARED.items() if name in signature.parameters}
+        rules.update(table)
         if unknown:
             raise TypeError(f"{function.__name__} has no parameters {unknown}.")
 
         # keyword-only options arrive in kwargs alone: no signature binding on every call
         keyword_only = all(signature.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
-                           for name in table)
+                           for name in rules)
 
         @functools.wraps(function)
         def checked(*args, **kwargs):
             arguments = kwargs if keyword_only else signature.bind(*args, **kwargs).arguments
-            for name, rule in table.items():
+            for name, rule in rules.items():
                 if name in arguments:
                     rule.check(name, arguments[name])
             return function(*args, **kwargs)
 
-        checked.__jaximp_params__ = dict(table)
+        checked.__jaximp_params__ = rules
         return checked
 
     return decorate

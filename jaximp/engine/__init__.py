@@ -24,7 +24,7 @@ from ._reducers import (
     Spread,
     Stacked,
 )
-from ._rng import as_key, key_bits, rng_stream
+from ._rng import key_bits, rng_stream
 
 __all__ = [
     "GroupedMean",
@@ -39,7 +39,6 @@ __all__ = [
     "Reducer",
     "Spread",
     "Stacked",
-    "as_key",
     "at_coded_values",
     "at_drawn_rows",
     "at_permuted_rows",

@@ -29,7 +29,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaximp.kernels import _streams
 
-from ..data import Dataset, as_dataset
+from ..data import SHARED, Dataset, as_dataset
 from ..models import Predictor
 from . import _distributed
 from ._plans import Plan, at_values
@@ -95,14 +95,8 @@ def _device_budget(device) -> int:
 
 def resolve_budget(memory_budget) -> int:
     """``memory_budget`` validated, or the default budget for None."""
-    if memory_budget is None:
-        return default_memory_budget()
-    if isinstance(memory_budget, (bool, np.bool_)) or not isinstance(
-            memory_budget, (int, float, np.integer, np.floating)):
-        raise TypeError(f"memory_budget must be a number of bytes; got {memory_budget!r}.")
-    if not memory_budget >= 1 << 16:  # also NaN
-        raise ValueError(f"memory_budget must be at least 65536 bytes; got {memory_budget}.")
-    return int(memory_budget)
+    SHARED["memory_budget"].check("memory_budget", memory_budget)
+    return default_memory_budget() if memory_budget is None else int(memory_budget)
 
 
 def _bytes_per_row(predictor: Predictor, n_columns: int, dtype) -> float:
@@ -298,11 +292,11 @@ def evaluate(
         What to keep: see :mod:`jaximp.engine._reducers`.
     memory_budget : int, optional
         Bytes the whole call may use beyond its result and the data (default
-        :func:`default_memory_budget`). Results (kept predictions, replicate matrices) that
-        cannot fit in memory are refused before any evaluation.
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr (default: in an interactive terminal with more than one chunk,
-        or when ``JAXIMP_PROGRESS=1``; process 0 only).
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
     devices : sequence of jax.Device, optional
         Devices to shard rows over (default: all devices of all processes).
     label : str
@@ -709,7 +703,26 @@ def _host_replacement(plan: Plan, X, items, rows, n):
 
 def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=None,
                  devices=None, label: str = "predict") -> np.ndarray:
-    """Predictions on the data itself (a Dataset or an array), shape (n, o), float32."""
+    """Predictions on the data itself (a Dataset or an array), shape (n, o), float32.
+
+    Parameters
+    ----------
+    predictor : Predictor
+        The model, from :func:`jaximp.as_predictor`.
+    data : Dataset or array of shape (n, c)
+        The rows to predict.
+    memory_budget : int, optional
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
+    progress : bool, optional
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+    devices : sequence of jax.Device, optional
+        As in :func:`evaluate`.
+    label : str, default "predict"
+        The name of the progress line.
+    """
     c = data.X.shape[1] if isinstance(data, Dataset) else np.shape(data)[1]
     plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
     return evaluate(predictor, data, plan, Keep(), memory_budget=memory_budget,

@@ -24,9 +24,8 @@ from ..data import (
     Dataset,
     Flag,
     Replicates,
-    check_bool,
+    as_key,
     check_int,
-    check_n_bootstrap,
     replicate_weights,
     resolve_pairs,
     row_weights,
@@ -34,7 +33,7 @@ from ..data import (
     summaries,
     validate_params,
 )
-from ..engine import as_key, at_values, evaluate
+from ..engine import at_values, evaluate
 from ..models import Predictor, gradient_predictor
 from ..results import ALECurveDetails, ALEDetails, FeatureImportance, FeatureInteraction
 from ._ale_plan import (
@@ -309,9 +308,7 @@ def _check_bins(bins, name: str = "bins"):
 
 def _setup(model, X, *, sample_weight, n_bootstrap, random_state, derivative, output,
            feature_names, categorical, groups, variables, memory_budget, progress):
-    derivative = check_bool(derivative, "derivative")
-    n_bootstrap = check_n_bootstrap(n_bootstrap)
-    key = as_key(random_state)
+    derivative, n_bootstrap, key = bool(derivative), int(n_bootstrap), as_key(random_state)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
@@ -443,16 +440,19 @@ def ale(
         Bootstrap replicates over the rows (0: none, else >= 2), with the bins of the full data.
         Each replicate reweights the per-row differences inside the same evaluation; no extra
         model call. A bin empty in a replicate takes the full data's step.
-    random_state : int or JAX PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Seed of the bootstrap.
     feature_names, categorical, groups
         Data description; see :func:`jaximp.as_dataset`.
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes the call may use (see :func:`jaximp.default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
 
     Returns
     -------

@@ -35,8 +35,16 @@ import numpy as np
 
 from jaximp.kernels import _decorrelation as K
 
-from ..data import check_bool, check_choice, check_int, numeric_matrix
-from ..engine import ProgressMeter, as_key, key_bits, predict_rows, rng_stream
+from ..data import (
+    Choice,
+    Flag,
+    Int,
+    as_key,
+    check_choice,
+    numeric_matrix,
+    validate_params,
+)
+from ..engine import ProgressMeter, key_bits, predict_rows, rng_stream
 from ..models import (
     MLP,
     as_2d_float32,
@@ -237,6 +245,7 @@ def _inner(importance, model, W, y, i, key, options, engine) -> float:
     return float(values[i])
 
 
+@validate_params(residuals=Choice(*_RESIDUALS), n_orders=Int(1), weighting=Flag())
 def decorrelation_importance(
     X,
     y,
@@ -305,13 +314,16 @@ def decorrelation_importance(
     weighting : bool, default True
         Multiply by Pearson's r between ``y`` and the single-feature model's predictions (in
         sample, as the authors). False uses weight 1.
-    random_state : int or PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Draws the orders, the default forests' seeds, the MLP keys and the permutations.
     feature_names : sequence of str, optional
     memory_budget : int, optional
-        Bytes per evaluation chunk of the model predictions.
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr for the per-order loop.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
 
     Returns
     -------
@@ -341,11 +353,9 @@ def decorrelation_importance(
     >>> result.importances.shape, round(float(result.importances_mean.sum()), 6)
     ((3, 1, 3), 1.0)
     """
-    check_choice(residuals, "residuals", _RESIDUALS)
     if not callable(importance):
         check_choice(importance, "importance", _IMPORTANCES)
-    n_orders = check_int(n_orders, "n_orders")
-    weighting = check_bool(weighting, "weighting")
+    n_orders, weighting = int(n_orders), bool(weighting)
     if fit is not None and not callable(fit):
         raise TypeError(f"fit must be a function fit(X, y) -> model or None; got {fit!r:.60}.")
     if residual_fit is not None:

@@ -27,8 +27,8 @@ from jaximp.kernels import _pd_stats as K
 from ..data import (
     Flag,
     Replicates,
+    as_key,
     check_bool,
-    check_n_bootstrap,
     replicate_weights,
     resolve_feature_sets,
     resolve_pairs,
@@ -37,7 +37,7 @@ from ..data import (
     summaries,
     validate_params,
 )
-from ..engine import Mean, as_key, at_values, evaluate, predict_rows, resolve_budget
+from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
 from ..results import FeatureImportance, FeatureInteraction, HDetails, HStatisticDetails
 from ._setup import prepare
 
@@ -119,6 +119,11 @@ class HStatistic:
             output_names=output_names, normalized=normalized, squared=squared, n_rows=n_rows,
             info=info, _raw=raw, _floor=floor, _extend=extend,
         )
+
+    def __getstate__(self) -> dict:
+        """Pickled without the model: every read-out works on the copy, and sets computed
+        before pickling are read, but evaluating new pairs or triples needs the original."""
+        return {**self.__dict__, "_extend": None}
 
     def with_options(self, *, normalized: bool | None = None, squared: bool | None = None,
                      eps: float | None = None) -> "HStatistic":
@@ -207,11 +212,19 @@ class HStatistic:
         if listed is None:
             self._part(kind)
             return getattr(self.with_options(**options), kind)
-        if self._extend is None:
-            raise ValueError(f"this result cannot evaluate more {kind} statistics.")
-        names = self._extend(kind, listed)
-        known = self._raw[kind]
-        position = {frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
+        if self._extend is not None:
+            names = self._extend(kind, listed)
+        else:  # read back from a pickle: no model, only the sets computed before
+            names = tuple(tuple(fs) for fs in listed)
+        known = self._raw.get(kind)
+        position = {} if known is None else {
+            frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
+        absent = [fs for fs in names if frozenset(fs) not in position]
+        if absent:
+            raise ValueError(
+                f"this result holds no model to evaluate the {kind} statistics of {absent} "
+                "(it was read back from a pickle); ask for sets it computed, or pass these "
+                "to h_statistic.")
         index = [position[frozenset(fs)] for fs in names]
         chosen = _RawStatistic(names, known.numerator[index], known.denominator[index])
         normalized, squared, eps = self._options(**options)
@@ -470,7 +483,7 @@ def h_statistic(
         row axes of the PDs by its row counts: the engine averages every PD under every
         replicate's weights in the same pass, so the model is evaluated only once and memory
         grows as ``sets x n x replicates`` (not ``n^2``).
-    random_state : int or JAX PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Seed of the row subsample and of the bootstrap.
     feature_names, categorical, groups
         Data description; see :func:`jaximp.as_dataset`. A group (e.g. one-hot block) is one
@@ -478,9 +491,12 @@ def h_statistic(
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
 
     Returns
     -------
@@ -510,12 +526,10 @@ def h_statistic(
     1        x1        x2      y     0.000000
     2        x1        x3      y     0.000000
     """
-    overall = check_bool(overall, "overall")
-    normalized = check_bool(normalized, "normalized")
-    squared = check_bool(squared, "squared")
+    overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
     n_max = _check_n_max(n_max)
     eps = _check_eps(eps)
-    n_bootstrap = check_n_bootstrap(n_bootstrap)
+    n_bootstrap = int(n_bootstrap)
     key = as_key(random_state)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,

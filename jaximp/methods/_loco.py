@@ -25,8 +25,17 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..data import Choice, Dataset, Feature, Flag, as_dataset, validate_params
-from ..engine import as_key, at_values, evaluate, predict_rows
+from ..data import (
+    Choice,
+    Dataset,
+    Feature,
+    Flag,
+    as_dataset,
+    as_key,
+    select_outputs,
+    validate_params,
+)
+from ..engine import at_values, evaluate, predict_rows
 from ..models import (
     ACTIVATIONS,
     MLP,
@@ -265,7 +274,7 @@ def loco_importance(
         Model outputs the loss sees.
     sample_weight : array of shape (n,), optional
         Case weights of the loss and of the mean/median replacement (not passed to ``fit``).
-    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         For :func:`fit_mlp` refits: the key of every fit, the full model's and each refit's
         (``fit_mlp(X, y, input_mask=..., random_state=key)``). Sharing it (common random
         numbers: the same initial weights and minibatches) keeps initialization noise out of
@@ -360,21 +369,23 @@ def loco_importance(
         plan = at_values(masks, np.r_[p, np.arange(p)], values, np.r_[p, np.arange(p)])
         metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         fitted["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
-    elif mlp_options is not None:
-        predictor, predictions, models, full = _refit_mlps(
-            model, X, target, dataset, chosen, key, mlp_options, batched, variables,
-            memory_budget, progress,
-        )
-        fitted.update(models=models, full_model=full)
-    elif traceable_fit:
-        predictor, predictions, models, full = _refit_traceable(
-            model, target, dataset, chosen, fit, variables, memory_budget, progress
-        )
-        fitted.update(models=models, full_model=full)
     else:
-        predictor, predictions, models, full = _refit_generic(
-            model, X, y, dataset, chosen, fit, variables, memory_budget, progress
-        )
+        if model is not None:  # a bad output is refused before any refit
+            select_outputs(as_predictor(model, n_features=c, variables=variables).output_names,
+                           output)
+        if mlp_options is not None:
+            predictor, predictions, models, full = _refit_mlps(
+                model, X, target, dataset, chosen, key, mlp_options, batched, variables,
+                memory_budget, progress,
+            )
+        elif traceable_fit:
+            predictor, predictions, models, full = _refit_traceable(
+                model, target, dataset, chosen, fit, variables, memory_budget, progress
+            )
+        else:
+            predictor, predictions, models, full = _refit_generic(
+                model, X, y, dataset, chosen, fit, variables, memory_budget, progress
+            )
         fitted.update(models=models, full_model=full)
 
     if metric is None:

@@ -326,6 +326,7 @@ def compute_pd(
     ``(results, per_set)`` with ``per_set[s]`` of shape (g_1, ..., g_k, r, o) and the results'
     averages from the first weighting.
     """
+    out_idx = select_outputs(predictor.output_names, output)  # refused before any evaluation
     c = dataset.X.shape[1]
     grid = resolve_grid(grid, dataset)
     grids: dict[str, tuple[np.ndarray, tuple]] = {}
@@ -372,7 +373,6 @@ def compute_pd(
     replicated = None
     if not keep:
         replicated, out = out, out[:, 0]
-    out_idx = select_outputs(predictor.output_names, output)
     results, per_set, start = [], [], 0
     for features, shape in zip(feature_sets, shapes):
         size = int(np.prod(shape))
@@ -477,9 +477,12 @@ def partial_dependence(
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
     method : {"brute", "recursion", "auto"}, default "brute"
         ``"brute"``: the model evaluated on the modified rows of ``X``. ``"recursion"``
         (scikit-learn trees, forests and gradient boosting, one feature or several jointly,

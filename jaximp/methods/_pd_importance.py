@@ -1,9 +1,9 @@
 """PD-based variable importance and the PD interaction statistic (Greenwell et al. 2018).
 
 Both are thin methods: the engine (through ``compute_pd`` of :mod:`jaximp.methods._pd`)
-evaluates every PD or ICE curve in one batched call, and the flatness algebra lives in ``jaximp.kernels``. Bootstrap
-replicates over the background rows re-weight the stored ICE curves; the model is not evaluated
-again.
+evaluates every PD or ICE curve in one batched call, and the flatness algebra lives in
+``jaximp.kernels``. Bootstrap replicates over the background rows re-weight the stored ICE
+curves; the model is not evaluated again.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from jaximp.kernels import _pd_stats as K
 from ..data import (
     Choice,
     Replicates,
-    check_choice,
-    check_n_bootstrap,
+    as_key,
     replicate_weights,
     resolve_pairs,
     row_weights,
     validate_grid_options,
     validate_params,
 )
-from ..engine import as_key
 from ..results import (
     FeatureImportance,
     FeatureInteraction,
@@ -55,13 +53,11 @@ def _check_trim(trim) -> float:
 
 def _validate_common(measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap,
                      random_state):
-    check_choice(measure, "measure", MEASURE_CHOICES)
-    check_choice(average, "average", K.AVERAGES)
+    """The options the parameter table cannot check alone (measure, average and n_bootstrap
+    are in the table of both methods)."""
     trim = _check_trim(trim)
     validate_grid_options(grid, grid_resolution, percentiles)
-    n_bootstrap = check_n_bootstrap(n_bootstrap)
-    key = as_key(random_state)
-    return trim, n_bootstrap, key
+    return trim, int(n_bootstrap), as_key(random_state)
 
 
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
@@ -128,16 +124,19 @@ def pd_importance(
     n_bootstrap : int, default 0
         Bootstrap replicates over the background rows (0: none, else >= 2). Each replicate
         re-weights the stored ICE curves by its row counts; the model is evaluated once.
-    random_state : int or JAX PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Seed of the bootstrap.
     feature_names, categorical, groups
         Data description; see :func:`jaximp.as_dataset`.
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes per evaluation chunk (see :func:`jaximp.default_memory_budget`).
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
 
     Returns
     -------
@@ -243,7 +242,7 @@ def pd_interaction(
     n_bootstrap : int, default 0
         Bootstrap replicates over the background rows; they re-weight the stored 2-D ICE
         surfaces (n x g x g per pair, which must fit in memory).
-    random_state : int or JAX PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
     feature_names, categorical, groups, variables, memory_budget, progress
         As in :func:`pd_importance`.
 

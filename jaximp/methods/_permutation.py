@@ -16,11 +16,10 @@ from typing import Callable, Literal
 import jax
 import numpy as np
 
-from ..data import Choice, Int, validate_params
+from ..data import Choice, Int, as_key, validate_params
 from ..engine import (
     LossSums,
     Stacked,
-    as_key,
     at_permuted_rows,
     check_collapse_columns,
     evaluate,
@@ -146,7 +145,7 @@ def permutation_importance(
         output; classification losses read all selected columns as class probabilities.
     sample_weight : array of shape (n,), optional
         Case weights of the loss.
-    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Permutation ``r`` of feature ``j`` (its position in ``X``) is a keyed bijection of the
         rows computed on the device from the key and the label ``(j, r)``, so results do not
         depend on chunking, devices, on which other features are scored, or (for the first
@@ -165,9 +164,12 @@ def permutation_importance(
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes per evaluation chunk.
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
     scoring : str, or a list or dict of str, optional
         scikit-learn's name for ``loss`` (its scoring names, e.g. ``"neg_mean_squared_error"``
         or ``"accuracy"``); give ``loss`` or ``scoring``, not both. scikit-learn's scorer

@@ -18,16 +18,16 @@ from typing import Literal
 import jax
 import numpy as np
 
-from ..data import Choice, Dataset, Feature, Int, select_outputs, validate_params
-from ..engine import (
-    Spread,
+from ..data import (
+    Choice,
+    Dataset,
+    Feature,
+    Int,
     as_key,
-    at_drawn_rows,
-    at_values,
-    evaluate,
-    key_bits,
-    rng_stream,
+    select_outputs,
+    validate_params,
 )
+from ..engine import Spread, at_drawn_rows, at_values, evaluate, key_bits, rng_stream
 from ..results import FeatureImportance, SensitivityDetails
 from ._loss import check_target
 from ._setup import prepare
@@ -115,7 +115,7 @@ def sensitivity_importance(
     sample_weight : array of shape (n,), optional
         Case weights: rows and target pairs are drawn with probability proportional to them,
         and ``D_p`` is a weighted mean over rows.
-    random_state : int, jax PRNG key, NumPy RandomState or Generator, or None, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         The draws of feature ``j`` (its position in ``X``) are computed on the device from the
         key, the label ``(j, repeat, draw)`` and the row number; the target pairs come from a
         NumPy generator seeded with the key's bits: results do not depend on chunking, devices

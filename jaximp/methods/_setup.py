@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import Dataset, as_dataset
+from ..data import SHARED, Dataset, as_dataset
 from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 
@@ -31,11 +31,7 @@ def prepare(
     ``allow_missing``: NaN in X is passed to a host model (scikit-learn and other models with
     ``predict``, which may handle missing values); a JAX model is refused it."""
     resolve_budget(memory_budget)
-    if progress is not None and not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(
-            f"progress must be True, False or None (a progress line in interactive terminals); "
-            f"got {progress!r}."
-        )
+    SHARED["progress"].check("progress", progress)
     dataset = as_dataset(
         X,
         feature_names=feature_names,

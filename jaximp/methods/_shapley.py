@@ -30,21 +30,14 @@ from ..data import (
     Choice,
     Dataset,
     as_dataset,
+    as_key,
     check_choice,
     check_int,
     output_index,
     select_outputs,
     validate_params,
 )
-from ..engine import (
-    Mean,
-    as_key,
-    at_values,
-    evaluate,
-    key_bits,
-    resolve_budget,
-    rng_stream,
-)
+from ..engine import Mean, at_values, evaluate, key_bits, resolve_budget, rng_stream
 from ..results import (
     FeatureImportance,
     FeatureInteraction,
@@ -407,7 +400,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
     """Validated game, the players' names and data, and the remaining random key."""
     if background_size is not None:
         background_size = check_int(background_size, "background_size")
-    key_background, key_rest = jax.random.split(as_key(0 if random_state is None else random_state))
+    key_background, key_rest = jax.random.split(as_key(random_state))
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
@@ -514,7 +507,7 @@ def shapley_values(
     background_size: int | None = 100,
     background_weight=None,
     sample_weight=None,
-    random_state: int | jax.Array | None = None,
+    random_state: int | jax.Array | None = 0,
     feature_names=None,
     categorical=None,
     groups=None,
@@ -560,17 +553,21 @@ def shapley_values(
     sample_weight : array of shape (n,), optional
         Case weights of the rows of X: they weight the background when it is X and the mean
         ``|value|`` of :meth:`ShapleyValues.importance`.
-    random_state : int, jax PRNG key or None, default None
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Background subsample and sampled orders (exact values need no randomness when the
-        background is not subsampled). None is seed 0: results are reproducible.
+        background is not subsampled). None draws a seed from NumPy's global random state,
+        as everywhere in jaximp.
     feature_names, categorical, groups
         Data description (see :func:`jaximp.as_dataset`).
     variables : pytree, optional
         Variables of a Flax linen module.
     memory_budget : int, optional
-        Bytes the call may use beyond its result.
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
     progress : bool, optional
-        Progress line on stderr.
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
 
     Returns
     -------
@@ -694,7 +691,7 @@ def shapley_interactions(
     background_size: int | None = 100,
     background_weight=None,
     sample_weight=None,
-    random_state: int | jax.Array | None = None,
+    random_state: int | jax.Array | None = 0,
     feature_names=None,
     categorical=None,
     groups=None,

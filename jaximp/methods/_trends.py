@@ -36,8 +36,8 @@ import pandas as pd
 
 from jaximp.kernels import _decorrelation as K
 
-from ..data import check_n_bootstrap, numeric_matrix
-from ..engine import as_key, key_bits, rng_stream
+from ..data import as_key, check_n_bootstrap, numeric_matrix
+from ..engine import key_bits, rng_stream
 from ..results import TrendsDetails
 from ._loss import check_target
 
@@ -288,7 +288,7 @@ def trends(
         Which output of (n, p, o) Shapley values to use.
     background : array, optional
         Passed to ``shapley_values`` (default there: X).
-    random_state : int or PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Draws the subsets.
     feature_names : sequence of str, optional
 

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..data import as_key
+
 __all__ = ["MLP", "fit_mlp", "fit_mlp_options", "init_mlp_params", "mlp_forward",
            "train_mlp_params"]
 
@@ -158,7 +160,7 @@ def fit_mlp(
         Minibatch size; default full batch.
     input_mask : array of shape (c,), optional
         0 drops an input (it is multiplied by 0 before the first layer).
-    random_state : int or PRNG key, default 0
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
 
     Returns
     -------
@@ -183,7 +185,7 @@ def fit_mlp(
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
     if any(int(h) < 1 for h in hidden):
         raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")
-    key = random_state if isinstance(random_state, jax.Array) else jax.random.key(random_state)
+    key = as_key(random_state)
     init_key, train_key = jax.random.split(key)
     x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
     y_mean, y_scale = target.mean(0), target.std(0) + 1e-8
