@@ -53,7 +53,7 @@ autosummary_generate = False
 
 SECTIONS = [
     ("One-call explanations, plots and reports",
-     ["jaximp._explain", "jaximp.results._plots", "jaximp._report"]),
+     ["jaximp._explainer", "jaximp._explain", "jaximp.results._plots", "jaximp._report"]),
     ("Partial dependence and ICE", ["jaximp.methods._pd", "jaximp.data._grid"]),
     ("PD-based importance and interaction", ["jaximp.methods._pd_importance"]),
     ("Friedman's H-statistic", ["jaximp.methods._hstat"]),

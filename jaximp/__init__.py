@@ -7,6 +7,7 @@ a memory budget.
 """
 
 from ._explain import Explanation, explain
+from ._explainer import Explainer
 from ._report import ReportSection, write_report
 from ._version import __version__  # noqa: F401 (the package version)
 from .data import Dataset, Feature, as_dataset, make_friedman1, make_linear, mquantiles
@@ -82,6 +83,7 @@ __all__ = [
     "AccumulatedLocalEffects",
     "Dataset",
     "Details",
+    "Explainer",
     "Explanation",
     "Feature",
     "FeatureImportance",

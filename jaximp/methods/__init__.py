@@ -9,7 +9,7 @@ from ._filters import filter_importance
 from ._hstat import HStatistic, h_statistic
 from ._linear import linear_importance
 from ._loco import loco_importance
-from ._loss import LOSSES
+from ._loss import LOSSES, check_target
 from ._nn_weights import (
     NeuralNetToolsWeights,
     extract_weights,
@@ -61,6 +61,7 @@ __all__ = [
     "ale",
     "ale_importance",
     "ale_interaction",
+    "check_target",
     "compute_pd",
     "decorrelation_importance",
     "extract_weights",

@@ -1,0 +1,204 @@
+"""A model and its data, validated once, with every method as a bound call."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import _explain
+from . import methods as M
+from .data import Dataset, as_dataset, validate_params
+from .methods import check_target, prepare
+
+__all__ = ["Explainer"]
+
+# options fixed when the Explainer is made: a method call cannot change them
+_DATA_OPTIONS = ("feature_names", "categorical", "groups", "sample_weight", "variables")
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(function) -> frozenset:
+    return frozenset(inspect.signature(function).parameters)
+
+
+class Explainer:
+    """A model and its data, validated once; every method is a bound call.
+
+    The data are checked and described once (features, categories, groups, weights), the
+    model is wrapped once (and probed for its outputs), and each method then runs on them:
+    ``ex.permutation_importance(n_repeats=5)`` equals
+    ``jaximp.permutation_importance(model, X, y, n_repeats=5)`` (the functions are the
+    methods' one implementation; the Explainer passes them the validated data and model). The
+    engine keeps what a repeated call can reuse: the data's device copy, plans and their
+    tables, and the compiled chunks; a new option or random state builds new ones.
+
+    Parameters
+    ----------
+    model : callable or estimator
+        Anything :func:`jaximp.as_predictor` accepts.
+    X : array-like of shape (n, c), DataFrame or Dataset
+        The data the methods explain.
+    y : array-like of shape (n,) or (n, o), optional
+        Targets, for the loss-based methods (permutation importance, LOCO, sensitivity,
+        partial importance).
+    background : array-like or DataFrame, optional
+        Background rows of the Shapley values (default: ``X``).
+    sample_weight, feature_names, categorical, groups
+        As in :func:`jaximp.as_dataset`; fixed for every method call.
+    variables : pytree, optional
+        As in :func:`jaximp.as_predictor`; fixed for every method call.
+    memory_budget : int, optional
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
+        The default ``random_state`` of every method call (a call may pass its own).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).uniform(size=(200, 3))
+    >>> y = 3 * X[:, 0] + X[:, 1]
+    >>> ex = Explainer(lambda A: 3 * A[:, 0] + A[:, 1], X, y)
+    >>> ex.permutation_importance(n_repeats=3).top(2)
+    ['x0', 'x1']
+    >>> ex.partial_dependence("x0", grid_resolution=5).average.shape
+    (5, 1)
+    """
+
+    @validate_params()
+    def __init__(self, model, X, y=None, *, background=None, sample_weight=None,
+                 feature_names=None, categorical=None, groups=None, variables=None,
+                 memory_budget=None, random_state=0):
+        self.dataset, self.predictor = prepare(
+            model, X, feature_names=feature_names, categorical=categorical, groups=groups,
+            sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+        )
+        self.model = model
+        self.y = None if y is None else check_target(y, self.dataset.n_rows)
+        if background is not None:
+            width = (len(background.column_names) if isinstance(background, Dataset)
+                     else np.shape(background)[1] if np.ndim(background) == 2 else None)
+            if width != self.dataset.X.shape[1]:
+                raise ValueError(
+                    f"background must have the columns of X ({self.dataset.X.shape[1]}); got "
+                    f"shape {np.shape(getattr(background, 'X', background))}.")
+        self.background = background
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    def __repr__(self) -> str:
+        n, c = self.dataset.X.shape
+        return (f"Explainer({self.predictor.name}, {n} rows x {len(self.dataset.features)} "
+                f"features, outputs {list(self.predictor.output_names)}"
+                f"{', with y' if self.y is not None else ''})")
+
+    # -- the one way every bound method reaches its function --------------------------------
+
+    def _call(self, function, *args, rows=None, **options):
+        """``function(model, rows, *args, **options)`` with the Explainer's model, data (or
+        ``rows``) and defaults."""
+        fixed = sorted(set(options) & set(_DATA_OPTIONS))
+        if fixed:
+            raise TypeError(
+                f"{function.__name__}: {fixed} are fixed when the Explainer is made "
+                f"(Explainer(model, X, {fixed[0]}=...)); a method call cannot change them.")
+        accepted = _parameters(function)
+        for name in ("memory_budget", "random_state"):
+            if name in accepted and name not in options:
+                options[name] = getattr(self, name)
+        return function(self.predictor, self.dataset if rows is None else rows, *args,
+                        **options)
+
+    def _targets(self, method: str):
+        if self.y is None:
+            raise ValueError(f"Explainer.{method} needs the targets; pass them as "
+                             "Explainer(model, X, y).")
+        return self.y
+
+    def _rows(self, rows):
+        """Rows to explain: the Explainer's data, or new rows with its columns."""
+        if rows is None:
+            return None
+        dataset = as_dataset(rows, feature_names=None if hasattr(rows, "columns")
+                             else self.dataset.column_names)
+        if dataset.column_names != self.dataset.column_names:
+            raise ValueError(
+                f"rows must have the columns of the Explainer's data "
+                f"{list(self.dataset.column_names)}; got {list(dataset.column_names)}.")
+        return rows
+
+    # -- bound methods ----------------------------------------------------------------------
+
+    def partial_dependence(self, features, **options):
+        """:func:`jaximp.partial_dependence` of this model and data."""
+        return self._call(M.partial_dependence, features, **options)
+
+    def partial_dependence_all(self, **options):
+        """:func:`jaximp.partial_dependence_all` of this model and data."""
+        return self._call(M.partial_dependence_all, **options)
+
+    def pd_importance(self, **options):
+        """:func:`jaximp.pd_importance` of this model and data."""
+        return self._call(M.pd_importance, **options)
+
+    def pd_interaction(self, **options):
+        """:func:`jaximp.pd_interaction` of this model and data."""
+        return self._call(M.pd_interaction, **options)
+
+    def h_statistic(self, **options):
+        """:func:`jaximp.h_statistic` of this model and data."""
+        return self._call(M.h_statistic, **options)
+
+    def permutation_importance(self, **options):
+        """:func:`jaximp.permutation_importance` of this model, data and targets."""
+        return self._call(M.permutation_importance, self._targets("permutation_importance"),
+                          **options)
+
+    def loco_importance(self, **options):
+        """:func:`jaximp.loco_importance` of this model, data and targets."""
+        return self._call(M.loco_importance, self._targets("loco_importance"), **options)
+
+    def sensitivity_importance(self, **options):
+        """:func:`jaximp.sensitivity_importance` of this model, data and targets."""
+        return self._call(M.sensitivity_importance, self._targets("sensitivity_importance"),
+                          **options)
+
+    def partial_importance(self, feature, **options):
+        """:func:`jaximp.partial_importance` of one feature of this model, data and targets."""
+        return self._call(M.partial_importance, self._targets("partial_importance"), feature,
+                          **options)
+
+    def ale(self, features, **options):
+        """:func:`jaximp.ale` of this model and data."""
+        return self._call(M.ale, features, **options)
+
+    def ale_importance(self, **options):
+        """:func:`jaximp.ale_importance` of this model and data."""
+        return self._call(M.ale_importance, **options)
+
+    def ale_interaction(self, **options):
+        """:func:`jaximp.ale_interaction` of this model and data."""
+        return self._call(M.ale_interaction, **options)
+
+    def shapley_values(self, rows=None, **options):
+        """:func:`jaximp.shapley_values` of ``rows`` (default: this data) against the
+        Explainer's background (default: this data)."""
+        options.setdefault("background", self.dataset if self.background is None
+                           else self.background)
+        return self._call(M.shapley_values, rows=self._rows(rows), **options)
+
+    def shapley_interactions(self, rows=None, **options):
+        """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
+        options.setdefault("background", self.dataset if self.background is None
+                           else self.background)
+        return self._call(M.shapley_interactions, rows=self._rows(rows), **options)
+
+    def explain(self, **options):
+        """:func:`jaximp.explain` of this model, data and (if given) targets."""
+        if self.y is not None:
+            options.setdefault("y", self.y)
+        return self._call(_explain.explain, **options)
+

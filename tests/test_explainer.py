@@ -1,0 +1,186 @@
+"""jaximp.Explainer: every bound method equals its function, options and random states give
+fresh results, and misuse is refused with messages that name the option."""
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaximp
+
+RNG = np.random.default_rng(0)
+N = 80
+FRAME = pd.DataFrame({
+    "a": RNG.normal(size=N),
+    "b": RNG.uniform(size=N),
+    "c": pd.Categorical(RNG.choice(["u", "v", "w"], N)),
+    "d": RNG.normal(size=N),
+})
+WEIGHTS = RNG.uniform(0.5, 2.0, size=N)
+
+
+def model(A):
+    return jnp.stack([A[:, 0] * A[:, 1] + A[:, 2] - 0.5 * A[:, 3],
+                      jnp.sin(A[:, 0]) + A[:, 3]], axis=1)
+
+
+Y = np.asarray(model(jnp.asarray(jaximp.as_dataset(FRAME).X, jnp.float32)))
+Y = Y + 0.1 * RNG.normal(size=Y.shape)
+DATA = dict(sample_weight=WEIGHTS)
+
+
+@pytest.fixture(scope="module")
+def explainer():
+    return jaximp.Explainer(model, FRAME, Y, **DATA)
+
+
+def _same(a, b):
+    """Two results hold equal arrays (every field that is an array)."""
+    if hasattr(a, "to_frame"):
+        fa, fb = a.to_frame(), b.to_frame()
+        if isinstance(fa, dict):
+            assert fa.keys() == fb.keys()
+            for k in fa:
+                pd.testing.assert_frame_equal(fa[k], fb[k])
+        else:
+            pd.testing.assert_frame_equal(fa, fb)
+    for name in ("importances", "importances_mean", "values", "average", "individual",
+                 "total", "base_values"):
+        x, y = getattr(a, name, None), getattr(b, name, None)
+        if isinstance(x, np.ndarray):
+            np.testing.assert_array_equal(x, y)
+
+
+BOUND = {  # method -> (bound call, the function call on the raw inputs)
+    "partial_dependence": (
+        lambda ex: ex.partial_dependence("b", kind="both", grid_resolution=6),
+        lambda: jaximp.partial_dependence(model, FRAME, "b", kind="both", grid_resolution=6,
+                                          **DATA)),
+    "partial_dependence_all": (
+        lambda ex: ex.partial_dependence_all(grid_resolution=5),
+        lambda: jaximp.partial_dependence_all(model, FRAME, grid_resolution=5, **DATA)),
+    "pd_importance": (
+        lambda ex: ex.pd_importance(n_bootstrap=3),
+        lambda: jaximp.pd_importance(model, FRAME, n_bootstrap=3, **DATA)),
+    "pd_interaction": (
+        lambda ex: ex.pd_interaction(grid_resolution=5),
+        lambda: jaximp.pd_interaction(model, FRAME, grid_resolution=5, **DATA)),
+    "h_statistic": (
+        lambda ex: ex.h_statistic(n_max=40),
+        lambda: jaximp.h_statistic(model, FRAME, n_max=40, **DATA)),
+    "permutation_importance": (
+        lambda ex: ex.permutation_importance(n_repeats=4),
+        lambda: jaximp.permutation_importance(model, FRAME, Y, n_repeats=4, **DATA)),
+    "loco_importance": (
+        lambda ex: ex.loco_importance(strategy="mean"),
+        lambda: jaximp.loco_importance(model, FRAME, Y, strategy="mean", **DATA)),
+    "sensitivity_importance": (
+        lambda ex: ex.sensitivity_importance(n_repeats=3),
+        lambda: jaximp.sensitivity_importance(model, FRAME, Y, n_repeats=3, **DATA)),
+    "partial_importance": (
+        lambda ex: ex.partial_importance("a", grid_resolution=6),
+        lambda: jaximp.partial_importance(model, FRAME, Y, "a", grid_resolution=6, **DATA)),
+    "ale": (
+        lambda ex: ex.ale("a", bins=5),
+        lambda: jaximp.ale(model, FRAME, "a", bins=5, **DATA)),
+    "ale_importance": (
+        lambda ex: ex.ale_importance(features=["a", "b"], bins=5),
+        lambda: jaximp.ale_importance(model, FRAME, features=["a", "b"], bins=5, **DATA)),
+    "ale_interaction": (
+        lambda ex: ex.ale_interaction(features=["a", "b", "d"], bins=4),
+        lambda: jaximp.ale_interaction(model, FRAME, features=["a", "b", "d"], bins=4,
+                                       **DATA)),
+    "shapley_values": (
+        lambda ex: ex.shapley_values(FRAME.iloc[:5], background_size=20),
+        lambda: jaximp.shapley_values(model, FRAME.iloc[:5], FRAME, background_size=20,
+                                      background_weight=WEIGHTS)),
+    "shapley_interactions": (
+        lambda ex: ex.shapley_interactions(FRAME.iloc[:3], background_size=20),
+        lambda: jaximp.shapley_interactions(model, FRAME.iloc[:3], FRAME, background_size=20,
+                                            background_weight=WEIGHTS)),
+    "explain": (
+        lambda ex: ex.explain(methods=["pd_importance", "permutation"]),
+        lambda: jaximp.explain(model, FRAME, Y, methods=["pd_importance", "permutation"],
+                               **DATA)),
+}
+
+
+def test_every_bound_method_is_covered():
+    public = {name for name in vars(jaximp.Explainer) if not name.startswith("_")}
+    assert public == set(BOUND)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND))
+def test_bound_method_equals_its_function(explainer, name):
+    bound, function = BOUND[name]
+    _same(bound(explainer), function())
+
+
+def test_a_reused_explainer_never_returns_a_stale_result(explainer):
+    """Changing the random state or an option gives the fresh result, and going back gives
+    the first one again."""
+    def fresh(**options):
+        return jaximp.permutation_importance(model, FRAME, Y, **DATA, **options)
+
+    for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},
+                    {"features": ["a", "c"]}, {"loss": "mae"}, {"kind": "ratio"},
+                    {"random_state": 0}):
+        _same(explainer.permutation_importance(**options), fresh(**options))
+    for options in ({"grid_resolution": 4}, {"grid_resolution": 7}, {"grid": "quantile"},
+                    {"percentiles": (0.1, 0.9)}, {"centered": True}, {"grid_resolution": 4}):
+        _same(explainer.partial_dependence("a", **options),
+              jaximp.partial_dependence(model, FRAME, "a", **DATA, **options))
+    for seed in (3, 4, 3):
+        _same(explainer.h_statistic(n_max=30, random_state=seed),
+              jaximp.h_statistic(model, FRAME, n_max=30, random_state=seed, **DATA))
+
+
+def test_the_explainers_random_state_is_the_default_of_every_call():
+    ex = jaximp.Explainer(model, FRAME, Y, random_state=5)
+    _same(ex.permutation_importance(),
+          jaximp.permutation_importance(model, FRAME, Y, random_state=5))
+    _same(ex.permutation_importance(random_state=6),
+          jaximp.permutation_importance(model, FRAME, Y, random_state=6))
+
+
+def test_a_numpy_array_and_its_dataframe_give_one_result():
+    X = RNG.normal(size=(50, 3))
+    f = lambda A: A[:, 0] - 2 * A[:, 1] * A[:, 2]  # noqa: E731
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    _same(jaximp.Explainer(f, X).pd_importance(), jaximp.Explainer(f, frame).pd_importance())
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda ex: ex.permutation_importance(sample_weight=WEIGHTS), TypeError,
+     r"permutation_importance: \['sample_weight'\] are fixed when the Explainer is made"),
+    (lambda ex: ex.partial_dependence("a", feature_names=list("abcd")), TypeError,
+     r"\['feature_names'\] are fixed"),
+    (lambda ex: ex.partial_dependence("a", n_repeats=3), TypeError,
+     r"unexpected keyword argument 'n_repeats'"),
+    (lambda ex: ex.shapley_values(FRAME[["a", "b"]]), ValueError,
+     r"rows must have the columns of the Explainer's data \['a', 'b', 'c', 'd'\]"),
+    (lambda ex: ex.shapley_values(np.zeros((2, 5))), ValueError,
+     r"feature_names has 4 names but X has 5 columns"),
+    (lambda ex: ex.partial_dependence("zz"), ValueError, r"unknown feature 'zz'"),
+    (lambda ex: ex.permutation_importance(random_state="x"), TypeError,
+     r"random_state must be an int seed"),
+])
+def test_misuse_is_refused_with_a_message(explainer, call, error, message):
+    with pytest.raises(error, match=message):
+        call(explainer)
+
+
+def test_construction_is_checked():
+    with pytest.raises(ValueError, match=r"Explainer.permutation_importance needs the targets"):
+        jaximp.Explainer(model, FRAME).permutation_importance()
+    with pytest.raises(ValueError, match=r"y must have n = 80 rows like X; got 3"):
+        jaximp.Explainer(model, FRAME, Y[:3])
+    with pytest.raises(ValueError, match=r"background must have the columns of X \(4\)"):
+        jaximp.Explainer(model, FRAME, background=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"memory_budget must be at least 65536 bytes"):
+        jaximp.Explainer(model, FRAME, memory_budget=10)
+    with pytest.raises(TypeError, match=r"random_state must be an int seed"):
+        jaximp.Explainer(model, FRAME, random_state=1.5)
+    with pytest.raises(ValueError, match=r"output"):
+        jaximp.Explainer(lambda A: A[:, :, None] * A[:, None, :], FRAME)
+    assert repr(jaximp.Explainer(model, FRAME, Y)).startswith("Explainer(")
