@@ -26,6 +26,7 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/weights.py
 	$(PY) benchmarks/pd_memory.py
 	$(PY) benchmarks/memory.py
+	$(PY) benchmarks/overhead.py
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"

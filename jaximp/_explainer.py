@@ -76,6 +76,7 @@ class Explainer:
             model, X, feature_names=feature_names, categorical=categorical, groups=groups,
             sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         )
+        self.dataset.pin()  # its device copy is made once and kept
         self.model = model
         self.y = None if y is None else check_target(y, self.dataset.n_rows)
         if background is not None:

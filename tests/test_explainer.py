@@ -1,6 +1,7 @@
 """jaximp.Explainer: every bound method equals its function, options and random states give
 fresh results, and misuse is refused with messages that name the option."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -72,8 +73,9 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
         lambda ex: ex.permutation_importance(n_repeats=4),
         lambda: jaximp.permutation_importance(model, FRAME, Y, n_repeats=4, **DATA)),
     "loco_importance": (
-        lambda ex: ex.loco_importance(strategy="mean"),
-        lambda: jaximp.loco_importance(model, FRAME, Y, strategy="mean", **DATA)),
+        lambda ex: ex.loco_importance(strategy="mean", features=["a", "b", "d"]),
+        lambda: jaximp.loco_importance(model, FRAME, Y, strategy="mean", features=["a", "b", "d"],
+                                       **DATA)),
     "sensitivity_importance": (
         lambda ex: ex.sensitivity_importance(n_repeats=3),
         lambda: jaximp.sensitivity_importance(model, FRAME, Y, n_repeats=3, **DATA)),
@@ -184,3 +186,31 @@ def test_construction_is_checked():
     with pytest.raises(ValueError, match=r"output"):
         jaximp.Explainer(lambda A: A[:, :, None] * A[:, None, :], FRAME)
     assert repr(jaximp.Explainer(model, FRAME, Y)).startswith("Explainer(")
+
+
+def test_the_data_goes_to_the_device_once(explainer):
+    """A pinned dataset (the Explainer's) keeps its device copy: later calls reuse it, and a
+    plain function call (a throw-away dataset) keeps nothing."""
+    explainer.permutation_importance(n_repeats=2)
+    copies = {k: v for k, v in explainer.dataset._memo.items() if k[0] == "device rows"}
+    assert copies and all(isinstance(v, jax.Array) for v in copies.values())
+    explainer.permutation_importance(n_repeats=3, random_state=9)
+    again = {k: v for k, v in explainer.dataset._memo.items() if k[0] == "device rows"}
+    assert all(again[k] is v for k, v in copies.items())
+    dataset = jaximp.as_dataset(FRAME)
+    jaximp.permutation_importance(model, dataset, Y, n_repeats=2)
+    assert not [k for k in dataset._memo if k[0] == "device rows"]
+
+
+def test_an_equal_plan_built_again_reuses_its_device_tables():
+    from jaximp.engine import _engine
+
+    def plan():
+        return jaximp.at_values(np.eye(2, dtype=bool), [0, 1], np.ones((2, 2)), [0, 1])
+
+    first, second = plan(), plan()
+    assert first is not second
+    tables = _engine._plan_tables(first, 8, np.float32, None)
+    assert _engine._plan_tables(second, 8, np.float32, None)[0] is tables[0]
+    other = jaximp.at_values(np.eye(2, dtype=bool), [0, 1], 2 * np.ones((2, 2)), [0, 1])
+    assert _engine._plan_tables(other, 8, np.float32, None)[0] is not tables[0]

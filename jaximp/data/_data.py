@@ -49,14 +49,43 @@ class Dataset:
     features: tuple[Feature, ...]
     weights: np.ndarray | None = None
     source: object = None
-    # sorted copies of columns, made on first use (grids and rugs of one call share a sort)
-    _sorted: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
+    # what is computed from the data once and asked again (sorted columns, grids, the
+    # device copy): kept for the dataset's lifetime, e.g. an Explainer's
+    _memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
+
+    def memo(self, key, make):
+        """``make()``, computed once per dataset and ``key`` (a Dataset is immutable)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
+
+    def pin(self) -> "Dataset":
+        """Keep what the engine puts on the devices for this dataset (its rows), for the
+        dataset's lifetime: an Explainer's calls then send the data once."""
+        self._memo["pinned"] = True
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        return "pinned" in self._memo
 
     def sorted_column(self, j: int) -> np.ndarray:
-        """Column ``j`` of ``X`` in ascending order (computed once per dataset)."""
-        if j not in self._sorted:
-            self._sorted[j] = np.sort(self.X[:, j])
-        return self._sorted[j]
+        """The values of column ``j`` of ``X`` in ascending order, missing values (NaN) left
+        out (computed once per dataset)."""
+        def make():
+            column = self.X[:, j]
+            present = column[~np.isnan(column)]
+            if present.size == 0:
+                raise ValueError(f"column {self.column_names[j]!r} holds only missing values "
+                                 "(NaN); it has no grid. Drop it or fill it.")
+            return np.sort(present)
+
+        return self.memo(("sorted", j), make)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_memo": {}}  # device copies stay behind
 
     def take(self, rows) -> "Dataset":
         """The dataset restricted to ``rows`` (indices), in order."""
@@ -110,8 +139,19 @@ class Dataset:
                 f"features must be a name, an index, a list of them or a boolean mask; got a "
                 f"{type(features).__name__}, whose order is not defined. Pass a list."
             )
-        mask = np.asarray(features) if not isinstance(features, np.ndarray) else features
-        if mask.dtype == bool:  # a boolean mask over the features, as scikit-learn's
+        features = features if isinstance(features, np.ndarray) else list(features)
+        nested = [f for f in features if isinstance(f, (list, tuple, set, np.ndarray))]
+        if nested:
+            raise TypeError(
+                f"features must list single features (names or positions) or be a boolean "
+                f"mask; got {nested[0]!r:.60} inside the list. Sets of features are pairs= "
+                "(or triples=) of the interaction methods, or one list of features for a "
+                "joint partial dependence."
+            )
+        is_mask = isinstance(features, np.ndarray) or all(
+            isinstance(f, (bool, np.bool_)) for f in features)
+        mask = np.asarray(features) if is_mask else np.empty(0)
+        if is_mask and mask.dtype == bool:  # a boolean mask over the features, as scikit-learn's
             if mask.shape != (len(self.features),):
                 raise ValueError(
                     f"a boolean features mask must have one entry per feature "
@@ -216,6 +256,9 @@ def as_dataset(
                 columns.append(col.cat.codes.to_numpy(dtype=np.float64))
             elif col.dtype == bool:
                 columns.append(col.to_numpy(dtype=np.float64))
+            elif pd.api.types.is_complex_dtype(col.dtype):
+                raise TypeError(f"column {name!r} holds complex values; jaximp needs real "
+                                "numbers. Pass the real and imaginary parts as separate columns.")
             elif pd.api.types.is_numeric_dtype(col.dtype):
                 columns.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
             else:
@@ -227,6 +270,9 @@ def as_dataset(
         values = np.stack(columns, axis=1) if columns else np.empty((len(X), 0))
     else:
         values = np.asarray(X)
+        if values.dtype.kind == "c":
+            raise TypeError("X must hold real numbers; got complex values. Pass the real and "
+                            "imaginary parts as separate columns.")
         if values.dtype == object or values.dtype.kind in "USV":
             raise TypeError(
                 f"X must hold numbers; got an array of dtype {values.dtype}. Convert text "
@@ -320,7 +366,13 @@ def as_dataset(
 
     weights = None
     if sample_weight is not None:
-        weights = np.asarray(sample_weight, dtype=np.float64)
+        weights = np.asarray(sample_weight)
+        if weights.dtype.kind not in "biuf":
+            raise TypeError(
+                f"sample_weight must hold numbers (one weight per row); got an array of dtype "
+                f"{weights.dtype}. Convert the weights to numbers first."
+            )
+        weights = weights.astype(np.float64)
         if weights.shape not in ((n,), (n, 1)):
             raise ValueError(
                 f"sample_weight must have shape ({n},), one weight per row; got "

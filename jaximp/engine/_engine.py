@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import hashlib
 import math
 import os
 import sys
@@ -41,6 +42,9 @@ __all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# device tables of recent plans by content, so that an equal plan built again reuses them
+_TABLES_BY_CONTENT: "collections.OrderedDict" = collections.OrderedDict()
+_TABLES_BY_CONTENT_SIZE = 64
 _PROBE_ROWS = 1024
 # On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
 # several times faster than one huge batch; accelerators take one block per chunk. Within that
@@ -73,7 +77,7 @@ def default_memory_budget() -> int:
             value = float(env)
         except ValueError:
             value = float("nan")
-        if not value >= 1 << 16:  # also NaN
+        if not (1 << 16) <= value < float("inf"):  # also NaN
             raise ValueError(
                 f"JAXIMP_MEMORY_BUDGET must be a number of bytes >= 65536 (e.g. 2e9); got "
                 f"{env!r}. Fix or unset the environment variable."
@@ -345,7 +349,7 @@ def evaluate(
     if predictor.host:
         out = _run_host(predictor, data, plan, reducer, budget, progress, label)
     else:
-        out = _run_jax(predictor, X, plan, reducer, budget, progress, devices, label)
+        out = _run_jax(predictor, data, plan, reducer, budget, progress, devices, label)
     finite = np.isfinite(out)
     if not finite.all() and not (reducer.may_be_nan and np.all(finite | np.isnan(out))):
         raise FloatingPointError(
@@ -496,6 +500,11 @@ def _plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
     key = (items_pad, np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
     if key in per_plan:
         return per_plan[key]
+    content = _plan_digest(plan)  # an equal plan built again (a method asked again)
+    if content is not None and (content, key) in _TABLES_BY_CONTENT:
+        _TABLES_BY_CONTENT.move_to_end((content, key))
+        per_plan[key] = _TABLES_BY_CONTENT[content, key]
+        return per_plan[key]
     tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
     if plan.table is not None:
         tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
@@ -514,10 +523,29 @@ def _plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
     if single_column:
         tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
     per_plan[key] = _distributed.replicate(tables, mesh), bool(single_column)
+    if content is not None:
+        _TABLES_BY_CONTENT[content, key] = per_plan[key]
+        if len(_TABLES_BY_CONTENT) > _TABLES_BY_CONTENT_SIZE:
+            _TABLES_BY_CONTENT.popitem(last=False)
     return per_plan[key]
 
 
-def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
+def _plan_digest(plan: Plan) -> bytes | None:
+    """A digest of a small plan's arrays (None past 1 MiB: hashing would cost more than the
+    copy it saves)."""
+    arrays = [(field.name, getattr(plan, field.name)) for field in dataclasses.fields(plan)]
+    arrays = [(name, a) for name, a in arrays if isinstance(a, np.ndarray)]
+    if sum(a.nbytes for _, a in arrays) > 1 << 20:
+        return None
+    digest = hashlib.blake2b(plan.index.encode(), digest_size=16)
+    for name, a in arrays:
+        digest.update(f"{name}{a.dtype.str}{a.shape}".encode())
+        digest.update(np.ascontiguousarray(a).data)
+    return digest.digest()
+
+
+def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
+    X = data.X
     n, c = X.shape
     o = predictor.n_outputs
     dtype = np.dtype(predictor.dtype)
@@ -555,7 +583,13 @@ def _run_jax(predictor, X, plan, reducer, budget, progress, devices, label):
                for k, v in reducer.row_arrays().items()}
     if plan.row_codes is not None:
         rowdata["_codes"] = _layout(plan.row_codes.T, n_dev, n_local, n_local_pad)
-    X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
+    if data.pinned:  # the device copy is made once per layout and kept (an Explainer's data)
+        layout = ("device rows", n_dev, n_local_pad, dtype.str,
+                  None if mesh is None else tuple(mesh.devices.flat))
+        X_dev, rowdata = data.memo(layout, lambda: _distributed.shard_rows(
+            _layout(X, n_dev, n_local, n_local_pad, dtype), mesh)), put_rows(rowdata)
+    else:
+        X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
     consts = {k: _pad_items(v, items_pad) if k == "item_code" else v
               for k, v in reducer.consts().items()}
     # the permutations' radices, found on the host (on the device, a sequential search)
