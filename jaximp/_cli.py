@@ -168,14 +168,16 @@ def _split(frame, path: str, target: str, features):
             raise _UsageError(f"--features: column {name!r} is not a feature column of "
                               f"{path!r}; choose from {[c for c in columns if c != target]}.")
     y = frame[target]
-    if not pd.api.types.is_numeric_dtype(y):
-        raise _UsageError(f"--target: column {target!r} must be numeric; got {y.dtype}.")
+    if y.isna().any():
+        raise _UsageError(f"--target: column {target!r} has {int(y.isna().sum())} missing "
+                          "values; drop those rows first.")
     X = frame.drop(columns=[target])
     for column in X.columns:
         if not (pd.api.types.is_numeric_dtype(X[column])
                 or isinstance(X[column].dtype, pd.CategoricalDtype)):
             X[column] = X[column].astype("category")
-    return X, y.to_numpy(np.float64)
+    # numbers stay numbers; class labels (text) stay labels, scored as a classifier's
+    return X, (y.to_numpy(np.float64) if pd.api.types.is_numeric_dtype(y) else y.to_numpy())
 
 
 def _probe(model, X, path: str, spec: str) -> None:
@@ -214,9 +216,13 @@ def run_explain(args, argv) -> pathlib.Path:
     fit = _load_object(args.fit, "--fit") if args.fit else None
     _probe(model, X, args.data, args.model)
     try:
+        output = None if args.output is None else [
+            int(o) if o.lstrip("-").isdigit() else o for o in args.output]
         explanation = explain(model, X, y, methods=args.methods, features=args.features,
-                              fit=fit, grid_resolution=args.grid_resolution,
-                              n_bootstrap=args.n_bootstrap, random_state=args.seed)
+                              fit=fit, output=output, loss=args.loss,
+                              grid_resolution=args.grid_resolution,
+                              n_bootstrap=args.n_bootstrap, random_state=args.seed,
+                              progress=not args.quiet)
     except (ValueError, TypeError) as error:  # jaximp's checks of the input, in one line
         raise _UsageError(str(error)) from None
     return write_report(
@@ -302,6 +308,7 @@ def demo(out: str, n: int, steps: int, seed: int, command: str = "jaximp demo") 
 
 def _parser():
     from ._explain import METHODS
+    from .methods import LOSSES
 
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="jaximp", description=_DESCRIPTION, epilog=_EPILOG,
@@ -341,6 +348,14 @@ def _parser():
                     help="grid points per feature for partial dependence (default: 21)")
     ex.add_argument("--n-bootstrap", type=int, default=0, metavar="R",
                     help="bootstrap replicates for intervals on PD methods and H (default: 0)")
+    ex.add_argument("--output", nargs="+", metavar="OUTPUT",
+                    help="model outputs to explain, by index or name (e.g. a class label); "
+                    "default: every output")
+    ex.add_argument("--loss", choices=LOSSES, metavar="LOSS",
+                    help=f"loss of permutation importance and LOCO, one of {', '.join(LOSSES)} "
+                    "(default: accuracy for a classifier, else mse)")
+    ex.add_argument("--quiet", action="store_true",
+                    help="no progress bar on stderr (default: one bar over the methods)")
     ex.add_argument("--title", help="title of the report")
     return parser
 
@@ -352,7 +367,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.version:
         import jax
-
 
         print(f"jaximp {__version__} (JAX {jax.__version__})")
         return 0

@@ -333,6 +333,7 @@ def explain(
     features=None,
     fit=None,
     output=None,
+    loss=None,
     grid_resolution: int = 21,
     n_bootstrap: int = 0,
     options=None,
@@ -375,6 +376,9 @@ def explain(
         :func:`jaximp.fit_mlp`).
     output : int, str or list, optional
         Model outputs to keep (default all).
+    loss : str or callable, optional
+        Loss of permutation importance and LOCO (as their ``loss``; ``options`` may set
+        another per method). Default: accuracy for a classifier, else the mean squared error.
     grid_resolution : int, default 21
         Grid points per feature (evenly spaced from minimum to maximum, as R's pdp) shared by
         the PD plots, PD importance and the PD interaction statistic, whose cost grows with
@@ -434,6 +438,10 @@ def explain(
     if listed is None:
         listed = _default_methods(len(chosen), y is not None, fit is not None, network)
     options = _check_options(options, listed)
+    if loss is not None:  # the loss-based methods' loss, unless their options set one
+        for method in ("permutation", "loco"):
+            if method in listed:
+                options.setdefault(method, {}).setdefault("loss", loss)
     for method in listed:
         if method in _NEEDS_Y and y is None:
             raise ValueError(f"method {method!r} needs the targets y; pass y=... or leave "

@@ -298,3 +298,46 @@ def test_version_from_python_m():
     import jax
 
     assert out == f"jaximp {jaximp.__version__} (JAX {jax.__version__})\n"
+
+
+CLASSIFIER_SOURCE = """
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+
+frame = pd.read_csv("labels.csv")
+model = LogisticRegression().fit(frame.drop(columns=["label"]), frame["label"])
+"""
+
+
+def test_a_classifier_with_text_labels(workspace, monkeypatch, capsys):
+    """Class labels as text are scored as a classifier's (accuracy by default); --loss,
+    --output and --quiet reach explain, and the report equals the Python API's."""
+    monkeypatch.chdir(workspace)
+    frame = make_data(60).drop(columns=["target"])
+    frame["label"] = np.where(frame["u"] + frame["v"] > 0, "high", "low")
+    frame.to_csv("labels.csv", index=False)
+    pathlib.Path("classifier.py").write_text(CLASSIFIER_SOURCE)
+    base = ["explain", "--model", "classifier.py:model", "--data", "labels.csv",
+            "--target", "label", "--methods", "permutation", "pd_importance", "--quiet"]
+    assert main([*base, "--out", "by_default"]) == 0
+    assert "explain:" not in capsys.readouterr().err  # no progress bar with --quiet
+    table = pd.read_csv(pathlib.Path("by_default", "results.csv"))
+    assert set(table.loc[table["method"] == "pd_importance", "output"]) == {"high", "low"}
+    assert set(table.loc[table["method"] == "permutation", "output"]) == {"y"}  # accuracy
+    assert main([*base, "--out", "chosen", "--loss", "log_loss", "--output", "high"]) == 0
+    chosen = pd.read_csv(pathlib.Path("chosen", "results.csv"))
+    assert set(chosen.loc[chosen["method"] == "pd_importance", "output"]) == {"high"}
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("classifier_api", "classifier.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    api = explain(module.model, frame.drop(columns=["label"]), frame["label"].to_numpy(),
+                  methods=["permutation", "pd_importance"], loss="log_loss", output="high",
+                  progress=False)
+    assert api["permutation"].info["loss"] == "log_loss"
+    rows = chosen[chosen["method"] == "permutation"].sort_values("feature")
+    np.testing.assert_allclose(
+        rows["value"].to_numpy(),
+        api["permutation"].to_frame().sort_values("feature")["importance"].to_numpy(),
+        rtol=1e-9)

@@ -357,7 +357,9 @@ def test_validation_messages(linear_data, ols, classification_data):
     with pytest.raises(ValueError, match=r"but 2 model output\(s\) are scored; .* For a "
                                          r"classifier's class probabilities and y of class "
                                          r"labels, use loss='log_loss', 'accuracy' or 'auc'\.$"):
-        permutation_importance(logistic, Xc, yc)  # the default loss is mse
+        permutation_importance(logistic, Xc, yc + 0.5)  # not class codes: the default is mse
+    # class codes 0..k-1 against k outputs: the default is accuracy, as for a classifier
+    assert permutation_importance(logistic, Xc, yc).info["loss"] == "accuracy"
     with pytest.raises(ValueError, match="kind='ratio' divides by the baseline mse loss, which "
                                          "is 0"):
         # a model whose outputs are exact in any batch shape (a GPU may round a linear model's
@@ -389,8 +391,14 @@ def _logit_problem(k):
 @pytest.mark.parametrize("loss", ["log_loss", "auc", "accuracy"])
 def test_logits_are_refused_with_the_fix_and_accepted_as_response_logits(k, loss):
     X, y, logit_model, W = _logit_problem(k)
-    with pytest.raises(ValueError, match=r"needs class probabilities.*response='logits'"):
-        permutation_importance(logit_model, X, y, loss=loss, n_repeats=2)
+    if loss == "accuracy" and k > 1:  # the arg max of logits is that of their softmax
+        direct = permutation_importance(logit_model, X, y, loss=loss, n_repeats=3)
+        same = permutation_importance(logit_model, X, y, loss=loss, n_repeats=3,
+                                      response="logits")
+        np.testing.assert_allclose(direct.importances, same.importances, atol=1e-6)
+    else:
+        with pytest.raises(ValueError, match=r"needs class probabilities.*response='logits'"):
+            permutation_importance(logit_model, X, y, loss=loss, n_repeats=2)
 
     def proba_model(A):
         z = A @ jnp.asarray(W, jnp.float32)

@@ -6,6 +6,7 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ._data import Dataset, Feature
 
@@ -74,6 +75,8 @@ def feature_grid(
             f"feature {feature.name!r} is a group of {len(feature.columns)} columns that is "
             "not one-hot; partial dependence needs a one-hot block or single columns."
         )
+    if values is not None and feature.kind == "categorical":
+        return _level_grid(dataset, feature, values)
     if values is not None:
         grid = np.asarray(values, dtype=np.float64)
         if grid.ndim != 1:
@@ -128,6 +131,48 @@ def feature_grid(
             )
         grid = np.linspace(low, high, grid_resolution)
     return grid[:, None], tuple(grid.tolist())
+
+
+def _level_codes(dataset: Dataset, feature: Feature) -> np.ndarray:
+    """The value in X of each of a categorical feature's levels: the position of the level for
+    a DataFrame's category or text column (X holds its codes), the level itself for an
+    integer-coded column."""
+    if isinstance(dataset.source, pd.DataFrame):
+        dtype = dataset.source.dtypes.iloc[feature.columns[0]]
+        if isinstance(dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(dtype):
+            return np.arange(len(feature.levels), dtype=np.float64)
+    return np.asarray(feature.levels, dtype=np.float64)
+
+
+def _level_grid(dataset: Dataset, feature: Feature, values) -> tuple[np.ndarray, tuple]:
+    """Explicit grid values of a categorical feature: its levels (as scikit-learn's
+    ``custom_values``), or their codes in X; anything else is refused."""
+    levels = list(feature.levels)
+    codes = _level_codes(dataset, feature)
+    listed = list(values) if isinstance(values, (list, tuple, np.ndarray, pd.Series)) \
+        else [values]
+    if not listed:
+        raise ValueError(f"grid values for feature {feature.name!r} must list at least one of "
+                         f"its levels {levels}; got {values!r}.")
+    rows, labels = [], []
+    for value in listed:
+        index = next((i for i, level in enumerate(levels) if _same_level(level, value)), None)
+        if index is None and not isinstance(value, str) and np.isscalar(value):
+            index = next((i for i, code in enumerate(codes) if code == value), None)  # a code
+        if index is None:
+            raise ValueError(
+                f"grid value {value!r} is not a level of the categorical feature "
+                f"{feature.name!r}; its levels are {levels}.")
+        rows.append(codes[index])
+        labels.append(levels[index])
+    return np.asarray(rows, np.float64)[:, None], tuple(labels)
+
+
+def _same_level(level, value) -> bool:
+    try:
+        return bool(level == value)
+    except (TypeError, ValueError):
+        return False
 
 
 def validate_grid_options(strategy, grid_resolution, percentiles) -> None:

@@ -162,7 +162,7 @@ class Budget(_Rule):
     def accepts(self, value) -> bool:
         return (not isinstance(value, (bool, np.bool_))
                 and isinstance(value, (int, float, np.integer, np.floating))
-                and value >= self.minimum)  # also refuses NaN
+                and self.minimum <= value < float("inf"))  # also refuses NaN
 
     def expected(self) -> str:
         return f"at least {self.minimum} bytes"
@@ -176,6 +176,9 @@ class Budget(_Rule):
         if isinstance(value, (bool, np.bool_)) or not isinstance(
                 value, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name} must be a number of bytes; got {value!r:.80}.")
+        if value == float("inf"):
+            raise ValueError(f"{name} must be a finite number of bytes (None: the default, "
+                             f"jaximp.default_memory_budget()); got {value!r}.")
         raise ValueError(f"{name} must be {self.expected()}; got {value!r:.80}.")
 
 
@@ -226,6 +229,9 @@ class Seed(_Rule):
     def check(self, name: str, value) -> None:
         if not self.accepts(value):
             raise TypeError(f"{name} must be {self.expected()}; got {value!r:.60}.")
+        if isinstance(value, (int, np.integer)) and not -2 ** 63 <= value < 2 ** 63:
+            raise ValueError(f"{name} must be an int seed from -2**63 to 2**63 - 1; got "
+                             f"{value!r:.60}.")
 
 
 class Output(_Rule):

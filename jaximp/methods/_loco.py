@@ -198,6 +198,12 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarr
 
 
 def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarray:
+    if feature.is_categorical:
+        raise ValueError(
+            f"strategy={strategy!r} replaces a feature by one number, which for the categorical "
+            f"feature {feature.name!r} would be a code, not a level (its levels: "
+            f"{list(feature.levels)[:10]}); use strategy='refit', or leave the feature out "
+            "with features=...")
     columns = dataset.X[:, list(feature.columns)]
     if strategy == "zero":
         return np.zeros(columns.shape[1])
@@ -318,9 +324,8 @@ def loco_importance(
     >>> result.top(2)
     ['x0', 'x1']
     """
-    if loss is None:
-        loss = default_loss(model)
-    check_response(response, loss)
+    if loss is not None:
+        check_response(response, loss)
     if traceable_fit and strategy != "refit":
         raise ValueError(
             f"traceable_fit is used by strategy='refit' only; got it with strategy={strategy!r}."
@@ -344,6 +349,12 @@ def loco_importance(
                          groups=groups, sample_weight=sample_weight)
     n, c = dataset.X.shape
     target = check_target(y, n)
+    if model is not None:  # its outputs decide the default loss; a bad output is refused now
+        _, model_predictor = prepare(model, dataset, variables=variables)
+        select_outputs(model_predictor.output_names, output)
+    if loss is None:
+        loss = "mse" if model is None else default_loss(model_predictor, target)
+        check_response(response, loss)
     chosen = dataset.resolve(features)
     p = len(chosen)
     fitted: dict = {}
@@ -370,9 +381,6 @@ def loco_importance(
         metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         fitted["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
     else:
-        if model is not None:  # a bad output is refused before any refit
-            select_outputs(as_predictor(model, n_features=c, variables=variables).output_names,
-                           output)
         if mlp_options is not None:
             predictor, predictions, models, full = _refit_mlps(
                 model, X, target, dataset, chosen, key, mlp_options, batched, variables,
@@ -383,8 +391,9 @@ def loco_importance(
                 model, target, dataset, chosen, fit, variables, memory_budget, progress
             )
         else:
+            user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
             predictor, predictions, models, full = _refit_generic(
-                model, X, y, dataset, chosen, fit, variables, memory_budget, progress
+                model, user_X, y, dataset, chosen, fit, variables, memory_budget, progress
             )
         fitted.update(models=models, full_model=full)
 
@@ -477,25 +486,24 @@ def _collect_stacked(model, stacked, masks, dataset, chosen, variables, what, me
 
 
 def _refit_generic(model, X, y, dataset, chosen, fit, variables, memory_budget, progress):
-    """Full model and refits with the user's ``fit``, each evaluated by the engine."""
-    c = dataset.X.shape[1]
+    """Full model and refits with the user's ``fit``, each given and evaluated on the data in
+    the user's own container (a DataFrame stays a DataFrame, for pipelines that select
+    columns by name)."""
+    engine = dict(memory_budget=memory_budget, progress=progress)
     full = fit(X, y) if model is None else model
-    predictor = as_predictor(full, n_features=c, variables=variables if model is not None
-                             else None)
-    outputs = [predict_rows(predictor, dataset.X, memory_budget=memory_budget,
-                            progress=progress)]
+    _, predictor = prepare(full, dataset, variables=variables if model is not None else None)
+    outputs = [predict_rows(predictor, dataset, **engine)]
     models = {}
     for feat in chosen:
-        refit = fit(_drop_columns(X, dataset, feat), y)
+        rest = _drop_columns(X, dataset, feat)
+        refit = fit(rest, y)
         if refit is None:
             raise ValueError(f"fit returned None for the data without {feat.name!r}; it must "
                              "return the fitted model.")
-        columns = np.delete(dataset.X, list(feat.columns), axis=1)
-        refit_predictor = as_predictor(refit, n_features=columns.shape[1])
+        rest_data, refit_predictor = prepare(refit, rest)
         _check_outputs(predictor.n_outputs, refit_predictor.n_outputs, f"fit without "
                        f"{feat.name!r}")
-        outputs.append(predict_rows(refit_predictor, columns, memory_budget=memory_budget,
-                                    progress=progress))
+        outputs.append(predict_rows(refit_predictor, rest_data, **engine))
         models[feat.name] = refit
     return predictor, np.stack(outputs), models, full
 

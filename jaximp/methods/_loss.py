@@ -24,8 +24,8 @@ from ..engine import ROW_LOSSES, Itemwise, LossSums
 from ..models import Predictor
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
-           "check_target", "default_loss", "logits_to_probabilities", "probabilities",
-           "resolve_loss"]
+           "check_target", "class_labels", "default_loss", "logits_to_probabilities",
+           "one_hot_targets", "probabilities", "resolve_loss"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
@@ -62,17 +62,35 @@ def canonical_loss(loss):
     return SKLEARN_SCORING.get(loss, loss) if isinstance(loss, str) else loss
 
 
-def default_loss(model) -> str:
-    """The loss when none is given: ``"accuracy"`` for a scikit-learn classifier (the score
-    scikit-learn's ``permutation_importance`` uses by default), else ``"mse"``."""
-    try:
-        from sklearn.base import is_classifier
-    except ImportError:  # no scikit-learn: no scikit-learn classifier either
-        return "mse"
-    try:
-        return "accuracy" if is_classifier(model) else "mse"
-    except Exception:  # noqa: BLE001 - an object scikit-learn cannot inspect is no classifier
-        return "mse"
+def default_loss(predictor: Predictor, y) -> str:
+    """The loss when none is given: ``"accuracy"`` for a classifier (the score scikit-learn's
+    ``permutation_importance`` uses by default): a scikit-learn classifier's per-class
+    outputs, or a model with ``k >= 2`` outputs (probabilities or logits) scored against one
+    column of labels (text, or integers ``0 .. k-1``); else ``"mse"``."""
+    return "accuracy" if class_labels(predictor, y) else "mse"
+
+
+def class_labels(predictor: Predictor, y) -> bool:
+    """Whether ``y`` holds one class label per row for the model's per-class outputs."""
+    labels = np.asarray(y)
+    if labels.ndim != 1 and labels.shape[1:] != (1,):
+        return False
+    if predictor.classes is not None:
+        return True
+    if predictor.n_outputs < 2:
+        return False
+    if labels.dtype.kind not in "biuf":
+        return True
+    return bool(np.all(labels == np.round(labels)) and labels.min() >= 0
+                and labels.max() < predictor.n_outputs)
+
+
+def one_hot_targets(predictor: Predictor, y) -> np.ndarray:
+    """Class labels (n,) as indicator columns (n, k), one per output: labels named like the
+    outputs (a scikit-learn classifier's classes) or codes 0 .. k-1, as the classification
+    losses read them."""
+    codes = _class_codes(np.asarray(y).reshape(-1), predictor.output_names)
+    return (codes[:, None] == np.arange(predictor.n_outputs)[None, :]).astype(np.float64)
 
 
 # ----------------------------------------------------------------------------- edge checks
@@ -144,6 +162,8 @@ class LossSpec:
         p = np.asarray(predictions, np.float64)[:, list(self.out_idx)]
         if self.classes is not None and p.shape[1] == 1 and np.all(np.isin(p, self.classes)):
             return  # one column of class labels
+        if self.name == "accuracy" and p.shape[1] >= 2:
+            return  # the arg max of scores: the same class for logits and probabilities
         fix = ("if they are logits (scores before a softmax), pass response='logits', which "
                "applies a softmax (a sigmoid for one column)")
         low, high = float(p.min()), float(p.max())
@@ -246,7 +266,20 @@ class LossSpec:
                 f"kind='ratio' divides by the baseline {self.name} loss, which is 0 (the model "
                 "fits these data exactly); use kind='difference'."
             )
-        return perturbed / baseline
+        ratio = perturbed / baseline
+        # a baseline 1e7 times below a perturbed loss is the model's rounding, not a loss: its
+        # ratios (1e13 for a float32 model that fits exactly) would mean nothing
+        if np.max(np.abs(ratio)) > _RATIO_LIMIT:
+            raise ValueError(
+                f"kind='ratio' divides by the baseline {self.name} loss, "
+                f"{float(np.min(np.abs(baseline))):.3g}, which is float rounding next to the "
+                f"perturbed losses (up to {float(np.max(np.abs(perturbed))):.3g}): the model "
+                "fits these data exactly up to rounding. Use kind='difference'."
+            )
+        return ratio
+
+
+_RATIO_LIMIT = 1e7  # largest meaningful ratio of a perturbed loss to the baseline loss
 
 
 def probabilities(logits, xp=np):

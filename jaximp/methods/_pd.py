@@ -237,7 +237,7 @@ def grid_option(grid, name: str):
     if isinstance(grid, Mapping):
         if name in grid:
             return "uniform", grid[name]
-        return grid.get("__default__", "uniform"), None
+        return grid.get("__default__", "sklearn"), None
     return grid, None
 
 
@@ -420,7 +420,7 @@ def partial_dependence(
     features,
     *,
     kind: Literal["average", "individual", "both"] = "average",
-    grid="uniform",
+    grid="sklearn",
     grid_resolution: int = 100,
     percentiles: tuple[float, float] = (0.05, 0.95),
     centered: bool = False,
@@ -451,16 +451,16 @@ def partial_dependence(
         one-hot group named in ``groups`` counts as one feature.
     kind : {"average", "individual", "both"}, default "average"
         PD, ICE, or both.
-    grid : {"uniform", "quantile", "unique", "sklearn", "pdp"} or dict, default "uniform"
-        ``"uniform"``: ``grid_resolution`` evenly spaced points between the ``percentiles``
-        of the feature (``mquantiles``, as scikit-learn). ``"quantile"``: the unique
-        quantiles at evenly spaced probabilities between the percentiles. ``"unique"``: every
-        distinct value. Features with no more distinct values than ``grid_resolution`` use
-        their distinct values. ``"sklearn"`` reproduces scikit-learn's grid exactly (distinct
-        values only when there are fewer than ``grid_resolution``). ``"pdp"`` reproduces R
+    grid : {"sklearn", "uniform", "quantile", "unique", "pdp"} or dict, default "sklearn"
+        ``"sklearn"`` (the default) is scikit-learn's grid: a feature's distinct values when
+        there are fewer than ``grid_resolution``, else ``grid_resolution`` evenly spaced
+        points between its ``percentiles`` (``mquantiles``, as scikit-learn). ``"uniform"``:
+        the same, with the distinct values also when there are exactly ``grid_resolution``.
+        ``"quantile"``: the unique quantiles at evenly spaced probabilities between the
+        percentiles. ``"unique"``: every distinct value. ``"pdp"`` reproduces R
         pdp's and vip's grid: ``min(n_unique, grid_resolution)`` evenly spaced points from the
         minimum to the maximum. A dict maps feature names or column indices to explicit 1-D
-        values (other features: ``grid["__default__"]`` or ``"uniform"``); a key that names no
+        values (other features: ``grid["__default__"]`` or ``"sklearn"``); a key that names no
         feature is an error.
         Categorical and one-hot features always use their levels.
     grid_resolution : int, default 100
@@ -565,7 +565,7 @@ def partial_dependence_all(
     features=None,
     *,
     kind: Literal["average", "individual", "both"] = "average",
-    grid="uniform",
+    grid="sklearn",
     grid_resolution: int = 100,
     percentiles: tuple[float, float] = (0.05, 0.95),
     centered: bool = False,

@@ -168,7 +168,7 @@ def pd_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
     # ICE curves are kept only where the statistic needs each row's curve; a bootstrap of the
@@ -267,7 +267,7 @@ def pd_interaction(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)

@@ -208,11 +208,9 @@ def permutation_importance(
         raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
     if scoring is not None:
         loss = _from_scoring(scoring, loss)
-    if loss is None:
-        loss = default_loss(model)
-    losses = _named_losses(loss)
-    for each in losses.values():
-        check_response(response, each)
+    if loss is not None:
+        for each in _named_losses(loss).values():
+            check_response(response, each)
     key = as_key(random_state)
     bits = key_bits(key)
     dataset, predictor = prepare(
@@ -220,10 +218,14 @@ def permutation_importance(
         sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
-    if response == "logits":
-        predictor = logits_to_probabilities(predictor)
     n = dataset.n_rows
     target = check_target(y, n)
+    if loss is None:
+        loss = default_loss(predictor, target)
+        check_response(response, loss)
+    losses = _named_losses(loss)
+    if response == "logits":
+        predictor = logits_to_probabilities(predictor)
     rows = _sample_rows(max_samples, n, bits)
     if rows is not None:
         dataset, target = dataset.take(rows), target[rows]

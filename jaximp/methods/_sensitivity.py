@@ -29,7 +29,7 @@ from ..data import (
 )
 from ..engine import Spread, at_drawn_rows, at_values, evaluate, key_bits, rng_stream
 from ..results import FeatureImportance, SensitivityDetails
-from ._loss import check_target
+from ._loss import check_target, class_labels, one_hot_targets
 from ._setup import prepare
 
 __all__ = ["sensitivity_importance"]
@@ -157,6 +157,8 @@ def sensitivity_importance(
     out_idx = select_outputs(predictor.output_names, output)
     o = len(out_idx)
     target = check_target(y, n)
+    if class_labels(predictor, target):  # a classifier: D_y of the class indicators
+        target = one_hot_targets(predictor, target)[:, out_idx]
     if target.dtype.kind not in "biuf":
         raise ValueError(f"y must hold numbers; got dtype {target.dtype}.")
     target = target.astype(np.float64).reshape(n, -1)

@@ -73,9 +73,13 @@ def _categorical_decoder(dtype: pd.CategoricalDtype, name: str):
     return decode_categorical
 
 
-def _text_decoder(column: pd.Series, name: str):
-    """Codes -> the column's strings, in its own dtype (object or a pandas string dtype)."""
-    categorical = _categorical_decoder(column.astype("category").dtype, name)
+def _text_decoder(column: pd.Series, name: str, levels: Sequence | None = None):
+    """Codes -> the column's strings, in its own dtype (object or a pandas string dtype).
+
+    ``levels``: the strings the codes index (the dataset's, so a subset of the rows decodes
+    codes of the full data); default the column's own sorted distinct strings."""
+    dtype = column.astype("category").dtype if levels is None else pd.CategoricalDtype(levels)
+    categorical = _categorical_decoder(dtype, name)
 
     def decode_text(v):
         return pd.array(np.asarray(categorical(v), dtype=object), dtype=column.dtype)
@@ -156,13 +160,15 @@ class HostData:
             self._decoders: list[Callable] = []
             # object columns stay object: pandas 3 would infer a string dtype for their text
             self._object: list[bool] = []
+            levels = {f.columns[0]: f.levels for f in dataset.features
+                      if f.kind == "categorical"}
             for i, name in enumerate(dataset.column_names):
                 col = X_user.iloc[:, i]
                 dtype = col.dtype
                 self._object.append(dtype == object)
                 if is_text(col):  # codes of the sorted distinct strings, as as_dataset's
                     self._arrays.append(col.array)
-                    self._decoders.append(_text_decoder(col, name))
+                    self._decoders.append(_text_decoder(col, name, levels.get(i)))
                 elif isinstance(dtype, pd.CategoricalDtype):
                     self._arrays.append(col.array)  # Categorical: take() keeps the dtype
                     self._decoders.append(_categorical_decoder(dtype, name))
@@ -312,6 +318,9 @@ def call_host(fn: Callable, batch, name: str, *, n_outputs: int | None = None) -
     out = fn(batch)  # the model's own errors propagate as they are
     if hasattr(out, "toarray"):  # scipy sparse
         out = out.toarray()
+    if np.iscomplexobj(out):
+        raise ValueError(f"the model {name} returned complex values; jaximp explains real "
+                         "outputs (explain the real part, the modulus or each separately).")
     try:
         result = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError) as err:

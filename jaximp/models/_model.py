@@ -61,6 +61,9 @@ def _pytree_apply(treedef, static: tuple, name: str) -> Callable:
 def as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
     """Model output as (n, o) float32; a wrong shape is an error naming the model."""
     out = jnp.asarray(out)
+    if jnp.iscomplexobj(out):
+        raise ValueError(f"the model {name} returned complex values; jaximp explains real "
+                         "outputs (explain the real part, the modulus or each separately).")
     _check_output_shape(out.shape, n_rows, name)
     if out.ndim == 1:
         out = out[:, None]
@@ -238,8 +241,11 @@ def as_predictor(
 
         converted = array_form(model, response_method, sample, n_features)
         if converted is not None:
-            return _finish(converted.apply, converted.params, converted.n_outputs,
-                           output_names, converted.name, classes=converted.output_names)
+            predictor = _finish(converted.apply, converted.params, converted.n_outputs,
+                                output_names, converted.name, classes=converted.output_names)
+            if _is_sklearn_classifier(model):
+                predictor = _with_classes(predictor, getattr(model, "classes_", None))
+            return predictor
     if variables is not None:
         if not _is_flax_linen(model):
             raise TypeError(
@@ -315,6 +321,12 @@ def _n_outputs(apply, params, n_features: int, name: str) -> int:
         if isinstance(err, ValueError) and str(err).startswith("the model "):
             raise
         hint = ""
+        if type(err).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
+                                  "TracerBoolConversionError", "TracerIntegerConversionError"):
+            hint = (" The model computes with NumPy (or Python control flow) on its input, "
+                    "which JAX traces; write it with jax.numpy, or give jaximp an object with "
+                    "a predict method (e.g. types.SimpleNamespace(predict=f)), which is called "
+                    "on the host with NumPy arrays.")
         if type(err).__name__ == "TraceContextError" or "different trace level" in str(err):
             hint = (" The model changes its own state when called (an nnx module in training "
                     "mode: Dropout draws random numbers, BatchNorm updates its statistics); "
@@ -338,6 +350,17 @@ def _check_output_shape(shape: tuple, m: int, name: str) -> int:
         f"the model {name} must return shape (n,) or (n, outputs) for a batch of n = {m} rows; "
         f"got shape {tuple(shape)}."
     )
+
+
+def _is_sklearn_classifier(model) -> bool:
+    try:
+        from sklearn.base import is_classifier
+    except ImportError:  # no scikit-learn: no scikit-learn classifier either
+        return False
+    try:
+        return bool(is_classifier(model))
+    except Exception:  # noqa: BLE001 - an object scikit-learn cannot inspect is no classifier
+        return False
 
 
 def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
@@ -401,7 +424,15 @@ def _host_predictor(model, n_features, output_names, sample=None,
 
     apply = stable_apply((model, n_outputs), make_host_apply)
     predictor = _finish(apply, None, n_outputs, output_names, name, classes, host=True)
+    predictor = _with_classes(predictor, classes)
     return dataclasses.replace(predictor, host_fn=host_fn, dtype=np.dtype(np.float64))
+
+
+def _with_classes(predictor: Predictor, classes) -> Predictor:
+    """The predictor marked as scoring the classes ``classes`` (one per output)."""
+    if classes is None or len(classes) != predictor.n_outputs:
+        return predictor
+    return dataclasses.replace(predictor, classes=tuple(np.asarray(classes).tolist()))
 
 
 def combine_outputs(model, weights="mean", *, name: str | None = None, **options) -> Predictor:

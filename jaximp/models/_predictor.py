@@ -39,6 +39,9 @@ class Predictor:
         stays a DataFrame, float64 stays float64) and reduces in float64.
     host_fn : callable or None
         The host model's prediction function (``predict`` or ``predict_proba``).
+    classes : tuple or None
+        The class labels, one per output, when the outputs score a classifier's classes
+        (``predict_proba``, ``decision_function``, or labels read as one-hot columns).
     dtype : numpy dtype
         The float dtype the model computes in: float64 when ``jax_enable_x64`` is on and a
         floating parameter is float64 (JAX would promote the computation to float64), else
@@ -57,6 +60,7 @@ class Predictor:
     host: bool = False
     dtype: np.dtype = np.dtype(np.float32)
     host_fn: Callable | None = None
+    classes: tuple | None = None
 
     def __call__(self, X) -> jax.Array:
         return self.apply(self.params, X)

@@ -1,0 +1,283 @@
+"""Inputs that were accepted silently or refused unclearly: each is now refused with a message
+that says what is wrong and the fix, or handled as the reference packages handle it."""
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaximp
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(60, 3))
+Y = X @ np.array([1.0, -1.0, 0.5])
+
+
+def linear(A):
+    return A @ jnp.array([1.0, -1.0, 0.5])
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: jaximp.pd_importance(linear, X, features=f),
+    lambda f: jaximp.permutation_importance(linear, X, Y, features=f),
+    lambda f: jaximp.partial_dependence_all(linear, X, features=f),
+])
+def test_a_features_list_with_a_tuple_gets_jaximps_message(call):
+    with pytest.raises(TypeError, match=r"features must list single features \(names or "
+                                        r"positions\) or be a boolean mask; got \(0, 1\)"):
+        call([0, 1, (0, 1)])
+
+
+def test_boolean_masks_and_names_still_select_features():
+    dataset = jaximp.as_dataset(X)
+    for features in ([True, False, True], np.array([True, False, True]), ["x0", 2]):
+        assert [f.name for f in dataset.resolve(features)] == ["x0", "x2"]
+
+
+FRAME = pd.DataFrame({
+    "a": RNG.normal(size=60),
+    "b": RNG.choice(["u", "v", "w"], 60),
+    "c": pd.Categorical(RNG.choice([10, 20, 30], 60)),
+})
+
+
+def frame_model(A):
+    return A[:, 0] + 2 * A[:, 1] + A[:, 2]
+
+
+@pytest.mark.parametrize("feature, values, labels, codes", [
+    ("b", ["v"], ("v",), [1.0]),                 # a text level
+    ("b", ["w", "u"], ("w", "u"), [2.0, 0.0]),
+    ("b", [1], ("v",), [1.0]),                   # its code in X, labelled by its level
+    ("c", [20], (20,), [1.0]),                   # a numeric category: the level, not a code
+])
+def test_grid_values_of_a_categorical_feature_name_its_levels(feature, values, labels, codes):
+    result = jaximp.partial_dependence(frame_model, FRAME, feature, grid={feature: values})
+    assert result.grid_values[0] == labels
+    # reference: the model at each code, averaged over the rows (the other columns as they are)
+    base = jaximp.as_dataset(FRAME).X
+    column = list(FRAME.columns).index(feature)
+    expected = []
+    for code in codes:
+        modified = base.copy()
+        modified[:, column] = code
+        expected.append(frame_model(modified).mean())
+    np.testing.assert_allclose(result.average[:, 0], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("feature, values, message", [
+    ("b", ["zz"], r"grid value 'zz' is not a level of the categorical feature 'b'; its levels "
+                  r"are \['u', 'v', 'w'\]"),
+    ("b", [7], r"grid value 7 is not a level of the categorical feature 'b'"),
+    ("c", [40], r"grid value 40 is not a level of the categorical feature 'c'; its levels are "
+                r"\[10, 20, 30\]"),
+])
+def test_unknown_levels_and_codes_out_of_range_are_refused(feature, values, message):
+    with pytest.raises(ValueError, match=message):
+        jaximp.partial_dependence(frame_model, FRAME, feature, grid={feature: values})
+
+
+def test_an_integer_coded_categorical_takes_its_levels_and_refuses_others():
+    X_codes = np.c_[RNG.normal(size=40), RNG.choice([0, 2, 5], 40)]
+    result = jaximp.partial_dependence(lambda A: A[:, 0] + A[:, 1], X_codes, 1,
+                                       categorical=[1], grid={1: [0, 5]})
+    assert result.grid_values[0] == (0, 5)
+    np.testing.assert_allclose(result.average[:, 0], X_codes[:, 0].mean() + np.array([0, 5]),
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match=r"grid value 7 is not a level .* \[0, 2, 5\]"):
+        jaximp.partial_dependence(lambda A: A[:, 0] + A[:, 1], X_codes, 1, categorical=[1],
+                                  grid={1: [7]})
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: jaximp.partial_dependence(linear, X + 1j, 0), TypeError,
+     r"X must hold real numbers; got complex values"),
+    (lambda: jaximp.partial_dependence(linear, pd.DataFrame({"a": X[:, 0] + 1j, "b": X[:, 1],
+                                                             "c": X[:, 2]}), 0),
+     TypeError, r"column 'a' holds complex values"),
+    (lambda: jaximp.partial_dependence(lambda A: linear(A) * (1 + 1j), X, 0), ValueError,
+     r"the model <lambda> returned complex values"),
+    (lambda: jaximp.permutation_importance(_ComplexHost(), X, Y), ValueError,
+     r"the model .* returned complex values"),
+    (lambda: jaximp.pd_importance(linear, X, sample_weight=["1"] * 60), TypeError,
+     r"sample_weight must hold numbers \(one weight per row\); got an array of dtype <U1"),
+    (lambda: jaximp.permutation_importance(linear, X, Y, memory_budget=float("inf")),
+     ValueError, r"memory_budget must be a finite number of bytes"),
+    (lambda: jaximp.permutation_importance(linear, X, Y, random_state=2 ** 70), ValueError,
+     r"random_state must be an int seed from -2\*\*63 to 2\*\*63 - 1"),
+])
+def test_inputs_once_accepted_silently_are_refused(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+class _ComplexHost:
+    """A host model (it has predict) whose predictions are complex."""
+
+    def predict(self, A):
+        return np.asarray(A).sum(axis=1) * (1 + 1j)
+
+
+def test_an_infinite_budget_in_the_environment_is_refused(monkeypatch):
+    monkeypatch.setenv("JAXIMP_MEMORY_BUDGET", "inf")
+    with pytest.raises(ValueError, match=r"JAXIMP_MEMORY_BUDGET must be a number of "
+                                         r"bytes >= 65536"):
+        jaximp.default_memory_budget()
+
+
+def test_ratio_over_a_baseline_of_float_rounding_is_refused():
+    """A model that fits exactly up to float32 rounding: the baseline mse is ~1e-15, and the
+    ratios would be ~1e15; kind='difference' stays available."""
+    X32 = X.astype(np.float32)
+    exact = np.asarray(linear(jnp.asarray(X32)), np.float64) + 1e-8  # off by rounding only
+    with pytest.raises(ValueError, match=r"kind='ratio' divides by the baseline mse loss, "
+                                         r".* which is float rounding next to the perturbed"):
+        jaximp.permutation_importance(linear, X32, exact, kind="ratio")
+    difference = jaximp.permutation_importance(linear, X32, exact, kind="difference")
+    assert difference.importances_mean[0, 0] > 1
+
+
+def test_the_default_pd_grid_is_scikit_learns():
+    """A feature with exactly grid_resolution distinct values: scikit-learn spaces the grid
+    between the percentiles (distinct values only when there are fewer)."""
+    from sklearn.inspection import partial_dependence as sk_partial_dependence
+    from sklearn.linear_model import LinearRegression
+
+    values = np.tile(np.arange(10.0) ** 2, 6)
+    X_grid = np.c_[values, RNG.normal(size=60)]
+    est = LinearRegression().fit(X_grid, values + X_grid[:, 1])
+    ours = jaximp.partial_dependence(est, X_grid, 0, grid_resolution=10)
+    theirs = sk_partial_dependence(est, X_grid, [0], grid_resolution=10, kind="average")
+    np.testing.assert_allclose(ours.grid_values[0], theirs["grid_values"][0], rtol=1e-12)
+    np.testing.assert_allclose(ours.average[:, 0], theirs["average"][0], rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def wine():
+    from sklearn.datasets import load_wine
+
+    X_wine, y_wine = load_wine(return_X_y=True, as_frame=True)
+    return X_wine.iloc[::2].reset_index(drop=True), y_wine.iloc[::2].to_numpy()
+
+
+def test_explain_takes_a_scikit_learn_classifier_with_classification_defaults(wine):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X_wine, y_wine = wine
+    clf = RandomForestClassifier(n_estimators=10, random_state=0).fit(X_wine, y_wine)
+    result = jaximp.explain(clf, X_wine, y_wine, methods=["permutation", "sensitivity"])
+    assert result["permutation"].info["loss"] == "accuracy"
+    # sensitivity scales by D_y of the class indicators: equal to passing them explicitly
+    onehot = (y_wine[:, None] == np.arange(3)[None, :]).astype(float)
+    explicit = jaximp.sensitivity_importance(clf, X_wine, onehot)
+    np.testing.assert_allclose(result["sensitivity"].importances_mean,
+                               explicit.importances_mean, rtol=1e-12)
+    # the Explainer's bound call sees the classifier through its wrapped model
+    bound = jaximp.Explainer(clf, X_wine, y_wine).permutation_importance()
+    np.testing.assert_array_equal(bound.importances,
+                                  jaximp.permutation_importance(clf, X_wine, y_wine).importances)
+
+
+def test_a_jax_model_returning_logits_is_scored_by_accuracy_against_its_labels(wine):
+    X_wine, y_wine = wine
+    weights = jnp.asarray(RNG.normal(size=(13, 3)))
+    mean, std = X_wine.to_numpy().mean(0), X_wine.to_numpy().std(0)
+
+    def logits(A):
+        return (A - mean) / std @ weights
+
+    result = jaximp.explain(logits, X_wine, y_wine, methods=["permutation"])
+    assert result["permutation"].info["loss"] == "accuracy"
+    # reference: accuracy of the arg max, the same for logits and their softmax
+    scores = np.asarray(logits(jnp.asarray(X_wine.to_numpy(), jnp.float32)))
+    np.testing.assert_allclose(result["permutation"].info["baseline"],
+                               [np.mean(scores.argmax(1) == y_wine)], rtol=1e-6)
+    # one column of labels that are not class codes keeps the regression default, and says so
+    with pytest.raises(ValueError, match=r"y has 1 column\(s\) but 3 model output\(s\)"):
+        jaximp.permutation_importance(logits, X_wine, y_wine + 0.5)
+
+
+def test_max_samples_keeps_the_full_datas_text_levels():
+    """A row subset that lacks a rare level still decodes the full data's codes: the result
+    equals permutation importance on the same rows passed directly."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    n = 200
+    frame = pd.DataFrame({"a": RNG.normal(size=n),
+                          "t": RNG.choice(["a", "b", "c"], n, p=[0.02, 0.49, 0.49])})
+    target = frame["a"].to_numpy() + 2.0 * (frame["t"] == "b").to_numpy()
+    pipe = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["t"]),
+                                remainder="passthrough"),
+        LinearRegression()).fit(frame, target)
+    for seed in range(4):
+        result = jaximp.permutation_importance(pipe, frame, target, max_samples=20,
+                                               random_state=seed)
+        rows = result.info["sample_rows"]
+        direct = jaximp.permutation_importance(pipe, frame.iloc[rows].reset_index(drop=True),
+                                               target[rows], random_state=seed)
+        np.testing.assert_allclose(result.importances, direct.importances, rtol=1e-12)
+
+
+def test_a_numpy_function_gets_the_fix_and_the_fix_works():
+    import types
+
+    def numpy_model(A):
+        return np.asarray(A) @ np.array([1.0, -1.0, 0.5])
+
+    with pytest.raises(ValueError, match=r"computes with NumPy .* give jaximp an object with "
+                                         r"a predict method \(e\.g\. types\.SimpleNamespace"):
+        jaximp.partial_dependence(numpy_model, X, 0)
+    wrapped = jaximp.partial_dependence(types.SimpleNamespace(predict=numpy_model), X, 0,
+                                        grid_resolution=4)
+    grid = wrapped.grid_values[0]
+    expected = [np.mean(numpy_model(np.c_[np.full(60, g), X[:, 1:]])) for g in grid]
+    np.testing.assert_allclose(wrapped.average[:, 0], expected, rtol=1e-12)
+
+
+def _column_pipeline(frame, target):
+    """A Pipeline that selects columns by name (one-hot of the text column when present)."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    text = [c for c in ("t",) if c in frame.columns]
+    encode = make_column_transformer((OneHotEncoder(), text), remainder="passthrough") \
+        if text else "passthrough"
+    return make_pipeline(encode, LinearRegression()).fit(frame, target)
+
+
+def test_loco_refits_a_dataframe_pipeline_on_dataframes():
+    n = 150
+    frame = pd.DataFrame({"a": RNG.normal(size=n), "b": RNG.normal(size=n),
+                          "t": RNG.choice(["p", "q", "r"], n)})
+    target = frame["a"].to_numpy() + 2.0 * (frame["t"] == "q").to_numpy() + 0.5 * frame["b"]
+    result = jaximp.loco_importance(None, frame, target, fit=_column_pipeline)
+    # reference: scikit-learn refits on the DataFrame without each column, float64 mse
+    base = np.mean((_column_pipeline(frame, target).predict(frame) - target) ** 2)
+    expected = []
+    for column in frame.columns:
+        rest = frame.drop(columns=[column])
+        expected.append(np.mean((_column_pipeline(rest, target).predict(rest) - target) ** 2)
+                        - base)
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-5)
+    # through an Explainer (the data as a validated Dataset) the refits get the same frames
+    bound = jaximp.Explainer(_column_pipeline(frame, target), frame, target)
+    np.testing.assert_allclose(bound.loco_importance(fit=_column_pipeline).importances_mean,
+                               result.importances_mean, rtol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", ["mean", "median", "zero"])
+def test_loco_replacement_refuses_a_categorical_feature(strategy):
+    frame = pd.DataFrame({"a": RNG.normal(size=40), "t": RNG.choice(["p", "q"], 40)})
+    target = frame["a"].to_numpy()
+    model = _column_pipeline(frame, target)
+    with pytest.raises(ValueError, match=rf"strategy='{strategy}' replaces a feature by one "
+                                         r"number, which for the categorical feature 't'"):
+        jaximp.loco_importance(model, frame, target, strategy=strategy)
+    kept = jaximp.loco_importance(model, frame, target, strategy=strategy, features=["a"])
+    assert kept.feature_names == ("a",)
