@@ -281,3 +281,50 @@ def test_loco_replacement_refuses_a_categorical_feature(strategy):
         jaximp.loco_importance(model, frame, target, strategy=strategy)
     kept = jaximp.loco_importance(model, frame, target, strategy=strategy, features=["a"])
     assert kept.feature_names == ("a",)
+
+
+@pytest.fixture(scope="module")
+def with_missing():
+    """Data with NaN in one column, and a HistGradientBoosting model that handles them."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    n = 300
+    data = RNG.normal(size=(n, 3))
+    target = data[:, 0] + np.sin(data[:, 1]) + 0.5 * data[:, 2]
+    data[RNG.uniform(size=n) < 0.2, 2] = np.nan
+    model = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(data, target)
+    return data, target, model
+
+
+def test_host_models_take_missing_values_in_pd_as_scikit_learn(with_missing):
+    from sklearn.inspection import partial_dependence as sk_partial_dependence
+
+    data, _, model = with_missing
+    for feature in (0, 1):  # NaN in another column: the rows keep them, as scikit-learn's
+        ours = jaximp.partial_dependence(model, data, feature, kind="both", grid_resolution=8)
+        theirs = sk_partial_dependence(model, data, [feature], grid_resolution=8, kind="both",
+                                       method="brute")
+        np.testing.assert_allclose(ours.grid_values[0], theirs["grid_values"][0], rtol=1e-12)
+        np.testing.assert_allclose(ours.average[:, 0], theirs["average"][0], rtol=1e-10)
+        np.testing.assert_allclose(ours.individual[..., 0], theirs["individual"][0],
+                                   rtol=1e-6)
+    # the column with NaN: its grid is built from the values present
+    grid = jaximp.partial_dependence(model, data, 2, grid_resolution=5,
+                                     percentiles=(0, 1)).grid_values[0]
+    present = data[~np.isnan(data[:, 2]), 2]
+    np.testing.assert_allclose(grid, np.linspace(present.min(), present.max(), 5))
+
+
+def test_missing_values_reach_host_models_in_pd_importance_and_h(with_missing):
+    data, _, model = with_missing
+    importance = jaximp.pd_importance(model, data, grid_resolution=6)
+    assert np.all(np.isfinite(importance.importances_mean))
+    h = jaximp.h_statistic(model, data, n_max=40)
+    assert np.all(np.isfinite(h.overall.importances_mean))
+
+
+def test_jax_models_are_refused_missing_values_with_the_fix(with_missing):
+    data, _, _ = with_missing
+    with pytest.raises(ValueError, match=r"X contains \d+ NaN values .* the JAX model "
+                                         r"<lambda> cannot take missing values"):
+        jaximp.partial_dependence(lambda A: A.sum(axis=1), data, 0)

@@ -534,7 +534,7 @@ def h_statistic(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
     pair_spec = [] if pairs is None else resolve_pairs(

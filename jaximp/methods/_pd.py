@@ -526,7 +526,7 @@ def partial_dependence(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
     if derivative:
@@ -602,7 +602,7 @@ def partial_dependence_all(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
     results = compute_pd(
