@@ -328,3 +328,35 @@ def test_jax_models_are_refused_missing_values_with_the_fix(with_missing):
     with pytest.raises(ValueError, match=r"X contains \d+ NaN values .* the JAX model "
                                          r"<lambda> cannot take missing values"):
         jaximp.partial_dependence(lambda A: A.sum(axis=1), data, 0)
+
+
+@pytest.mark.parametrize("rows, n_max", [(2, None), (1, None), (50, 2)])
+def test_h_statistic_on_fewer_than_three_rows_is_refused(rows, n_max):
+    with pytest.raises(ValueError, match=r"h_statistic needs at least 3 rows of X with positive "
+                                         rf"weight \(after n_max\); got {min(rows, n_max or rows)}"):
+        jaximp.h_statistic(lambda A: A[:, 0] * A[:, 1], X[:rows], n_max=n_max)
+
+
+def _recursion_models():
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.linear_model import LinearRegression
+
+    data = RNG.normal(size=(50, 3))
+    target = data[:, 0]
+    return [
+        (LinearRegression().fit(data, target), r"got LinearRegression\. Use method='brute'"),
+        (GradientBoostingRegressor(init=LinearRegression(), n_estimators=5).fit(data, target),
+         r"got GradientBoostingRegressor with a non-constant init \(LinearRegression\)\. Use "
+         r"method='brute'"),
+        (jaximp.as_predictor(GradientBoostingRegressor(n_estimators=5).fit(data, target),
+                             response_method="predict"),
+         r"got a wrapped Predictor, whose trees it cannot see\. Use method='brute'"),
+    ], data
+
+
+def test_recursion_on_a_model_without_trees_says_use_brute():
+    models, data = _recursion_models()
+    for model, message in models:
+        with pytest.raises(TypeError, match=r"method='recursion' traverses the trees of a "
+                                            r"fitted scikit-learn tree model .*" + message):
+            jaximp.partial_dependence(model, data, 0, method="recursion")

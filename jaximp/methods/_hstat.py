@@ -570,6 +570,11 @@ def h_statistic(
             "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
             "random_state."
         )
+    if np.count_nonzero(ws) < 3:  # fewer rows leave every PD at the rows 0/0
+        raise ValueError(
+            f"h_statistic needs at least 3 rows of X with positive weight (after n_max); got "
+            f"{np.count_nonzero(ws)}. Pass more rows (or a larger n_max)."
+        )
     n_s = rows.size
     weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
     weights_d = jnp.asarray(weights, jnp.float32)

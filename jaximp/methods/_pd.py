@@ -274,6 +274,20 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
             f"it takes kind='average' and no sample_weight; got kind={kind!r}"
             f"{' and sample_weight' if sample_weight is not None else ''}. Use method='brute'."
         )
+    try:
+        names = tree_predictor(model).output_names
+    except TypeError:
+        what = type(model).__name__
+        init = getattr(model, "init", None)
+        if what.startswith("GradientBoosting") and init is not None:
+            what += f" with a non-constant init ({type(init).__name__})"
+        raise TypeError(
+            "method='recursion' traverses the trees of a fitted scikit-learn tree model "
+            "(DecisionTree, RandomForest and ExtraTrees regressors and classifiers, "
+            "GradientBoosting with a constant init); got "
+            f"{'a wrapped Predictor, whose trees it cannot see' if what == 'Predictor' else what}"
+            ". Use method='brute'."
+        ) from None
     dataset = as_dataset(X, feature_names=feature_names)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
@@ -286,7 +300,6 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         grid_resolution=grid_resolution, percentiles=percentiles)
     shape = average.shape[:-1]
     average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened
-    names = tree_predictor(model).output_names
     if average.shape[1] != len(names):  # gradient boosting classifier: raw scores
         classes = [str(c) for c in model.classes_]
         names = tuple(f"{c} (decision)" for c in (classes[1:] if len(classes) == 2
