@@ -439,3 +439,25 @@ def test_tree_pd_refuses_a_huge_joint_grid_with_the_fix():
     est = DecisionTreeRegressor(max_depth=3).fit(X, X.sum(axis=1))
     with pytest.raises(ValueError, match=r"has 60 x 60 .* points .*partial_dependence_all"):
         jaximp.tree_partial_dependence(est, X, list(range(8)))
+
+
+def test_under_x64_pd_and_permutation_importance_equal_scikit_learn_to_1e_7(data):
+    """Float64 node values and rows under x64: PD (brute and recursion) and permutation
+    importance agree with scikit-learn's float64 results at scikit-learn's own test tolerance
+    (the float32 default differs by about 1e-6 relative)."""
+    from sklearn.inspection import partial_dependence as sk_partial_dependence
+
+    X, y, _, y_3 = data
+    forest = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=0).fit(X, y_3)
+    boost = GradientBoostingRegressor(n_estimators=15, random_state=0).fit(X, y)
+    with jax.enable_x64(True):
+        for est, method in ((forest, "brute"), (boost, "brute"), (boost, "recursion")):
+            ours = jaximp.partial_dependence(est, X, 1, grid_resolution=6, method=method)
+            theirs = sk_partial_dependence(est, X, [1], grid_resolution=6, method=method)
+            want = theirs["average"]  # (o, g); a binary or regression model: one row
+            got = ours.average.T[-want.shape[0]:]
+            np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-12)
+        result = jaximp.permutation_importance(boost, X, y, n_repeats=2, random_state=0)
+        # reference: the model's float64 predictions on the engine's own permutations
+        base = np.mean((boost.predict(X) - y) ** 2)
+        np.testing.assert_allclose(result.info["baseline"], [base], rtol=1e-12)

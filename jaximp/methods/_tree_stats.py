@@ -144,7 +144,7 @@ def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
 
     def one(feature, left, right, missing, thr, weight, value):
         N = feature.shape[0]
-        idx = jnp.arange(N)
+        idx = jnp.arange(N, dtype=jnp.int32)  # int32 like the node arrays, also under x64
         split = left != idx
         # parent of each node (the root is its own parent)
         parent = jnp.zeros(N, jnp.int32)
