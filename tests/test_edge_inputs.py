@@ -360,3 +360,31 @@ def test_recursion_on_a_model_without_trees_says_use_brute():
         with pytest.raises(TypeError, match=r"method='recursion' traverses the trees of a "
                                             r"fitted scikit-learn tree model .*" + message):
             jaximp.partial_dependence(model, data, 0, method="recursion")
+
+
+def test_missing_text_reaches_a_pipeline_that_imputes_it():
+    from sklearn.compose import make_column_transformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    n = 200
+    text = RNG.choice(["a", "b", "c"], n).astype(object)
+    text[RNG.uniform(size=n) < 0.15] = None
+    frame = pd.DataFrame({"x": RNG.normal(size=n), "t": text})
+    target = frame["x"].to_numpy() + 2.0 * (frame["t"] == "b").to_numpy()
+    encode = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder())
+    pipe = make_pipeline(make_column_transformer((encode, ["t"]), remainder="passthrough"),
+                         LinearRegression()).fit(frame, target)
+    result = jaximp.partial_dependence(pipe, frame, "t")
+    assert result.grid_values[0] == ("a", "b", "c")  # the levels; missing is no grid point
+    for level, value in zip("abc", result.average[:, 0]):
+        modified = frame.copy()
+        modified["t"] = level
+        assert value == pytest.approx(pipe.predict(modified).mean(), rel=1e-12)
+    importance = jaximp.permutation_importance(pipe, frame, target, n_repeats=3)
+    assert np.all(np.isfinite(importance.importances))
+    assert importance.importances_mean[1, 0] > 0.5  # the text feature matters
+    with pytest.raises(ValueError, match=r"the JAX model .* cannot take missing values"):
+        jaximp.partial_dependence(lambda A: A.sum(axis=1), frame, "x")

@@ -250,10 +250,12 @@ def as_dataset(
             if is_text(col):  # text labels are a categorical feature of their sorted values
                 col = col.astype("category")
             if isinstance(col.dtype, pd.CategoricalDtype):
-                if col.isna().any():
+                if col.isna().any() and not allow_missing:
                     raise ValueError(f"column {name!r} has missing categories; fill them first.")
                 levels_of[i] = tuple(col.cat.categories)
-                columns.append(col.cat.codes.to_numpy(dtype=np.float64))
+                codes = col.cat.codes.to_numpy(dtype=np.float64)
+                codes[codes < 0] = np.nan  # a missing level, for a model that handles it
+                columns.append(codes)
             elif col.dtype == bool:
                 columns.append(col.to_numpy(dtype=np.float64))
             elif pd.api.types.is_complex_dtype(col.dtype):

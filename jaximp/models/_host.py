@@ -60,9 +60,11 @@ def _categorical_decoder(dtype: pd.CategoricalDtype, name: str):
     n_levels = len(dtype.categories)
 
     def decode_categorical(v):
-        codes = v.astype(np.int64)
-        if v.size and (not np.array_equal(v, codes) or codes.min() < 0 or codes.max() >= n_levels):
-            bad = v[(v != codes) | (codes < 0) | (codes >= n_levels)][0]
+        missing = np.isnan(v)
+        codes = np.where(missing, -1, v).astype(np.int64)  # -1: a missing value, as pandas
+        wrong = ((v != codes) | (codes < 0) | (codes >= n_levels)) & ~missing
+        if v.size and wrong.any():
+            bad = v[wrong][0]
             raise ValueError(
                 f"column {name!r} is categorical with {n_levels} categories, so replacement "
                 f"values must be integer codes 0..{n_levels - 1}; got {bad:g}. Build "
