@@ -602,7 +602,13 @@ def h_statistic(
     set_bytes = 4.0 * o * r * n_s
     group_size = max(1, int(resolve_budget(memory_budget) // (48 * set_bytes)))
 
+    keys: dict[tuple, Any] = {}  # (features, complement) -> set key, asked many times
+
     def key_of(feats, complement=False):
+        feats = tuple(feats)
+        known = keys.get((feats, complement))
+        if known is not None:
+            return known
         names = frozenset(f.name for f in feats)
         key = ("not", next(iter(names))) if complement else names
         if key not in masks:
@@ -610,6 +616,7 @@ def h_statistic(
             for f in feats:
                 mask[list(f.columns)] = True
             masks[key] = ~mask if complement else mask
+        keys[(feats, complement)] = key
         return key
 
     def evaluate_sets(keys) -> None:
@@ -665,16 +672,24 @@ def h_statistic(
         return statistics
 
     results: dict[str, tuple] = {}
+    # pairs and triples named up front join the overall statistics in one engine call when
+    # they fit one group; the top-m rule needs the overall values first
+    known_sets = not isinstance(pair_spec, int) and not isinstance(triple_spec, int)
     if overall:
-        # the total statistic needs the sum of every feature's 1-D PD
-        evaluate_sets([key_of((f,)) for f in dataset.features])
-        pds["sum"] = np.sum([pds[key_of((f,))] for f in dataset.features], axis=0)
         statistics = [_Stat("overall", "F", (key_of((f,)), key_of((f,), complement=True)),
                             (1.0, 1.0)) for f in chosen]
         statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
         # hstats' pd_importance: the same PDs without the feature's own main effect
         statistics += [_Stat("pd_importance", "F", (key_of((f,), complement=True),), (1.0,))
                        for f in chosen]
+        if known_sets:
+            statistics += pair_and_triple_statistics(pair_spec, triple_spec)
+        singles = [key_of((f,)) for f in dataset.features]
+        first = [k for st in statistics[:group_size] for k in (st.joint, *st.parts)
+                 if not isinstance(k, str)]
+        # the total statistic needs the sum of every feature's 1-D PD
+        evaluate_sets(singles + (first if len(statistics) <= group_size else []))
+        pds["sum"] = np.sum([pds[key] for key in singles], axis=0)
         results.update(compute(statistics))
     if isinstance(pair_spec, int):
         top = _top_features(chosen, results["overall"], pair_spec, eps)
@@ -682,7 +697,7 @@ def h_statistic(
     if isinstance(triple_spec, int):
         top = _top_features(chosen, results["overall"], triple_spec, eps)
         triple_spec = list(itertools.combinations(top, 3))
-    later = pair_and_triple_statistics(pair_spec, triple_spec)
+    later = [] if overall and known_sets else pair_and_triple_statistics(pair_spec, triple_spec)
     if later:
         results.update(compute(later))
 
