@@ -56,7 +56,7 @@ SECTIONS = [
      ["jaximp._explainer", "jaximp._explain", "jaximp.results._plots", "jaximp._report"]),
     ("Partial dependence and ICE", ["jaximp.methods._pd", "jaximp.data._grid"]),
     ("PD-based importance and interaction", ["jaximp.methods._pd_importance"]),
-    ("Friedman's H-statistic", ["jaximp.methods._hstat"]),
+    ("Friedman's H-statistic", ["jaximp.methods._hstat", "jaximp.methods._hstat_result"]),
     ("Permutation importance and LOCO",
      ["jaximp.methods._permutation", "jaximp.methods._loco", "jaximp.methods._loss"]),
     ("Sensitivity-analysis importance", ["jaximp.methods._sensitivity"]),

@@ -58,6 +58,13 @@ CALLS = {
     "ale_importance": lambda f, model, **kw: f(model, X, **kw),
     "ale_interaction": lambda f, model, **kw: f(model, X, **kw),
     "decorrelation_importance": lambda f, model, **kw: f(X, Y, **kw),
+    "shapley_interactions": lambda f, model, **kw: f(model, X[:2], X, **kw),
+    "evaluate": lambda f, model, **kw: f(
+        jaximp.as_predictor(CountingModel(), n_features=3), X,
+        jaximp.at_values(np.eye(3, dtype=bool), [0], np.zeros((1, 3)), [0]),
+        jaximp.Mean(np.ones((1, len(X)))), **kw),
+    "predict_rows": lambda f, model, **kw: f(jaximp.as_predictor(CountingModel(), n_features=3),
+                                             X, **kw),
 }
 
 

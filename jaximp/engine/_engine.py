@@ -30,7 +30,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaximp.kernels import _streams
 
-from ..data import SHARED, Dataset, as_dataset
+from ..data import SHARED, Dataset, as_dataset, validate_params
 from ..models import Predictor
 from . import _distributed
 from ._plans import Plan, at_values
@@ -269,6 +269,7 @@ def check_result_fits(result_bytes: float, what: str, fix: str) -> None:
         )
 
 
+@validate_params()
 def evaluate(
     predictor: Predictor,
     data,
@@ -735,6 +736,7 @@ def _host_replacement(plan: Plan, X, items, rows, n):
     return X[src]
 
 
+@validate_params()
 def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=None,
                  devices=None, label: str = "predict") -> np.ndarray:
     """Predictions on the data itself (a Dataset or an array), shape (n, o), float32.

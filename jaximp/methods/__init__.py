@@ -6,7 +6,8 @@ engine (or a pure kernel, for the weight and filter methods), sharing the setup 
 from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
 from ._decorrelation import decorrelation_importance
 from ._filters import filter_importance
-from ._hstat import HStatistic, h_statistic
+from ._hstat import h_statistic
+from ._hstat_result import HStatistic
 from ._linear import linear_importance
 from ._loco import loco_importance
 from ._loss import LOSSES, check_target

@@ -20,7 +20,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
@@ -28,305 +27,19 @@ from ..data import (
     Flag,
     Replicates,
     as_key,
-    check_bool,
     replicate_weights,
     resolve_feature_sets,
     resolve_pairs,
     row_weights,
     select_outputs,
-    summaries,
     validate_params,
 )
 from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
-from ..results import FeatureImportance, FeatureInteraction, HDetails, HStatisticDetails
+from ..results import HStatisticDetails
+from ._hstat_result import HStatistic, RawStatistic, check_eps
 from ._setup import prepare
 
 __all__ = ["HStatistic", "h_statistic"]
-
-_STATISTICS = ("pairwise", "overall", "three_way", "total", "all")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class HStatistic:
-    """Friedman's H-statistics of a model: overall, pairwise, three-way and total.
-
-    Every array keeps an output axis ``o``. Values are ``H^2`` (``squared=True``) or ``H``, and
-    normalized (a share of the joint effect's variance) or not (the numerator alone, on the
-    prediction's squared scale, so pairs can be compared in absolute terms).
-
-    Attributes
-    ----------
-    overall : FeatureImportance or None
-        ``H2_j`` of each feature (``method="h_overall"``), shape (p, o): the share of the
-        prediction's variance explained by interactions of feature j with any other feature.
-    pairwise : FeatureInteraction or None
-        ``H2_jk`` of each pair (``method="h_pairwise"``): the share of the joint effect of j and
-        k that is not the sum of their main effects.
-    three_way : FeatureInteraction or None
-        ``H2_jkl`` of each triple (``method="h_three_way"``).
-    total : ndarray of shape (o,) or None
-        ``H2``: the share of the prediction's variance due to any interaction.
-    total_std : ndarray of shape (o,) or None
-        Bootstrap standard error of ``total``.
-    total_replicates : ndarray of shape (o, r) or None
-    output_names : tuple of str
-    normalized, squared : bool
-        The options the values were computed with.
-    n_rows : int
-        Rows used (after ``n_max`` subsampling).
-    info : HStatisticDetails
-        ``rows`` (indices of the rows used), ``bootstrap_counts`` (r, n_rows), ``eps``,
-        ``feature_names`` (every feature of X), and the total's ``numerator`` and
-        ``denominator``. Each part's own info (``HDetails``) holds its
-        numerators and denominators (weighted means over the rows, before normalizing).
-    """
-
-    overall: FeatureImportance | None
-    pairwise: FeatureInteraction | None
-    three_way: FeatureInteraction | None
-    total: np.ndarray | None
-    total_std: np.ndarray | None
-    total_replicates: np.ndarray | None
-    output_names: tuple[str, ...]
-    normalized: bool
-    squared: bool
-    n_rows: int
-    info: Any = None
-    _raw: dict = dataclasses.field(default_factory=dict, repr=False)
-    _floor: np.ndarray | None = dataclasses.field(default=None, repr=False)
-    _extend: Any = dataclasses.field(default=None, repr=False)
-
-    @classmethod
-    def _read_out(cls, raw, floor, output_names, n_rows, info, normalized, squared, eps,
-                  extend=None):
-        """The result whose parts are read from the numerators and denominators ``raw``."""
-        def part(kind):
-            return None if kind not in raw else _statistic(
-                kind, raw[kind], floor, output_names, normalized, squared, eps)
-
-        total = part("total")
-        info = dataclasses.replace(info, eps=eps)
-        if total is not None:
-            info = dataclasses.replace(info, numerator=raw["total"].numerator[0, :, 0],
-                                       denominator=raw["total"].denominator[0, :, 0])
-        return cls(
-            overall=part("overall"), pairwise=part("pairwise"), three_way=part("three_way"),
-            total=None if total is None else total.importances_mean[0],
-            total_std=None if total is None or total.importances_std is None
-            else total.importances_std[0],
-            total_replicates=None if total is None or total.importances is None
-            else total.importances[0],
-            output_names=output_names, normalized=normalized, squared=squared, n_rows=n_rows,
-            info=info, _raw=raw, _floor=floor, _extend=extend,
-        )
-
-    def __getstate__(self) -> dict:
-        """Pickled without the model: every read-out works on the copy, and sets computed
-        before pickling are read, but evaluating new pairs or triples needs the original."""
-        return {**self.__dict__, "_extend": None}
-
-    def with_options(self, *, normalized: bool | None = None, squared: bool | None = None,
-                     eps: float | None = None) -> "HStatistic":
-        """The same statistics under other options, read from the stored numerators and
-        denominators: no model evaluation (hstats' ``normalize``, ``squared``, ``eps``).
-
-        Parameters
-        ----------
-        normalized, squared : bool, optional
-            Default: as computed. See :func:`h_statistic`.
-        eps : float, optional
-            Default: as computed.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
-        >>> h = h_statistic(lambda X: X[:, 0] * X[:, 1] + X[:, 2], X)
-        >>> raw = h.with_options(normalized=False)  # numerators, on the prediction's scale
-        >>> bool(np.allclose(raw.pairwise.values, h.pairwise.info["numerator"]))
-        True
-        """
-        normalized, squared, eps = self._options(normalized, squared, eps)
-        return HStatistic._read_out(self._raw, self._floor, self.output_names, self.n_rows,
-                                    self.info, normalized, squared, eps, self._extend)
-
-    def h2(self, **options) -> np.ndarray:
-        """Total interaction strength ``H^2`` per output, shape (o,) (hstats' ``h2``);
-        ``options`` as :meth:`with_options`."""
-        self._part("total")
-        return self.with_options(**options).total
-
-    def h2_overall(self, **options) -> FeatureImportance:
-        """Overall ``H^2_j`` (hstats' ``h2_overall``); ``options`` as :meth:`with_options`."""
-        self._part("overall")
-        return self.with_options(**options).overall
-
-    def pd_importance(self, **options) -> FeatureImportance:
-        """PD-based importance at the rows (hstats' ``pd_importance``), read from the PDs the
-        overall statistic evaluated: no model evaluation. For feature j,
-        ``sum_i (F(x_i) - F_\\j(x_i))^2 / sum_i F(x_i)^2`` (weighted, centred PDs as for H):
-        the share of the prediction's variance that the other features' joint PD leaves
-        unexplained, main effect and interactions of j together (``method="h_pd_importance"``).
-        ``options`` as :meth:`with_options`.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(40, 2))
-        >>> h = h_statistic(lambda X: 2 * X[:, 0] + X[:, 1], X)
-        >>> share = h.pd_importance().importances_mean[:, 0]  # additive: var(b_j x_j) / var(f)
-        >>> bool(np.allclose(share, [4, 1] * X.var(axis=0) / (X @ [2.0, 1.0]).var(), rtol=1e-4))
-        True
-        """
-        if "pd_importance" not in self._raw:
-            raise ValueError("this result holds no pd_importance statistics; pass "
-                             "overall=True.")
-        normalized, squared, eps = self._options(**options)
-        return _statistic("pd_importance", self._raw["pd_importance"], self._floor,
-                          self.output_names, normalized, squared, eps)
-
-    def h2_pairwise(self, pairs=None, **options) -> FeatureInteraction:
-        """Pairwise ``H^2_jk`` (hstats' ``h2_pairwise``); ``options`` as
-        :meth:`with_options`.
-
-        ``pairs`` (a list of feature pairs) gives exactly those pairs, in that order: pairs
-        computed before are read, the others are evaluated now (on the same rows and
-        weights, reusing the 1-D PDs) and kept for later calls.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
-        >>> h = h_statistic(lambda X: X[:, 0] * X[:, 1] + X[:, 2], X, pairs=None)
-        >>> h.h2_pairwise(pairs=[("x0", "x1"), ("x1", "x2")]).top(1)
-        [('x0', 'x1')]
-        """
-        return self._sets("pairwise", pairs, options)
-
-    def h2_threeway(self, triples=None, **options) -> FeatureInteraction:
-        """Three-way ``H^2_jkl`` (hstats' ``h2_threeway``); ``options`` as
-        :meth:`with_options`; ``triples`` as ``pairs`` of :meth:`h2_pairwise`."""
-        return self._sets("three_way", triples, options)
-
-    def _sets(self, kind: str, listed, options) -> FeatureInteraction:
-        if listed is None:
-            self._part(kind)
-            return getattr(self.with_options(**options), kind)
-        if self._extend is not None:
-            names = self._extend(kind, listed)
-        else:  # read back from a pickle: no model, only the sets computed before
-            names = tuple(tuple(fs) for fs in listed)
-        known = self._raw.get(kind)
-        position = {} if known is None else {
-            frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
-        absent = [fs for fs in names if frozenset(fs) not in position]
-        if absent:
-            raise ValueError(
-                f"this result holds no model to evaluate the {kind} statistics of {absent} "
-                "(it was read back from a pickle); ask for sets it computed, or pass these "
-                "to h_statistic.")
-        index = [position[frozenset(fs)] for fs in names]
-        chosen = _RawStatistic(names, known.numerator[index], known.denominator[index])
-        normalized, squared, eps = self._options(**options)
-        return _statistic(kind, chosen, self._floor, self.output_names, normalized, squared,
-                          eps)
-
-    def _options(self, normalized=None, squared=None, eps=None):
-        return (self.normalized if normalized is None
-                else check_bool(normalized, "normalized"),
-                self.squared if squared is None else check_bool(squared, "squared"),
-                self.info["eps"] if eps is None else _check_eps(eps))
-
-    def __repr__(self) -> str:
-        kinds = [f"{name} ({len(getattr(self, name))} sets)" for name in ("pairwise", "three_way")
-                 if getattr(self, name) is not None]
-        if self.overall is not None:
-            kinds.insert(0, f"overall ({len(self.overall.feature_names)} features)")
-        total = "" if self.total is None else "; total " + ", ".join(
-            f"{name}={value:.4g}" for name, value in zip(self.output_names, self.total))
-        label = ("H^2" if self.squared else "H") + (
-            "" if self.normalized else " (unnormalized)")
-        return (f"HStatistic({label} on {self.n_rows} rows, outputs {list(self.output_names)}: "
-                f"{', '.join(kinds)}{total})")
-
-    def plot(self, statistic: str | None = None, output: int | str = 0,
-             top: int | None = None):
-        """Bars of the strongest statistics: one panel each for overall, pairwise and
-        three-way (as computed), or only ``statistic``; returns the Figure.
-
-        Each panel shows its ``top`` strongest features or sets (default all up to 30, the
-        strongest 30 past that), with bootstrap interval whiskers when computed; the title
-        names the output, the total ``H^2`` and any truncation. For a feature x feature heat
-        map use ``result.pairwise.plot(kind="heatmap")``.
-        """
-        from ..results import plot_h
-
-        return plot_h(self, statistic=statistic, output=output, top=top)
-
-    def _part(self, statistic: str):
-        if statistic not in _STATISTICS[:-1]:
-            raise ValueError(f"statistic must be one of {_STATISTICS}; got {statistic!r}.")
-        part = getattr(self, statistic)
-        if part is None:
-            hint = {
-                "pairwise": "pass pairs='all', an int m or a list of pairs",
-                "three_way": "pass three_way=m (int >= 3) or a list of triples",
-                "overall": "pass overall=True",
-                "total": "pass overall=True",
-            }[statistic]
-            raise ValueError(f"this result holds no {statistic} statistics; {hint}.")
-        return part
-
-    def to_frame(self, statistic: str = "pairwise", sort: bool = True) -> pd.DataFrame:
-        """Tidy table of one statistic, strongest first.
-
-        Parameters
-        ----------
-        statistic : {"pairwise", "overall", "three_way", "total", "all"}, default "pairwise"
-            ``"all"`` stacks every statistic computed, with columns ``statistic``,
-            ``features`` (names joined by ``":"``), ``output``, ``interaction`` and, with
-            bootstrap, ``std``, ``q025``, ``q975``.
-        sort : bool, default True
-        """
-        if statistic == "all":
-            frames = []
-            for name in ("overall", "pairwise", "three_way", "total"):
-                if getattr(self, name) is None:
-                    continue
-                frame = self.to_frame(name, sort)
-                cols = [c for c in frame.columns if c.startswith("feature")]
-                joined = frame[cols].astype(str).agg(":".join, axis=1) if cols else ""
-                frame = frame.drop(columns=cols)
-                frame.insert(0, "features", joined)
-                frame.insert(0, "statistic", name)
-                frames.append(frame)
-            return pd.concat(frames, ignore_index=True)
-        part = self._part(statistic)
-        if statistic == "overall":
-            return part.to_frame(sort).rename(columns={"importance": "interaction"})
-        if statistic == "total":
-            frame = pd.DataFrame({"output": list(self.output_names), "interaction": part})
-            if self.total_std is not None:
-                frame["std"] = self.total_std
-                frame["q025"], frame["q975"] = np.quantile(
-                    self.total_replicates, [0.025, 0.975], axis=-1
-                )
-            return frame
-        return part.to_frame(sort)
-
-    def top(self, k: int, statistic: str = "pairwise", output: int | str = 0) -> list:
-        """The ``k`` strongest features (``"overall"``) or feature sets for one output."""
-        if statistic not in ("pairwise", "overall", "three_way"):
-            raise ValueError(
-                f"statistic must be 'pairwise', 'overall' or 'three_way'; got {statistic!r}."
-            )
-        return self._part(statistic).top(k, output)
-
-
-# ---------------------------------------------------------------------------------------------
-# Kernels batched over statistics, outputs and replicates.
-# ---------------------------------------------------------------------------------------------
-
 
 @jax.jit
 def _h_batch(store, joint_index, parts_index, signs, weights):
@@ -363,14 +76,6 @@ def _check_n_max(n_max):
             f"got {n_max!r}."
         )
     return int(n_max)
-
-
-def _check_eps(eps) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not (
-        0 <= eps < 1
-    ):
-        raise ValueError(f"eps must be a number in [0, 1) (default 1e-10); got {eps!r}.")
-    return float(eps)
 
 
 def _resolve_triples(dataset, three_way):
@@ -528,7 +233,7 @@ def h_statistic(
     """
     overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
     n_max = _check_n_max(n_max)
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     n_bootstrap = int(n_bootstrap)
     key = as_key(random_state)
     dataset, predictor = prepare(
@@ -705,7 +410,7 @@ def h_statistic(
             "pd_importance": tuple((f.name,) for f in chosen),
             "pairwise": tuple(tuple(f.name for f in fs) for fs in pair_spec),
             "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
-    raw = {kind: _RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
+    raw = {kind: RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
     info = HStatisticDetails(rows=rows, bootstrap_counts=counts, eps=eps,
                              n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
 
@@ -727,44 +432,13 @@ def h_statistic(
                 *((missing, []) if size == 2 else ([], missing)))
             num, den = compute(statistics)[kind]
             new = tuple(tuple(f.name for f in fs) for fs in missing)
-            raw[kind] = _RawStatistic(new, num, den) if known is None else _RawStatistic(
+            raw[kind] = RawStatistic(new, num, den) if known is None else RawStatistic(
                 known.feature_sets + new, np.concatenate([known.numerator, num]),
                 np.concatenate([known.denominator, den]))
         return names
 
     return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps,
                                 extend)
-
-
-@dataclasses.dataclass(frozen=True)
-class _RawStatistic:
-    """Numerators and denominators (s, o, 1 + r) of one kind of statistic: the full-sample
-    value, then one per bootstrap replicate."""
-
-    feature_sets: tuple
-    numerator: np.ndarray
-    denominator: np.ndarray
-
-
-def _statistic(kind: str, raw: _RawStatistic, floor, output_names, normalized, squared, eps):
-    """One kind of statistic as a result object, read from its numerators and denominators.
-
-    A statistic is 0 where its numerator is at most ``eps`` times its denominator, or where
-    the denominator (the joint PD's mean square) is below ``floor`` (o, r): a PD constant up
-    to the model's rounding."""
-    num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
-    constant = np.where(den <= floor[None], 0.0, num)  # a zero numerator reads as 0
-    point, std, replicates = summaries(K.h_value(constant, den, normalized, squared, eps, np))
-    info = HDetails(numerator=num[..., 0], denominator=den[..., 0], normalized=normalized,
-                    squared=squared)
-    if kind in ("overall", "total", "pd_importance"):
-        return FeatureImportance(
-            method=f"h_{kind}", feature_names=tuple(fs[0] for fs in raw.feature_sets),
-            output_names=output_names, importances_mean=point, importances_std=std,
-            importances=replicates, info=info)
-    return FeatureInteraction(
-        method=f"h_{kind}", feature_sets=raw.feature_sets, output_names=output_names,
-        values=point, values_std=std, replicates=replicates, info=info)
 
 
 def _top_features(chosen, overall, m: int, eps: float) -> list:

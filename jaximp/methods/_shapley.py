@@ -682,6 +682,7 @@ def _sampled(game: _Game, p: int, n_permutations: int, key) -> tuple:
     return values, errors, base
 
 
+@validate_params()
 def shapley_interactions(
     model,
     X,
