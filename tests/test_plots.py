@@ -15,6 +15,7 @@ from matplotlib.collections import LineCollection, PathCollection, QuadMesh  # n
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
+import jaximp  # noqa: E402
 from jaximp.methods._hstat import h_statistic  # noqa: E402
 from jaximp.methods._pd import PartialDependence, PartialDependences, partial_dependence  # noqa: E402
 from jaximp.results._plots import compact, plot_importances  # noqa: E402
@@ -378,3 +379,29 @@ def test_h_statistic_overall_and_pairwise_panels(hstat):
     fig = hstat.with_options(normalized=False).plot("pairwise")
     assert [ax.get_title() for ax in fig.axes] == ["pairwise H^2, unnormalized"]
     assert len(fig.axes[0].patches) == 6
+
+
+def test_method_plots_keep_their_labels_inside_the_figure():
+    """ALE, partial importance, Shapley summaries, transversal rates and trends draw on
+    constrained-layout figures: long feature names and axis labels are not clipped."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    names = ["a_rather_long_feature_name", "another_long_feature_name", "x"]
+    X = rng.normal(size=(80, 3)) * [1000.0, 1.0, 1.0]
+    y = X[:, 0] / 1000 + X[:, 1] * X[:, 2]
+
+    def f(A):
+        return A[:, 0] / 1000 + A[:, 1] * A[:, 2]
+
+    forest = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    axes = [
+        jaximp.ale(f, X, 0, feature_names=names).plot(),
+        jaximp.partial_importance(f, X, y, 0, feature_names=names).plot(),
+        jaximp.shapley_values(f, X[:5], background=X[:20], feature_names=names).plot(),
+        jaximp.transversal_rates(forest, feature_names=names).plot(),
+        jaximp.trends(None, X, y, methods=["pearson", "linear"], feature_names=names).plot(),
+    ]
+    for ax in axes:
+        figure = ax.figure if hasattr(ax, "figure") else np.ravel(ax)[0].figure
+        assert_inside(figure)

@@ -35,7 +35,13 @@ from ..data import (
 )
 from ..engine import at_values, evaluate
 from ..models import Predictor, gradient_predictor
-from ..results import ALECurveDetails, ALEDetails, FeatureImportance, FeatureInteraction
+from ..results import (
+    ALECurveDetails,
+    ALEDetails,
+    FeatureImportance,
+    FeatureInteraction,
+    new_figure,
+)
 from ._ale_plan import (
     CENTRINGS,
     RUG_POINTS,
@@ -165,12 +171,11 @@ class AccumulatedLocalEffects:
         """First order: the centred curve (and its band) with a rug of the data, or points
         per level with the levels' weights as bars; second order: a heat map over the two
         features' values. Returns the Axes."""
-        import matplotlib.pyplot as plt
         from matplotlib import transforms
 
         j = select_outputs(self.output_names, output)[0]
         if ax is None:
-            _, ax = plt.subplots(figsize=(4, 3))
+            _, ax = new_figure(4, 3)
         if len(self.feature_names) == 2:
             mesh = ax.pcolormesh(self.edges[1], self.edges[0], self.centred[..., j],
                                  shading="gouraud", cmap="RdBu_r")

@@ -32,7 +32,7 @@ from ..engine import (
     evaluate,
     predict_rows,
 )
-from ..results import PartialImportanceDetails
+from ..results import PartialImportanceDetails, new_figure
 from ._loss import canonical_loss, check_target, resolve_loss
 from ._pd import grid_option
 from ._setup import prepare
@@ -131,11 +131,10 @@ class PartialImportance:
     def plot(self, output: int | str = 0, ax=None, max_curves: int = 100):
         """ICI curves (up to ``max_curves``, thin) under the PI curve (bold); returns the
         Axes."""
-        import matplotlib.pyplot as plt
 
         j = select_outputs(self.output_names, output)[0]
         if ax is None:
-            _, ax = plt.subplots(figsize=(4, 3))
+            _, ax = new_figure(4, 3)
         numeric = self.feature_kind == "continuous"
         x = np.asarray(self.grid_values, np.float64) if numeric else np.arange(
             len(self.grid_values))

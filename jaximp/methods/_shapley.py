@@ -43,6 +43,7 @@ from ..results import (
     FeatureInteraction,
     ShapleyDetails,
     ShapleyImportanceDetails,
+    new_figure,
 )
 from ._setup import prepare
 
@@ -162,13 +163,12 @@ class ShapleyValues:
         per explained row at its Shapley value, coloured by the feature's value (rank scale),
         vertically jittered where points crowd. ``kind="dependence"``: Shapley value of
         ``feature`` against its value. Returns the Axes."""
-        import matplotlib.pyplot as plt
 
         check_choice(kind, "kind", ("summary", "dependence"))
         column = output_index(self.output_names, output)
         if ax is None:
             height = 0.4 * len(self.feature_names) + 1 if kind == "summary" else 3.5
-            _, ax = plt.subplots(figsize=(6, height))
+            _, ax = new_figure(6, height)
         if kind == "dependence":
             j = self._feature_index(feature)
             ax.scatter(self.data[:, j], self.values[:, j, column], s=8, alpha=0.7)
@@ -183,7 +183,7 @@ class ShapleyValues:
                        cmap="coolwarm", vmin=0, vmax=1, s=6, alpha=0.8)
         ax.axvline(0.0, color="grey", lw=0.8)
         ax.set_yticks(range(len(order)), [self.feature_names[j] for j in order])
-        ax.set_xlabel(f"Shapley value ({self.output_names[column]}); colour: feature value "
+        ax.set_xlabel(f"Shapley value ({self.output_names[column]})\ncolour: feature value "
                       "(low blue, high red)")
         return ax
 
@@ -268,12 +268,11 @@ class ShapleyInteractions:
     def plot(self, output: int | str = 0, ax=None):
         """Heat map of the mean absolute interaction value per pair (main effects on the
         diagonal); returns the Axes."""
-        import matplotlib.pyplot as plt
 
         column = output_index(self.output_names, output)
         p = len(self.feature_names)
         if ax is None:
-            _, ax = plt.subplots(figsize=(0.5 * p + 2, 0.5 * p + 1.5))
+            _, ax = new_figure(0.5 * p + 2, 0.5 * p + 1.5)
         image = ax.imshow(np.abs(self.values[..., column]).mean(axis=0), cmap="viridis")
         ax.set_xticks(range(p), self.feature_names, rotation=90)
         ax.set_yticks(range(p), self.feature_names)

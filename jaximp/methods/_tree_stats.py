@@ -27,7 +27,7 @@ import numpy as np
 
 from ..data import as_dataset, feature_grid, product_grid_index
 from ..models import read_trees, tree_float_dtype
-from ..results import FeatureImportance, TreeDetails
+from ..results import FeatureImportance, TreeDetails, new_figure
 
 __all__ = ["TransversalRates", "impurity_importance", "transversal_rates",
            "tree_partial_dependence"]
@@ -337,13 +337,12 @@ class TransversalRates:
     def plot(self, rate: str = "atr", ax=None):
         """Horizontal bars of ``rate`` (``"atr"``, ``"rtr"`` or ``"rtr_mean"``) per feature,
         in input order; returns the Axes."""
-        import matplotlib.pyplot as plt
 
         if rate not in ("atr", "rtr", "rtr_mean"):
             raise ValueError(f"rate must be one of ('atr', 'rtr', 'rtr_mean'); got {rate!r}.")
         values = np.asarray(getattr(self, rate))
         if ax is None:
-            _, ax = plt.subplots(figsize=(5, 0.3 * len(values) + 1))
+            _, ax = new_figure(5, 0.3 * len(values) + 1)
         names = list(self.feature_names)[::-1]
         ax.barh(names, values[::-1],
                 color=np.where(values[::-1] >= 0, "tab:blue", "tab:red"))

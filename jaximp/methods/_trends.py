@@ -38,7 +38,7 @@ from jaximp.kernels import _decorrelation as K
 
 from ..data import as_key, check_n_bootstrap, numeric_matrix
 from ..engine import key_bits, rng_stream
-from ..results import TrendsDetails
+from ..results import TrendsDetails, new_figure
 from ._loss import check_target
 
 __all__ = ["Trends", "trends"]
@@ -128,11 +128,10 @@ class Trends:
     def plot(self, axes=None):
         """One dot plot per estimator (features down, value across, error bars of one sd, a
         line at 0); returns the array of Axes."""
-        import matplotlib.pyplot as plt
 
         e, p = self.values.shape
         if axes is None:
-            _, axes = plt.subplots(1, e, figsize=(2.2 * e + 1, 0.3 * p + 1.2), sharey=True,
+            _, axes = new_figure(2.2 * e + 1, 0.3 * p + 1.2, ncols=e, sharey=True,
                                    squeeze=False)
             axes = axes[0]
         positions = np.arange(p)[::-1]

@@ -23,7 +23,7 @@ from ._details import (
     TrendsDetails,
     WeightDetails,
 )
-from ._plots import ice_rows, plot_h, plot_importances, plot_pd, plot_pds
+from ._plots import ice_rows, new_figure, plot_h, plot_importances, plot_pd, plot_pds
 from ._results import (
     FeatureImportance,
     FeatureInteraction,
@@ -59,6 +59,7 @@ __all__ = [
     "ice_rows",
     "interval_probabilities",
     "mean_and_std",
+    "new_figure",
     "plot_h",
     "plot_importances",
     "plot_pd",
