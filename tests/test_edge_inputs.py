@@ -388,3 +388,50 @@ def test_missing_text_reaches_a_pipeline_that_imputes_it():
     assert importance.importances_mean[1, 0] > 0.5  # the text feature matters
     with pytest.raises(ValueError, match=r"the JAX model .* cannot take missing values"):
         jaximp.partial_dependence(lambda A: A.sum(axis=1), frame, "x")
+
+
+def test_loco_refits_are_scored_on_held_out_data():
+    """X_test, y_test: fitted on the training rows, scored on the held-out ones, equal to a
+    scikit-learn refit loop scored on the held-out rows."""
+    n = 150
+    frame = pd.DataFrame({"a": RNG.normal(size=2 * n), "b": RNG.normal(size=2 * n),
+                          "t": RNG.choice(["p", "q", "r"], 2 * n)})
+    target = (frame["a"].to_numpy() + 2.0 * (frame["t"] == "q").to_numpy()
+              + 0.3 * RNG.normal(size=2 * n))
+    train, test = frame.iloc[:n].reset_index(drop=True), frame.iloc[n:].reset_index(drop=True)
+    y_train, y_test = target[:n], target[n:]
+    result = jaximp.loco_importance(None, train, y_train, fit=_column_pipeline, X_test=test,
+                                    y_test=y_test)
+    full = _column_pipeline(train, y_train)
+    base = np.mean((full.predict(test) - y_test) ** 2)
+    expected = []
+    for column in frame.columns:
+        refit = _column_pipeline(train.drop(columns=[column]), y_train)
+        expected.append(np.mean((refit.predict(test.drop(columns=[column])) - y_test) ** 2)
+                        - base)
+    # float32 predictions: differences of losses agree to about 1e-8 absolute
+    np.testing.assert_allclose(result.info["baseline"], [base], rtol=1e-6)
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_loco_held_out_data_with_fit_mlp_and_misuse():
+    import functools
+
+    X_all = RNG.normal(size=(200, 3))
+    y_all = X_all @ np.array([2.0, 1.0, 0.0])
+    fit = functools.partial(jaximp.fit_mlp, hidden=(8,), steps=100)
+    result = jaximp.loco_importance(None, X_all[:100], y_all[:100], fit=fit,
+                                    X_test=X_all[100:], y_test=y_all[100:])
+    full = result.info["full_model"]
+    held_out = np.mean((np.asarray(full(X_all[100:]), np.float64).reshape(-1)
+                        - y_all[100:]) ** 2)
+    np.testing.assert_allclose(result.info["baseline"], [held_out], rtol=1e-5)
+    with pytest.raises(ValueError, match=r"X_test and y_test go together"):
+        jaximp.loco_importance(None, X_all[:100], y_all[:100], fit=fit, X_test=X_all[100:])
+    with pytest.raises(ValueError, match=r"X_test and y_test hold out data for "
+                                         r"strategy='refit'"):
+        jaximp.loco_importance(linear, X_all, y_all, strategy="mean", X_test=X_all,
+                               y_test=y_all)
+    with pytest.raises(ValueError, match=r"y must have n = 100 rows like X; got 99"):
+        jaximp.loco_importance(None, X_all[:100], y_all[:100], fit=fit, X_test=X_all[100:],
+                               y_test=y_all[101:])

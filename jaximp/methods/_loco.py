@@ -212,6 +212,23 @@ def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarra
     return _weighted_median(columns, dataset.weights)
 
 
+def _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups):
+    """The held-out (Dataset, targets) of the refits, described like ``X``; None without."""
+    if X_test is None and y_test is None:
+        return None
+    if strategy != "refit":
+        raise ValueError(f"X_test and y_test hold out data for strategy='refit'; with "
+                         f"strategy={strategy!r} pass the data to score as X and y.")
+    if X_test is None or y_test is None:
+        raise ValueError("X_test and y_test go together: pass both held-out arrays or neither.")
+    held = as_dataset(X_test, feature_names=None if hasattr(X_test, "columns")
+                      else feature_names, categorical=categorical, groups=groups)
+    if held.column_names != dataset.column_names:
+        raise ValueError(f"X_test must have the columns of X {list(dataset.column_names)}; got "
+                         f"{list(held.column_names)}.")
+    return held, check_target(y_test, held.n_rows)
+
+
 def _drop_columns(X, dataset: Dataset, feature: Feature):
     """``X`` without the feature's columns, in the user's own container."""
     if isinstance(X, pd.DataFrame):
@@ -238,6 +255,8 @@ def loco_importance(
     traceable_fit: bool = False,
     greater_is_better: bool | None = None,
     response: str = "probability",
+    X_test=None,
+    y_test=None,
     feature_names=None,
     categorical=None,
     groups=None,
@@ -272,6 +291,11 @@ def loco_importance(
         :func:`jaximp.fit_mlp` or ``functools.partial(fit_mlp, hidden=..., steps=...)``, no
         column is dropped: every fit sees all columns with the dropped ones masked to 0
         (``input_mask``), so all fits share one architecture and train together.
+    X_test, y_test : array-like or DataFrame, optional
+        Held-out data for ``"refit"``: the full model and the refits are fitted on ``X, y``
+        and scored on ``X_test, y_test`` (with its own columns dropped for each refit), so the
+        importance is a generalization loss, not a training loss. Default: scored on
+        ``X, y``. The replacement strategies score the ``X, y`` they are given.
     loss, kind, greater_is_better, response
         As in :func:`permutation_importance`.
     features : str, int or list, optional
@@ -349,11 +373,13 @@ def loco_importance(
                          groups=groups, sample_weight=sample_weight)
     n, c = dataset.X.shape
     target = check_target(y, n)
+    held_out = _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups)
     if model is not None:  # its outputs decide the default loss; a bad output is refused now
         _, model_predictor = prepare(model, dataset, variables=variables)
         select_outputs(model_predictor.output_names, output)
     if loss is None:
-        loss = "mse" if model is None else default_loss(model_predictor, target)
+        loss = "mse" if model is None else default_loss(
+            model_predictor, target if held_out is None else held_out[1])
         check_response(response, loss)
     chosen = dataset.resolve(features)
     p = len(chosen)
@@ -381,21 +407,25 @@ def loco_importance(
         metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         fitted["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
     else:
+        scored = dataset if held_out is None else held_out[0]
         if mlp_options is not None:
             predictor, predictions, models, full = _refit_mlps(
-                model, X, target, dataset, chosen, key, mlp_options, batched, variables,
-                memory_budget, progress,
+                model, X, target, dataset, scored, chosen, key, mlp_options, batched,
+                variables, memory_budget, progress,
             )
         elif traceable_fit:
             predictor, predictions, models, full = _refit_traceable(
-                model, target, dataset, chosen, fit, variables, memory_budget, progress
+                model, target, dataset, scored, chosen, fit, variables, memory_budget, progress
             )
         else:
             user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
             predictor, predictions, models, full = _refit_generic(
-                model, user_X, y, dataset, chosen, fit, variables, memory_budget, progress
+                model, user_X, y, dataset, scored, chosen, fit, variables, memory_budget,
+                progress
             )
         fitted.update(models=models, full_model=full)
+        if held_out is not None:  # scored on the held-out rows
+            dataset, target = held_out
 
     if metric is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights,
@@ -427,7 +457,7 @@ def _refit_masks(c: int, chosen, with_full: bool) -> np.ndarray:
     return np.stack(masks)
 
 
-def _refit_mlps(model, X, target, dataset, chosen, key, options, batched, variables,
+def _refit_mlps(model, X, target, dataset, scored, chosen, key, options, batched, variables,
                 memory_budget, progress):
     """Full model and refits with :func:`fit_mlp`; predictions (1 + p, n, o) in the baseline-
     first order."""
@@ -436,11 +466,12 @@ def _refit_mlps(model, X, target, dataset, chosen, key, options, batched, variab
     masks = _refit_masks(dataset.X.shape[1], chosen, model is None)
     keys = [key] * len(masks)  # common random numbers: same initial weights and minibatches
     stacked = _fit_mlps(dataset.X, target, masks, keys, options, batched)
-    return _collect_stacked(model, stacked, masks, dataset, chosen, variables, "fit_mlp",
+    return _collect_stacked(model, stacked, masks, scored, chosen, variables, "fit_mlp",
                             memory_budget, progress)
 
 
-def _refit_traceable(model, target, dataset, chosen, fit, variables, memory_budget, progress):
+def _refit_traceable(model, target, dataset, scored, chosen, fit, variables, memory_budget,
+                     progress):
     """Full model and refits by a JAX-traceable ``fit``: one jitted ``vmap`` over the column
     masks (dropped columns set to 0), then one engine call for all refits."""
     if target.dtype.kind not in "biuf":
@@ -460,7 +491,7 @@ def _refit_traceable(model, target, dataset, chosen, fit, variables, memory_budg
             f"{type(err).__name__}: {first_line}. Pass traceable_fit=False to call fit on the "
             "host, once per feature."
         ) from err
-    return _collect_stacked(model, stacked, masks, dataset, chosen, variables, "fit",
+    return _collect_stacked(model, stacked, masks, scored, chosen, variables, "fit",
                             memory_budget, progress)
 
 
@@ -485,14 +516,15 @@ def _collect_stacked(model, stacked, masks, dataset, chosen, variables, what, me
     return predictor, predictions, models, full
 
 
-def _refit_generic(model, X, y, dataset, chosen, fit, variables, memory_budget, progress):
-    """Full model and refits with the user's ``fit``, each given and evaluated on the data in
-    the user's own container (a DataFrame stays a DataFrame, for pipelines that select
-    columns by name)."""
+def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_budget,
+                   progress):
+    """Full model and refits with the user's ``fit`` on ``X, y``, each given and evaluated on
+    data in the user's own container (a DataFrame stays a DataFrame, for pipelines that
+    select columns by name); predictions on ``scored`` (the training or held-out rows)."""
     engine = dict(memory_budget=memory_budget, progress=progress)
     full = fit(X, y) if model is None else model
-    _, predictor = prepare(full, dataset, variables=variables if model is not None else None)
-    outputs = [predict_rows(predictor, dataset, **engine)]
+    _, predictor = prepare(full, scored, variables=variables if model is not None else None)
+    outputs = [predict_rows(predictor, scored, **engine)]
     models = {}
     for feat in chosen:
         rest = _drop_columns(X, dataset, feat)
@@ -500,7 +532,7 @@ def _refit_generic(model, X, y, dataset, chosen, fit, variables, memory_budget, 
         if refit is None:
             raise ValueError(f"fit returned None for the data without {feat.name!r}; it must "
                              "return the fitted model.")
-        rest_data, refit_predictor = prepare(refit, rest)
+        rest_data, refit_predictor = prepare(refit, _drop_columns(scored.source, scored, feat))
         _check_outputs(predictor.n_outputs, refit_predictor.n_outputs, f"fit without "
                        f"{feat.name!r}")
         outputs.append(predict_rows(refit_predictor, rest_data, **engine))
