@@ -208,6 +208,38 @@ def test_n_max_subsample_is_reproducible_and_matches_reference():
     assert h_statistic(F3, X12, n_max=None).n_rows == 12
 
 
+def _exact_polynomial(X):
+    """Every pair and one triple interact; on small integers a float32 JAX evaluation (and the
+    engine's float32 weighted sums over rows) is exact, as is the float64 NumPy one."""
+    x0, x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2], X[:, 3]
+    return (x0 + 2 * x1 - x2 + x3 + 2 * x0 * x1 + x1 * x2 - 3 * x0 * x2 + x2 * x3 + x0 * x3
+            - x1 * x3 + x0 * x1 * x2)
+
+
+def test_float32_model_statistics_carry_no_float32_rounding():
+    """A float32 JAX model whose predictions and PD sums are exact: what is left to round is
+    the H algebra (differences of nearly equal PDs, their squares and sums), which must match
+    the float64 reference to float64 rounding: float32 algebra is 2.1e-7 off here, so a 1e-6
+    tolerance would not tell them apart."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(-3, 4, size=(60, 4)).astype(float)
+    w = rng.integers(1, 5, size=60).astype(float)
+    h = h_statistic(jax.jit(_exact_polynomial), X, sample_weight=w, n_bootstrap=2,
+                    random_state=2, three_way=[("x0", "x1", "x2")])
+    pairs = list(itertools.combinations(range(4), 2))
+    counts = h.info["bootstrap_counts"]
+    replicates = (h.overall.importances, h.pairwise.replicates, h.total_replicates[None],
+                  h.three_way.replicates)
+    for r, weights in enumerate([w, w * counts[0], w * counts[1]]):
+        # r = 0: the point estimate, then each bootstrap replicate's re-weighting
+        ref = ref_h_all(_exact_polynomial, X, weights, pairs, [(0, 1, 2)])
+        got = (h.overall.importances_mean, h.pairwise.values, h.total[None],
+               h.three_way.values) if r == 0 else [a[..., r - 1] for a in replicates]
+        for got_r, ref_r in zip(got, ref):
+            assert np.all(ref_r > 1e-3)  # no statistic near 0: relative errors are meaningful
+            np.testing.assert_allclose(got_r, ref_r.reshape(got_r.shape), rtol=1e-10, atol=0)
+
+
 # ------------------------------------------------------------------------------------------
 # Bootstrap.
 # ------------------------------------------------------------------------------------------
@@ -380,6 +412,27 @@ def test_validation_messages(kwargs, error, message):
     X = np.random.default_rng(22).normal(size=(6, 3))
     with pytest.raises(error, match=message):
         h_statistic(lambda X: X[:, 0] * X[:, 1], X, **kwargs)
+
+
+def test_fewer_than_three_rows_of_positive_weight_are_refused_before_evaluation():
+    calls = []
+
+    class Counted:  # a host model: prepare probes its outputs once, the engine would call more
+        def predict(self, X):
+            calls.append(len(X))
+            return np.asarray(X)[:, 0] * np.asarray(X)[:, 1]
+
+    X = np.random.default_rng(24).normal(size=(5, 3))
+    message = (r"h_statistic needs at least 3 rows of X with positive weight \(after n_max\); "
+               r"got 2\. Pass more rows \(or a larger n_max\)\.")
+    with pytest.raises(ValueError, match=message):  # zero-weight rows do not count
+        h_statistic(Counted(), X, sample_weight=[1, 0, 2, 0, 0])
+    assert len(calls) <= 1  # the probe at most: no PD evaluated
+    with pytest.raises(ValueError, match=message):
+        h_statistic(Counted(), X, n_max=2)
+    # three rows of positive weight are enough (the zero-weight ones stay as rows)
+    h = h_statistic(lambda A: A[:, 0] * A[:, 1], X, sample_weight=[1, 0, 2, 1, 0])
+    assert h.n_rows == 5 and h.pairwise.values[0, 0] > 0
 
 
 # ------------------------------------------------------------------------------------------

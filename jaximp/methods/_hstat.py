@@ -8,6 +8,10 @@ pair, triple, overall and total statistic that needs it. A bootstrap replicate i
 weighting of the rows: the engine's mean reducer averages every PD under all weightings at
 once (memory O(sets x n x replicates)), and the H algebra re-weights the outer rows, so the
 model is evaluated once.
+
+The PDs at the rows are kept, centred, differenced and summed in float64 on the host: the
+numerators are sums of squares of differences of nearly equal PDs (``F_jk - F_j - F_k``), to
+which float32 algebra adds relative errors of up to about 1e-6.
 """
 
 from __future__ import annotations
@@ -18,10 +22,7 @@ import itertools
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-
-from jaximp.kernels import _pd_stats as K
 
 from ..data import (
     Flag,
@@ -40,27 +41,6 @@ from ._hstat_result import HStatistic, RawStatistic, check_eps
 from ._setup import prepare
 
 __all__ = ["HStatistic", "h_statistic"]
-
-@jax.jit
-def _h_batch(store, joint_index, parts_index, signs, weights):
-    """The numerators and denominators of many H-statistics at once.
-
-    store (m, o, r, n): PDs at the rows (and the centred prediction) for each output and
-    weighting; joint_index (s,), parts_index (s, k), signs (s, k) (0 pads statistics with fewer
-    parts), weights (r, n) -> numerator, denominator, each (s, o, r).
-    """
-
-    def one(set_joint, set_parts, set_signs):
-        joint = store[set_joint]  # (o, r, n)
-        parts = store[set_parts]  # (k, o, r, n)
-        per_replicate = jax.vmap(
-            lambda j, p, w: K.h_parts(j, p, set_signs, w), in_axes=(0, 1, 0)
-        )
-        per_output = jax.vmap(lambda j, p: per_replicate(j, p, weights), in_axes=(0, 1))
-        return per_output(joint, parts)
-
-    return jax.vmap(one)(joint_index, parts_index, signs)
-
 
 # ---------------------------------------------------------------------------------------------
 # Edge validation.
@@ -282,30 +262,28 @@ def h_statistic(
         )
     n_s = rows.size
     weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
-    weights_d = jnp.asarray(weights, jnp.float32)
 
-    # The prediction F, and an offset removed from every PD so that float32 keeps the digits
-    # that matter (every statistic is invariant to a common shift).
+    # The prediction F, centred under every weighting like the PDs.
     engine_kw = dict(memory_budget=memory_budget, progress=progress)
     pred = predict_rows(predictor, data, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
-    offset = (ws @ pred) / ws.sum()  # (o,)
     n_columns = dataset.X.shape[1]
     r = weights.shape[0]
     o = len(out_idx)
-    prediction = np.broadcast_to(((pred - offset).T)[:, None, :], (o, r, n_s)).astype(np.float32)
+    prediction = _centre(np.broadcast_to(pred.T[:, None, :], (o, r, n_s)), weights)
     # A joint PD whose weighted mean square is below this floor (o, r) is constant up to the
     # model's rounding: its statistic is 0, not a ratio of two rounding errors.
     centred = pred - (ws @ pred) / ws.sum()
     resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
     floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
-    pds: dict[Any, np.ndarray] = {"F": prediction}  # PDs at the rows, (o, r, n), by set key
+    # centred float64 PDs at the rows, (o, r, n), by set key
+    pds: dict[Any, np.ndarray] = {"F": prediction}
     masks: dict[Any, np.ndarray] = {}  # column mask of every feature set, by key
     # Statistics run in groups whose PDs fit the memory budget: a bootstrap keeps (sets x n x
     # replicates) values per group, not for all pairs at once. Per statistic: the engine's
-    # float64 means of its new set, the kernel's store padded to a power of two, the gathered
-    # joint and parts and their temporaries, about 48 float32 PDs in all (measured).
-    set_bytes = 4.0 * o * r * n_s
-    group_size = max(1, int(resolve_budget(memory_budget) // (48 * set_bytes)))
+    # float64 means of its new sets (a triple brings up to four), the same centred and the
+    # residual: 24 float64 PDs budgeted (a group of one statistic peaked at 20, measured).
+    set_bytes = 8.0 * o * r * n_s
+    group_size = max(1, int(resolve_budget(memory_budget) // (24 * set_bytes)))
 
     keys: dict[tuple, Any] = {}  # (features, complement) -> set key, asked many times
 
@@ -337,8 +315,7 @@ def h_statistic(
             out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic",
                            **engine_kw).reshape(m, n_s, r, -1)
             for k, block in zip(group, out):
-                block = block[..., out_idx] - offset  # (n, r, o)
-                pds[k] = np.ascontiguousarray(np.transpose(block, (2, 1, 0)), np.float32)
+                pds[k] = _centre(np.transpose(block[..., out_idx], (2, 1, 0)), weights)
             del out
 
     def compute(statistics: list[_Stat]) -> dict[str, tuple]:
@@ -350,7 +327,7 @@ def h_statistic(
             group = statistics[start:start + group_size]
             evaluate_sets([k for st in group for k in (st.joint, *st.parts)
                            if not isinstance(k, str)])
-            for kind, values in _compute_group(group, pds, weights_d).items():
+            for kind, values in _compute_group(group, pds, weights).items():
                 parts[kind].append(values)
             for st in group:
                 for k in (st.joint, *st.parts):
@@ -454,12 +431,6 @@ def _top_features(chosen, overall, m: int, eps: float) -> list:
     return [f for j, f in enumerate(chosen) if j in selected]
 
 
-def _bucket(size: int) -> int:
-    """The next power of two: padding costs memory (a budget-sized group of one statistic
-    padded to eight held eight times its PDs), so sizes start at 1."""
-    return 1 << max(0, (int(size) - 1).bit_length())
-
-
 @dataclasses.dataclass(frozen=True)
 class _Stat:
     """One H-statistic to compute: joint PD, parts and their signs (keys into the PD store)."""
@@ -470,24 +441,34 @@ class _Stat:
     signs: tuple
 
 
-def _compute_group(statistics: list[_Stat], pds: dict, weights_d) -> dict[str, tuple]:
-    """Numerator and denominator (s, o, r) of each statistic, in one kernel call over
-    a store of just the PDs they use; sizes padded to powers of two so one compile serves many
-    groups."""
-    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
-    position = {k: i for i, k in enumerate(keys)}
-    store = np.zeros((_bucket(len(keys)), *pds[keys[0]].shape), np.float32)
-    store[: len(keys)] = [pds[k] for k in keys]
-    k = max(len(st.parts) for st in statistics)
-    size = _bucket(len(statistics))
-    joint = np.zeros(size, np.int32)
-    joint[: len(statistics)] = [position[st.joint] for st in statistics]
-    parts = np.zeros((size, k), np.int32)
-    signs = np.zeros((size, k), np.float32)
-    for i, st in enumerate(statistics):
-        parts[i, : len(st.parts)] = [position[p] for p in st.parts]
-        signs[i, : len(st.signs)] = st.signs
-    num, den = _h_batch(store, joint, parts, signs, weights_d)
-    num, den = (np.asarray(a, np.float64)[: len(statistics)] for a in (num, den))
+def _centre(pd: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """PDs at the rows ``pd`` (o, r, n) less their weighted mean under each weighting
+    ``weights`` (r, n), in float64 (a new array)."""
+    pd = np.asarray(pd, np.float64)
+    return pd - (np.einsum("orn,rn->or", pd, weights) / weights.sum(axis=1))[..., None]
+
+
+def _compute_group(statistics: list[_Stat], pds: dict, weights: np.ndarray) -> dict[str, tuple]:
+    """Numerator and denominator (s, o, r) of each statistic, weighted means over the rows
+    ``sum_i w_i (F_joint - sum_t sign_t F_t)^2`` and ``sum_i w_i F_joint^2`` (divided by
+    ``sum_i w_i``) of the centred float64 PDs ``pds``, grouped by kind.
+
+    Examples
+    --------
+    >>> x1, x2 = np.array([-1.0, -1.0, 1.0, 1.0]), np.array([-1.0, 1.0, -1.0, 1.0])
+    >>> pds = {k: v[None, None] for k, v in (("j", x1), ("k", x2), ("jk", x1 + x2 + x1 * x2))}
+    >>> pair = _Stat("pairwise", "jk", ("j", "k"), (1.0, 1.0))
+    >>> num, den = _compute_group([pair], pds, np.ones((1, 4)))["pairwise"]
+    >>> float(num[0, 0, 0]), float(den[0, 0, 0])
+    (1.0, 3.0)
+    """
+    residual = np.stack([pds[st.joint] for st in statistics])  # (s, o, r, n), a copy
+    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
+    for row, st in zip(residual, statistics):
+        for part, sign in zip(st.parts, st.signs):
+            row -= sign * pds[part]
+    num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
+    total = weights.sum(axis=1)
+    num, den = num / total, den / total
     kinds = np.array([st.kind for st in statistics])
     return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}
