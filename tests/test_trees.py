@@ -271,7 +271,7 @@ def test_recursion_pd_of_forest_classifier_matches_brute_on_training_tree():
     X = np.array([[a, b] for a in g for b in g])
     y = (X[:, 0] + X[:, 1] > 3).astype(int)
     est = DecisionTreeClassifier(random_state=0).fit(X, y)
-    values, ours = tree_partial_dependence(est, X, 0, grid=g)
+    _, ours = tree_partial_dependence(est, X, 0, grid=g)
     ref = sk_partial_dependence(est, X, [0], method="brute", grid_resolution=10)
     np.testing.assert_allclose(ours[:, 1], ref["average"][0], rtol=1e-5, atol=1e-6)
 
@@ -461,3 +461,181 @@ def test_under_x64_pd_and_permutation_importance_equal_scikit_learn_to_1e_7(data
         # reference: the model's float64 predictions on the engine's own permutations
         base = np.mean((boost.predict(X) - y) ** 2)
         np.testing.assert_allclose(result.info["baseline"], [base], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ float64 under x64
+
+
+def _reference_recursion(est, feature, values):
+    """scikit-learn's weighted traversal in float64 NumPy, mean over the trees: the grid cast
+    to float32 and compared with the float64 thresholds, both children weighted by their
+    training weight at other splits; classifiers' class fractions normalized as
+    ``predict_proba`` (forest classifiers, whose recursion scikit-learn does not offer)."""
+    total = 0.0
+    for tree in est.estimators_:
+        t = tree.tree_
+        val = t.value[:, 0, :]
+        if hasattr(est, "classes_"):
+            val = val / val.sum(axis=1, keepdims=True)
+        weight = t.weighted_n_node_samples
+        rows = []
+        for z in np.asarray(values, np.float32):
+            stack, out = [(0, 1.0)], 0.0
+            while stack:
+                node, w = stack.pop()
+                left, right = t.children_left[node], t.children_right[node]
+                if left == -1:
+                    out = out + w * val[node]
+                elif t.feature[node] == feature:
+                    stack.append((left if z <= t.threshold[node] else right, w))
+                else:
+                    stack += [(left, w * weight[left] / weight[node]),
+                              (right, w * weight[right] / weight[node])]
+            rows.append(out)
+        total = total + np.array(rows)
+    return total / len(est.estimators_)
+
+
+def _x64_models(data):
+    X, y, y_bin, y_3 = data
+    return {
+        "rf_clf": RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0).fit(X, y_3),
+        "gb_clf": GradientBoostingClassifier(n_estimators=15, max_depth=3,
+                                             random_state=0).fit(X, y_bin),
+        "gb_clf3": GradientBoostingClassifier(n_estimators=8, max_depth=3,
+                                              random_state=0).fit(X, y_3),
+        "gb_reg": GradientBoostingRegressor(n_estimators=20, max_depth=3,
+                                            random_state=0).fit(X, y),
+    }
+
+
+def _check_against_scikit_learn(models, X, x64):
+    """Predictions, recursion PD (feature 0 and the few-valued feature 3) and brute PD of each
+    model against scikit-learn: float64 to 1e-7 under x64, float32 to 1e-5 otherwise."""
+    dtype, rtol = (np.float64, 1e-7) if x64 else (np.float32, 1e-5)
+    X_new = np.random.default_rng(5).normal(scale=1.5, size=(100, P))  # unseen float64 rows
+    for name, est in models.items():
+        pred = tree_predictor(est)
+        assert pred.dtype == dtype and pred.params["value"].dtype == dtype, name
+        out = np.asarray(pred(X_new))
+        assert out.dtype == dtype, name
+        np.testing.assert_allclose(out, _reference_output(est, X_new), rtol=rtol,
+                                   atol=rtol * 1e-3, err_msg=name)
+        for feature in (0, 3):
+            values, ours = tree_partial_dependence(est, X, feature, grid_resolution=8)
+            if name == "rf_clf":
+                want = _reference_recursion(est, feature, values)
+            else:
+                want = sk_partial_dependence(est, X, [feature], method="recursion",
+                                             grid_resolution=8)["average"].T
+            np.testing.assert_allclose(ours, want, rtol=rtol, atol=rtol * 1e-3, err_msg=name)
+        brute = jaximp.partial_dependence(est, X, 1, grid_resolution=6)
+        want = sk_partial_dependence(est, X, [1], method="brute", grid_resolution=6)["average"]
+        np.testing.assert_allclose(brute.average.T[-want.shape[0]:], want, rtol=rtol,
+                                   atol=rtol * 1e-3, err_msg=name)
+
+
+@pytest.mark.parametrize("x64_first", [False, True])
+def test_under_x64_trees_equal_scikit_learn_to_1e_7(data, x64_first):
+    """Float64 node values and sums under x64: predict / predict_proba and the recursion PD of
+    forest and boosting models equal scikit-learn's float64 results to 1e-7 on float64 data;
+    the float32 default stays within 1e-5. The two modes share one ``apply`` (and the engine's
+    caches keyed on it), so each runs before and after the other: nothing compiled for one
+    dtype leaks into the other."""
+    from jaximp.models._predictor import x64_enabled
+
+    X = data[0]
+    models = _x64_models(data)
+    before = x64_enabled()
+    order = [True, False, True] if x64_first else [False, True, False]
+    applies = set()
+    for x64 in order:
+        with jax.enable_x64(x64):  # restored on leaving, failures included
+            _check_against_scikit_learn(models, X, x64)
+            applies.add(tree_predictor(models["gb_reg"]).apply)
+    assert len(applies) == 1  # one apply per model shape, whatever the dtype
+    assert x64_enabled() == before
+
+
+def test_x64_recursion_reference_equals_scikit_learn(data):
+    """The float64 reference traversal used for forest classifiers equals scikit-learn's own
+    recursion on a forest regressor, so the comparison above checks scikit-learn's rule."""
+    X, y, _, _ = data
+    rf = RandomForestRegressor(n_estimators=5, max_depth=6, random_state=0).fit(X, y)
+    for feature in (0, 3):
+        ref = sk_partial_dependence(rf, X, [feature], method="recursion", grid_resolution=8)
+        mine = _reference_recursion(rf, feature, ref["grid_values"][0])
+        np.testing.assert_allclose(mine[:, 0], ref["average"][0], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ recursion refusals
+
+
+def _recursion_refused():
+    """Models the recursion cannot traverse, with what its message must say they are."""
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + X[:, 1] ** 2
+    rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y > 0)
+    return X, [
+        ("linear", LinearRegression().fit(X, y), r"got LinearRegression\. Use method='brute'"),
+        ("predictor", jaximp.as_predictor(rf, response_method="predict_proba"),
+         (r"got a wrapped Predictor, whose trees it cannot see\. Use method='brute' .*or pass "
+          r"the fitted tree estimator itself rather than a Predictor \(this one is "
+          r"'RandomForestClassifier \(JAX trees\)'\)")),
+        ("init", GradientBoostingRegressor(n_estimators=3, init=LinearRegression()).fit(X, y),
+         (r"got GradientBoostingRegressor with a non-constant init \(LinearRegression\)\. "
+          r"Use method='brute'")),
+        ("hist", HistGradientBoostingRegressor(max_iter=3).fit(X, y),
+         (r"got HistGradientBoostingRegressor, whose recursion jaximp does not implement\. "
+          r"Use method='brute'")),
+        ("multi", RandomForestClassifier(n_estimators=3, random_state=0).fit(
+            X, np.column_stack([y > 0, y > 1])),
+         (r"got RandomForestClassifier with several outputs \(multi-output classifier\)\. "
+          r"Fit one classifier per output")),
+    ]
+
+
+@pytest.mark.parametrize("case", ["linear", "predictor", "init", "hist", "multi"])
+def test_recursion_refusal_names_the_model_and_method_brute(case):
+    """partial_dependence(method='recursion') and tree_partial_dependence say what the
+    recursion needs (the model's trees), what came in and that method='brute' is the fix, not
+    the tree reader's host-path advice, which cannot help a traversal of the trees."""
+    X, cases = _recursion_refused()
+    model, message = {name: (m, msg) for name, m, msg in cases}[case]
+    needs = (r"^method='recursion' traverses the trees of a fitted scikit-learn tree model "
+             r"\({}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, or a "
+             r"GradientBoosting regressor or classifier with a constant init\); ")
+    with pytest.raises(TypeError, match=needs.format("model") + message) as error:
+        jaximp.partial_dependence(model, X, 0, method="recursion")
+    assert "predicts on the host" not in str(error.value)
+    with pytest.raises(TypeError, match=needs.format("estimator") + message):
+        tree_partial_dependence(model, X, 0)
+    if case != "hist":  # the tree reader keeps its own advice (HistGradientBoosting: read)
+        with pytest.raises(TypeError, match="pass the estimator itself"):
+            tree_predictor(model)
+
+
+def test_recursion_refuses_an_unfitted_model_with_fit():
+    with pytest.raises(TypeError, match=r"expected a fitted GradientBoostingRegressor; got an "
+                                        r"unfitted one\. Fix: call fit\(X, y\) first\."):
+        jaximp.partial_dependence(GradientBoostingRegressor(), np.zeros((5, 2)), 0,
+                                  method="recursion")
+
+
+def test_recursion_names_and_auto_rule_follow_scikit_learn(data):
+    """A multiclass boosting classifier's recursion gives each class's raw decision function,
+    named so; method='auto' takes the recursion for gradient boosting only with init=None,
+    as scikit-learn (init='zero': brute, the probabilities over X)."""
+    X, _, y_bin, y_3 = data
+    gb3 = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, y_3)
+    pd_ = jaximp.partial_dependence(gb3, X, 0, method="recursion", grid_resolution=5)
+    assert pd_.output_names == ("0 (decision)", "1 (decision)", "2 (decision)")
+    zero = GradientBoostingClassifier(n_estimators=5, max_depth=2, init="zero",
+                                      random_state=0).fit(X, y_bin)
+    ours = jaximp.partial_dependence(zero, X, 0, method="auto", grid_resolution=5)
+    ref = sk_partial_dependence(zero, X, [0], method="auto", grid_resolution=5)
+    assert ours.output_names == ("0", "1")
+    np.testing.assert_allclose(ours.average[:, 1], ref["average"][0], rtol=1e-5, atol=1e-6)

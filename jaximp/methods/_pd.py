@@ -254,18 +254,19 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
 
 
 def _recursion_by_default(model) -> bool:
-    """scikit-learn's ``method="auto"``: recursion for gradient boosting with a constant
-    init, a regression tree and a random forest regressor."""
+    """scikit-learn's ``method="auto"``: recursion for gradient boosting with the default
+    init (``init=None``), a regression tree (an extra tree too, its subclass) and a random
+    forest regressor. scikit-learn's HistGradientBoosting recursion is not implemented here."""
     name = type(model).__name__
     if name in ("GradientBoostingRegressor", "GradientBoostingClassifier"):
-        return getattr(model, "init", None) in (None, "zero")
-    return name in ("DecisionTreeRegressor", "RandomForestRegressor")
+        return getattr(model, "init", "") is None
+    return name in ("DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor")
 
 
 def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
                sample_weight, feature_names) -> PartialDependence:
     """The recursion PD of a scikit-learn tree model as a PartialDependence."""
-    from ..models import tree_predictor
+    from ..models import read_trees
     from ._tree_stats import tree_partial_dependence
 
     if kind != "average" or sample_weight is not None:
@@ -274,20 +275,8 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
             f"it takes kind='average' and no sample_weight; got kind={kind!r}"
             f"{' and sample_weight' if sample_weight is not None else ''}. Use method='brute'."
         )
-    try:
-        names = tree_predictor(model).output_names
-    except TypeError:
-        what = type(model).__name__
-        init = getattr(model, "init", None)
-        if what.startswith("GradientBoosting") and init is not None:
-            what += f" with a non-constant init ({type(init).__name__})"
-        raise TypeError(
-            "method='recursion' traverses the trees of a fitted scikit-learn tree model "
-            "(DecisionTree, RandomForest and ExtraTrees regressors and classifiers, "
-            "GradientBoosting with a constant init); got "
-            f"{'a wrapped Predictor, whose trees it cannot see' if what == 'Predictor' else what}"
-            ". Use method='brute'."
-        ) from None
+    # refuses a model without traversable trees before any work, naming method='brute'
+    tree_kind, classifier, _, _ = read_trees(model, recursion="model")
     dataset = as_dataset(X, feature_names=feature_names)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
@@ -300,10 +289,13 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         grid_resolution=grid_resolution, percentiles=percentiles)
     shape = average.shape[:-1]
     average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened
-    if average.shape[1] != len(names):  # gradient boosting classifier: raw scores
-        classes = [str(c) for c in model.classes_]
-        names = tuple(f"{c} (decision)" for c in (classes[1:] if len(classes) == 2
-                                                   else classes))
+    o = average.shape[1]
+    if classifier:
+        names = tuple(str(c) for c in model.classes_)
+        if tree_kind == "gb":  # raw decision function, one per class (binary: the positive)
+            names = tuple(f"{c} (decision)" for c in names[-o:])
+    else:
+        names = ("y",) if o == 1 else tuple(f"y{j}" for j in range(o))
     out_idx = select_outputs(names, output)
     average = np.asarray(average, np.float64)[:, out_idx]
     average = average - average[:1] if centered else average
@@ -503,8 +495,8 @@ def partial_dependence(
         Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
         averaged over the training data stored in the trees rather than over ``X``; gradient
         boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
-        recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting, a
-        regression tree, a random forest regressor), else brute. The default differs from
+        recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting with
+        ``init=None``, a regression tree, a random forest regressor), else brute. The default differs from
         scikit-learn's ``"auto"`` so that the PD is always over ``X``.
     derivative : bool, default False
         Curves of the model's partial derivative along the feature instead of its value

@@ -8,10 +8,12 @@
 accelerator instead of calling scikit-learn on the host. ``HistGradientBoostingRegressor`` and
 ``HistGradientBoostingClassifier`` are read from their predictor nodes for predictions only.
 
-Node arrays (``N`` the largest node count; padding nodes are leaves of weight 0):
+Node arrays (``N`` the largest node count; padding nodes are leaves of weight 0; "float" is
+float32, or float64 under ``jax_enable_x64``, see Precision):
 
 - feature : int32 (T, N), the split feature (0 at leaves);
-- threshold : float32 (T, N), the split threshold (0 at leaves);
+- threshold : float32 (T, N), the split threshold (0 at leaves), rounded down to float32 (see
+  traversal); HistGradientBoosting: float, its raw float64 threshold under x64;
 - children_left, children_right : int32 (T, N), child indices; a leaf points to itself;
 - missing_left : bool (T, N), where a missing value (NaN) goes at a split;
 - value : float (T, N, k), the leaf values; forests: the class probabilities (each leaf's row
@@ -44,11 +46,22 @@ Definitions:
   to a threshold still goes left, and only a value within half a float32 step of a threshold
   (but not on it) can go the other way. Categorical splits are refused (TypeError).
 
+Precision: by default the values, weights and sums are float32, so predictions, partial
+dependence and permutation importance differ from scikit-learn's float64 results by about 1e-6
+relative. Under ``jax_enable_x64`` (``jax.config.update("jax_enable_x64", True)``, or inside
+``with jax.enable_x64(True):``) they are float64 and equal scikit-learn's to 1e-7 relative or
+better (about 1e-14 measured). The splits follow scikit-learn's exactly in both modes
+(HistGradientBoosting: under x64, see above). The dtype is fixed when the trees are read: a
+:func:`tree_predictor` built without x64 stays float32 under x64 (and one built under x64
+computes in float32 without it), so build it in the mode it is used in; the methods, given the
+estimator itself, read it again on every call.
+
 Unsupported estimators (e.g. multi-output classifiers, gradient boosting with a non-constant
 init estimator, HistGradientBoosting outside :func:`tree_predictor`) raise a TypeError; pass
-such an estimator directly to the methods, which then predict on the host. The
-statistics read from these arrays (impurity importance, recursion PD, transversal rates) are
-methods, in :mod:`jaximp.methods._tree_stats`.
+such an estimator directly to the methods, which then predict on the host. The recursion
+partial dependence, which needs the trees themselves, says to use ``method='brute'`` instead.
+The statistics read from these arrays (impurity importance, recursion PD, transversal rates)
+are methods, in :mod:`jaximp.methods._tree_stats`.
 """
 
 from __future__ import annotations
@@ -81,6 +94,7 @@ _HIST_LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmo
 
 
 def tree_float_dtype():
+    """The float dtype of the node values: float64 under ``jax_enable_x64``, else float32."""
     return np.float64 if x64_enabled() else np.float32
 
 
@@ -88,7 +102,10 @@ def _is_classifier(est) -> bool:
     return hasattr(est, "classes_")
 
 
-def _unsupported(est, why: str = "", hist: bool = False) -> TypeError:
+def _unsupported(est, why: str = "", hist: bool = False,
+                 recursion: str | None = None) -> TypeError:
+    if recursion is not None:
+        return _recursion_refusal(est, why, recursion)
     supported = _SUPPORTED + (", HistGradientBoostingRegressor/Classifier" if hist else "")
     return TypeError(
         f"expected a fitted scikit-learn tree model ({supported}); got "
@@ -97,12 +114,36 @@ def _unsupported(est, why: str = "", hist: bool = False) -> TypeError:
     )
 
 
-def _kind(est, hist: bool = False) -> str:
-    """``"forest"``, ``"gb"`` or (when ``hist``) ``"hist"``; TypeError for anything else."""
+def _recursion_refusal(est, why: str, param: str) -> TypeError:
+    """The recursion PD's TypeError for ``est`` (held by the parameter ``param``): the recursion
+    traverses the trees themselves, so the host path that :func:`_unsupported` suggests cannot
+    help; the fix is the brute PD."""
+    got = type(est).__name__ + why
+    fix = ("Use method='brute' of jaximp.partial_dependence, which evaluates the model on the "
+           "rows of X")
+    if isinstance(est, Predictor):
+        got = "a wrapped Predictor, whose trees it cannot see"
+        fix += (f", or pass the fitted tree estimator itself rather than a Predictor (this one "
+                f"is {est.name!r})")
+    elif type(est).__name__ in _HIST_TYPES:
+        got += ", whose recursion jaximp does not implement"
+        fix += " (scikit-learn's partial_dependence has a recursion for it)"
+    elif type(est).__name__ in _FOREST_TYPES:  # refused only as a multi-output classifier
+        fix = "Fit one classifier per output (method='brute' needs a single output array too)"
+    return TypeError(
+        "method='recursion' traverses the trees of a fitted scikit-learn tree model "
+        f"({param}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, or a "
+        f"GradientBoosting regressor or classifier with a constant init); got {got}. {fix}."
+    )
+
+
+def _kind(est, hist: bool = False, recursion: str | None = None) -> str:
+    """``"forest"``, ``"gb"`` or (when ``hist``) ``"hist"``; TypeError for anything else
+    (:func:`_recursion_refusal`'s when ``recursion`` names the parameter holding ``est``)."""
     name = type(est).__name__
     module = type(est).__module__ or ""
     if not module.startswith("sklearn."):
-        raise _unsupported(est, hist=hist)
+        raise _unsupported(est, hist=hist, recursion=recursion)
     if name in _FOREST_TYPES:
         kind = "forest"
     elif name in _GB_TYPES:
@@ -110,14 +151,15 @@ def _kind(est, hist: bool = False) -> str:
     elif hist and name in _HIST_TYPES:
         kind = "hist"
     else:
-        raise _unsupported(est, hist=hist)
+        raise _unsupported(est, hist=hist, recursion=recursion)
     fitted = hasattr(est, "tree_") or hasattr(est, "estimators_") or hasattr(est, "_predictors")
     if not fitted:
         raise TypeError(
             f"expected a fitted {name}; got an unfitted one. Fix: call fit(X, y) first."
         )
     if _is_classifier(est) and isinstance(est.classes_, list):
-        raise _unsupported(est, " with several outputs (multi-output classifier)")
+        raise _unsupported(est, " with several outputs (multi-output classifier)",
+                           recursion=recursion)
     return kind
 
 
@@ -184,12 +226,17 @@ def _node_arrays(trees: list, normalize_rows: bool) -> tuple[dict, int]:
     return params, int(depth)
 
 
+def _constant_init(est) -> bool:
+    """Whether the fitted init of a gradient boosting model predicts one constant."""
+    init = est.init_
+    return isinstance(init, str) and init == "zero" or type(init).__name__ in (
+        "DummyRegressor", "DummyClassifier")
+
+
 def _gb_init(est) -> np.ndarray:
     """The constant raw init prediction ``F0`` of a gradient boosting model, shape (K,)."""
     init = est.init_
-    constant = isinstance(init, str) and init == "zero" or type(init).__name__ in (
-        "DummyRegressor", "DummyClassifier")
-    if not constant:
+    if not _constant_init(est):
         raise _unsupported(
             est, f" with a non-constant init estimator ({type(init).__name__})")
     with warnings.catch_warnings():
@@ -313,9 +360,16 @@ def _hist_arrays(est) -> tuple[dict, int, str]:
     return params, depth, link
 
 
-def read_trees(est):
-    """The kind, whether a classifier, the stacked node arrays and the depth of ``est``."""
-    kind = _kind(est)
+def read_trees(est, recursion: str | None = None):
+    """The kind, whether a classifier, the stacked node arrays and the depth of ``est``.
+
+    ``recursion`` names the parameter holding ``est`` for the recursion PD: its refusals then
+    say to use ``method='brute'``, and gradient boosting also needs a constant init (the
+    recursion leaves the init prediction out, which is right only for a constant)."""
+    kind = _kind(est, recursion=recursion)
+    if recursion is not None and kind == "gb" and not _constant_init(est):
+        raise _recursion_refusal(
+            est, f" with a non-constant init ({type(est.init_).__name__})", recursion)
     classifier = _is_classifier(est)
     params, depth = _node_arrays(_trees_of(est, kind), normalize_rows=classifier
                                  and kind == "forest")
@@ -337,12 +391,13 @@ def tree_predictor(estimator) -> Predictor:
     Returns
     -------
     Predictor
-        ``apply(params, X) -> (m, o)``, float32 (float64 under x64), equal to
-        ``estimator.predict`` (regressors, ``o`` = number of targets) or
-        ``estimator.predict_proba`` (classifiers, ``o`` = number of classes, ``output_names``
-        the class labels as str). ``params`` holds the node arrays (``value`` etc. in float64
-        when ``jax_enable_x64`` is on, else float32); gradient boosting adds ``init`` (K,) and
-        ``learning_rate`` ().
+        ``apply(params, X) -> (m, o)`` equal to ``estimator.predict`` (regressors, ``o`` =
+        number of targets) or ``estimator.predict_proba`` (classifiers, ``o`` = number of
+        classes, ``output_names`` the class labels as str). float32 by default, about 1e-6
+        relative from scikit-learn; float64 and equal to scikit-learn to 1e-7 relative when
+        built and called under ``jax_enable_x64`` (see the module docstring's Precision).
+        ``params`` holds the node arrays (``value`` etc. float64 under x64, else float32);
+        gradient boosting adds ``init`` (K,) and ``learning_rate`` ().
 
     Raises
     ------
