@@ -7,10 +7,26 @@ import inspect
 
 import numpy as np
 
-from . import _explain
-from . import methods as M
+from ._explain import explain
 from .data import Dataset, as_dataset, validate_params
-from .methods import check_target, prepare
+from .methods import (
+    ale,
+    ale_importance,
+    ale_interaction,
+    check_target,
+    h_statistic,
+    loco_importance,
+    partial_dependence,
+    partial_dependence_all,
+    partial_importance,
+    pd_importance,
+    pd_interaction,
+    permutation_importance,
+    prepare,
+    sensitivity_importance,
+    shapley_interactions,
+    shapley_values,
+)
 
 __all__ = ["Explainer"]
 
@@ -135,71 +151,71 @@ class Explainer:
 
     def partial_dependence(self, features, **options):
         """:func:`jaximp.partial_dependence` of this model and data."""
-        return self._call(M.partial_dependence, features, **options)
+        return self._call(partial_dependence, features, **options)
 
     def partial_dependence_all(self, **options):
         """:func:`jaximp.partial_dependence_all` of this model and data."""
-        return self._call(M.partial_dependence_all, **options)
+        return self._call(partial_dependence_all, **options)
 
     def pd_importance(self, **options):
         """:func:`jaximp.pd_importance` of this model and data."""
-        return self._call(M.pd_importance, **options)
+        return self._call(pd_importance, **options)
 
     def pd_interaction(self, **options):
         """:func:`jaximp.pd_interaction` of this model and data."""
-        return self._call(M.pd_interaction, **options)
+        return self._call(pd_interaction, **options)
 
     def h_statistic(self, **options):
         """:func:`jaximp.h_statistic` of this model and data."""
-        return self._call(M.h_statistic, **options)
+        return self._call(h_statistic, **options)
 
     def permutation_importance(self, **options):
         """:func:`jaximp.permutation_importance` of this model, data and targets."""
-        return self._call(M.permutation_importance, self._targets("permutation_importance"),
+        return self._call(permutation_importance, self._targets("permutation_importance"),
                           **options)
 
     def loco_importance(self, **options):
         """:func:`jaximp.loco_importance` of this model, data and targets."""
-        return self._call(M.loco_importance, self._targets("loco_importance"), **options)
+        return self._call(loco_importance, self._targets("loco_importance"), **options)
 
     def sensitivity_importance(self, **options):
         """:func:`jaximp.sensitivity_importance` of this model, data and targets."""
-        return self._call(M.sensitivity_importance, self._targets("sensitivity_importance"),
+        return self._call(sensitivity_importance, self._targets("sensitivity_importance"),
                           **options)
 
     def partial_importance(self, feature, **options):
         """:func:`jaximp.partial_importance` of one feature of this model, data and targets."""
-        return self._call(M.partial_importance, self._targets("partial_importance"), feature,
+        return self._call(partial_importance, self._targets("partial_importance"), feature,
                           **options)
 
     def ale(self, features, **options):
         """:func:`jaximp.ale` of this model and data."""
-        return self._call(M.ale, features, **options)
+        return self._call(ale, features, **options)
 
     def ale_importance(self, **options):
         """:func:`jaximp.ale_importance` of this model and data."""
-        return self._call(M.ale_importance, **options)
+        return self._call(ale_importance, **options)
 
     def ale_interaction(self, **options):
         """:func:`jaximp.ale_interaction` of this model and data."""
-        return self._call(M.ale_interaction, **options)
+        return self._call(ale_interaction, **options)
 
     def shapley_values(self, rows=None, **options):
         """:func:`jaximp.shapley_values` of ``rows`` (default: this data) against the
         Explainer's background (default: this data)."""
         options.setdefault("background", self.dataset if self.background is None
                            else self.background)
-        return self._call(M.shapley_values, rows=self._rows(rows), **options)
+        return self._call(shapley_values, rows=self._rows(rows), **options)
 
     def shapley_interactions(self, rows=None, **options):
         """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
         options.setdefault("background", self.dataset if self.background is None
                            else self.background)
-        return self._call(M.shapley_interactions, rows=self._rows(rows), **options)
+        return self._call(shapley_interactions, rows=self._rows(rows), **options)
 
     def explain(self, **options):
         """:func:`jaximp.explain` of this model, data and (if given) targets."""
         if self.y is not None:
             options.setdefault("y", self.y)
-        return self._call(_explain.explain, **options)
+        return self._call(explain, **options)
 

@@ -79,7 +79,8 @@ def imports_of(module: str) -> list[tuple[str, list[str], int]]:
                 continue
             names = [a.name for a in node.names]
             submodules = [f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES]
-            if submodules:  # from package import module
+            if submodules:  # from package import module: the package's __init__ runs first
+                found += [(target, [], node.lineno)]
                 found += [(sub, [], node.lineno) for sub in submodules]
             else:
                 found.append((target, names, node.lineno))

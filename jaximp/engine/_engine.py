@@ -32,7 +32,14 @@ from jaximp.kernels import _streams
 
 from ..data import SHARED, Dataset, as_dataset, validate_params
 from ..models import Predictor
-from . import _distributed
+from ._distributed import (
+    agree_min,
+    global_mesh,
+    is_main_process,
+    replicate,
+    shard_rows,
+    to_host,
+)
 from ._plans import Plan, at_values
 from ._reducers import Keep, Reducer
 
@@ -130,7 +137,7 @@ class ProgressMeter:
         if enabled is None:
             env = os.environ.get("JAXIMP_PROGRESS")
             enabled = env == "1" if env is not None else (total > 1 and sys.stderr.isatty())
-        self.enabled = bool(enabled) and _distributed.is_main_process()
+        self.enabled = bool(enabled) and is_main_process()
         self.total, self.label, self.done, self.start = total, label, 0, time.perf_counter()
         self.last_print = -1.0
 
@@ -523,7 +530,7 @@ def _plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
     single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
     if single_column:
         tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
-    per_plan[key] = _distributed.replicate(tables, mesh), bool(single_column)
+    per_plan[key] = replicate(tables, mesh), bool(single_column)
     if content is not None:
         _TABLES_BY_CONTENT[content, key] = per_plan[key]
         if len(_TABLES_BY_CONTENT) > _TABLES_BY_CONTENT_SIZE:
@@ -550,7 +557,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     n, c = X.shape
     o = predictor.n_outputs
     dtype = np.dtype(predictor.dtype)
-    mesh = _distributed.global_mesh(devices)
+    mesh = global_mesh(devices)
     n_dev = 1 if mesh is None else mesh.devices.size
     first = jax.local_devices()[0] if devices is None else list(devices)[0]
     row_bytes = _bytes_per_row(predictor, c, dtype)
@@ -562,7 +569,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
         block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
         row_unit = _CPU_ROW_TILE * _cpu_threads()
     # The plan is a pure function of global shapes and a budget agreed by every process.
-    budget = _distributed.agree_min(budget)
+    budget = agree_min(budget)
     n_local = math.ceil(n / n_dev)
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
                    block_rows, reducer.group, row_unit)
@@ -576,8 +583,8 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
         # one call: its host arguments go with it, cheaper than a device_put first
         put_rows = put_whole = (lambda tree: tree)
     else:
-        put_rows = (lambda a: _distributed.shard_rows(a, mesh))
-        put_whole = (lambda a: _distributed.replicate(a, mesh))
+        put_rows = (lambda a: shard_rows(a, mesh))
+        put_whole = (lambda a: replicate(a, mesh))
     tables, single_column = _plan_tables(plan, items_pad, dtype, mesh)
     # cast to the device's dtype here: a NumPy cast costs less than the one in the jit call
     rowdata = {k: _layout(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
@@ -587,7 +594,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     if data.pinned:  # the device copy is made once per layout and kept (an Explainer's data)
         layout = ("device rows", n_dev, n_local_pad, dtype.str,
                   None if mesh is None else tuple(mesh.devices.flat))
-        X_dev, rowdata = data.memo(layout, lambda: _distributed.shard_rows(
+        X_dev, rowdata = data.memo(layout, lambda: shard_rows(
             _layout(X, n_dev, n_local, n_local_pad, dtype), mesh)), put_rows(rowdata)
     else:
         X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
@@ -616,7 +623,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
             from jax.experimental import multihost_utils
 
             out = multihost_utils.process_allgather(out, tiled=True)
-        block = _distributed.to_host(out)
+        block = to_host(out)
         if keep:
             _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev)
         else:  # (item blocks * row blocks, per block, ...) -> sum over row blocks

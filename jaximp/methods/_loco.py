@@ -387,11 +387,7 @@ def loco_importance(
 
     metric = None
     if strategy != "refit":
-        dataset, predictor = prepare(
-            model, X, feature_names=feature_names, categorical=categorical, groups=groups,
-            sample_weight=sample_weight, variables=variables,
-            memory_budget=memory_budget, progress=progress,
-        )
+        predictor = model_predictor  # wrapped once above, on the same dataset
         if response == "logits":
             predictor = logits_to_probabilities(predictor)
         masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline

@@ -208,9 +208,10 @@ def permutation_importance(
         raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
     if scoring is not None:
         loss = _from_scoring(scoring, loss)
-    if loss is not None:
-        for each in _named_losses(loss).values():
-            check_response(response, each)
+    # a given loss is checked before any model work; the default needs the model's outputs
+    losses = None if loss is None else _named_losses(loss)
+    for each in (losses or {}).values():
+        check_response(response, each)
     key = as_key(random_state)
     bits = key_bits(key)
     dataset, predictor = prepare(
@@ -220,10 +221,10 @@ def permutation_importance(
     )
     n = dataset.n_rows
     target = check_target(y, n)
-    if loss is None:
-        loss = default_loss(predictor, target)
-        check_response(response, loss)
-    losses = _named_losses(loss)
+    if losses is None:
+        default = default_loss(predictor, target)
+        check_response(response, default)
+        losses = _named_losses(default)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     rows = _sample_rows(max_samples, n, bits)
