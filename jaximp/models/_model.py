@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._predictor import Predictor, compute_dtype, stable_apply
+from ._torch import TorchModel, is_torch_module
 
 __all__ = ["as_2d_float32", "as_predictor", "combine_outputs", "gradient_predictor"]
 
@@ -171,6 +172,9 @@ def as_predictor(
         - a Flax linen ``Module``, with its ``variables``;
         - an Equinox ``Module``; Equinox layers take one example, so it is ``vmap``-ped over
           rows unless ``batched=True``;
+        - a PyTorch ``nn.Module`` (on the CPU or a GPU), called on batches of float rows as a
+          host model (see :mod:`jaximp.models._torch`); wrap another callable on torch tensors
+          in an ``nn.Module``;
         - any object with ``predict`` (``predict_proba`` for a scikit-learn classifier, the
           class axis kept as outputs), called on NumPy arrays through ``jax.pure_callback``.
           Wrap a plain NumPy function as an object with a ``predict`` method;
@@ -282,6 +286,10 @@ def as_predictor(
             return apply_equinox
 
         apply = stable_apply((static, bool(batched)), make_equinox_apply)
+    elif is_torch_module(model):
+        torch_model = TorchModel(model)
+        predictor = _host_predictor(torch_model, n_features, output_names, sample)
+        return dataclasses.replace(predictor, name=torch_model.name)
     elif hasattr(model, "predict") and not isinstance(model, type):
         return _host_predictor(model, n_features, output_names, sample, response_method)
     elif callable(model) and not isinstance(model, type) and (
