@@ -390,6 +390,10 @@ def _method_sections(doc: _Document, explanation) -> None:
                     doc.table(result.to_frame(statistic), f"H^2, {statistic}")
             if result.pairwise is not None and result.normalized:
                 raw = result.with_options(normalized=False)  # the same evaluations
+                doc.text("Normalized pairwise H^2 is the share of a pair's joint effect that is "
+                         "interaction. For a pair of weak features (noise, say) it is a ratio "
+                         "of two small numbers and can rank high; the unnormalized values "
+                         "below say how much the interaction moves the predictions.")
                 doc.table(raw.to_frame("pairwise"),
                           "Unnormalized pairwise H^2 (the numerator, on the prediction's "
                           "squared scale; read from the same evaluations)")

@@ -405,3 +405,20 @@ def test_method_plots_keep_their_labels_inside_the_figure():
     for ax in axes:
         figure = ax.figure if hasattr(ax, "figure") else np.ravel(ax)[0].figure
         assert_inside(figure)
+
+
+def test_ale_curve_is_the_labelled_line_so_a_legend_names_it():
+    """Only the ALE curve carries a label (not the rug or the zero line), so ``ax.legend()``
+    after overlaying a PD names each curve correctly."""
+    X = RNG.uniform(size=(60, 2))
+
+    def f(A):
+        return A[:, 0] ** 2 + A[:, 1]
+
+    effect = jaximp.ale(f, X, 0, bins=5)
+    ax = effect.plot()
+    ax.plot([0, 1], [0, 0.5], label="PD (centred)")
+    legend = ax.legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["ALE", "PD (centred)"]
+    ale_line = [line for line in ax.lines if line.get_label() == "ALE"][0]
+    np.testing.assert_allclose(ale_line.get_ydata(), effect.centred[:, 0])

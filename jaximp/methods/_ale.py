@@ -189,7 +189,7 @@ class AccumulatedLocalEffects:
             if self.replicates is not None:
                 low, high = self.intervals()
                 ax.fill_between(x, low[:, j], high[:, j], color="tab:blue", alpha=0.2, lw=0)
-            ax.plot(x, y, color="tab:blue", lw=2, marker="o", ms=2)
+            ax.plot(x, y, color="tab:blue", lw=2, marker="o", ms=2, label="ALE")
             rug = self.info.get("rug")
             if rug is not None:
                 trans = transforms.blended_transform_factory(ax.transData, ax.transAxes)
@@ -205,7 +205,7 @@ class AccumulatedLocalEffects:
                 low, high = self.intervals()
                 ax.errorbar(x, y, yerr=np.stack([y - low[:, j], high[:, j] - y]).clip(min=0),
                             fmt="none", color="tab:blue")
-            ax.plot(x, y, "o", color="tab:blue")
+            ax.plot(x, y, "o", color="tab:blue", label="ALE")
             ax.set_xticks(x, [str(v) for v in self.edges[0]])
         ax.axhline(0, color="0.6", lw=0.5)
         ax.set_xlabel(self.feature_names[0])
