@@ -323,6 +323,60 @@ def test_missing_values_reach_host_models_in_pd_importance_and_h(with_missing):
     assert np.all(np.isfinite(h.overall.importances_mean))
 
 
+def test_missing_values_reach_host_models_in_shapley_values(with_missing):
+    """Exact Shapley values of a host model on rows and a background with NaN equal a float64
+    brute force over coalitions calling the model's own predict."""
+    import itertools
+    import math
+
+    data, _, model = with_missing
+    rows, background = data[:4], data[4:34]
+    assert np.isnan(background).any()
+    ours = jaximp.shapley_values(model, rows, background=background)
+    p = data.shape[1]
+
+    def value(x, coalition):
+        mixed = background.copy()
+        mixed[:, list(coalition)] = x[list(coalition)]
+        return model.predict(mixed).mean()
+
+    expected = np.zeros((rows.shape[0], p))
+    for i, x in enumerate(rows):
+        for j in range(p):
+            others = [k for k in range(p) if k != j]
+            for size in range(p):
+                for s in itertools.combinations(others, size):
+                    weight = math.factorial(size) * math.factorial(p - size - 1) / math.factorial(p)
+                    expected[i, j] += weight * (value(x, s + (j,)) - value(x, s))
+    np.testing.assert_allclose(ours.values[..., 0], expected, rtol=1e-5, atol=1e-9)
+
+
+def test_missing_values_reach_host_models_in_partial_importance_and_sensitivity(with_missing):
+    data, target, model = with_missing
+    # partial importance of feature 0: ICI_i(z) = (y_i - f(z, x_iC))^2 - (y_i - f(x_i))^2
+    result = jaximp.partial_importance(model, data, target, 0, grid_resolution=5)
+    base = (target - model.predict(data)) ** 2
+    expected = []
+    for z in result.grid_values:
+        changed = data.copy()
+        changed[:, 0] = z
+        expected.append(((target - model.predict(changed)) ** 2 - base).mean())
+    np.testing.assert_allclose(result.pi[:, 0], expected, rtol=1e-5, atol=1e-9)
+    # sensitivity, max variant: D_p = mean_i range over the grid of f(z, x_iC), grids
+    # spanning the values present
+    result = jaximp.sensitivity_importance(model, data, target, variant="max", n_values=4)
+    for j in range(3):
+        present = data[~np.isnan(data[:, j]), j]
+        curves = []
+        for z in np.linspace(present.min(), present.max(), 4):
+            changed = data.copy()
+            changed[:, j] = z
+            curves.append(model.predict(changed))
+        d_p = np.ptp(np.stack(curves), axis=0).mean()
+        np.testing.assert_allclose(result.importances_mean[j, 0], d_p / np.ptp(target),
+                                   rtol=1e-5)
+
+
 def test_jax_models_are_refused_missing_values_with_the_fix(with_missing):
     data, _, _ = with_missing
     with pytest.raises(ValueError, match=r"X contains \d+ NaN values .* the JAX model "

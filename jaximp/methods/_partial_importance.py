@@ -292,7 +292,7 @@ def partial_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress,
+        progress=progress, allow_missing=True,
     )
     n, c = dataset.X.shape
     target = check_target(y, n)

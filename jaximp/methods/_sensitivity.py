@@ -57,7 +57,7 @@ def _max_values(dataset: Dataset, feature: Feature, n_values: int) -> np.ndarray
         )
     if feature.kind == "categorical":
         return np.unique(columns[:, 0])[:, None]
-    return np.linspace(columns.min(), columns.max(), n_values)[:, None]
+    return np.linspace(np.nanmin(columns), np.nanmax(columns), n_values)[:, None]
 
 
 @validate_params(variant=Choice(*_VARIANTS), n_repeats=Int(1), n_pairs=Int(1, none=True),
@@ -150,7 +150,7 @@ def sensitivity_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     n, c = dataset.X.shape
     n_pairs = 10 * n if n_pairs is None else n_pairs

@@ -403,7 +403,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress)
+        progress=progress, allow_missing=True)
     players = dataset.resolve(features)
     if background is None:
         if background_weight is not None:
@@ -411,7 +411,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
                              "background=None the rows of X keep their sample_weight.")
         bg = dataset
     else:
-        bg = _background_dataset(background, dataset, background_weight, categorical, groups)
+        bg = _background_dataset(background, dataset, background_weight, categorical, groups,
+                                 allow_missing=predictor.host)
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = np.sort(np.asarray(jax.random.choice(
@@ -441,7 +442,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
     return game, names, tuple(predictor.output_names), data, info, key_rest
 
 
-def _background_dataset(background, dataset: Dataset, weight, categorical, groups) -> Dataset:
+def _background_dataset(background, dataset: Dataset, weight, categorical, groups,
+                        allow_missing: bool = False) -> Dataset:
     if isinstance(background, Dataset):
         if weight is not None:
             raise ValueError("background is a Dataset, which carries its own weights; pass "
@@ -455,7 +457,7 @@ def _background_dataset(background, dataset: Dataset, weight, categorical, group
                 f"background must have the {len(dataset.column_names)} columns of X; got "
                 f"shape {np.shape(background)}.")
         bg = as_dataset(background, feature_names=names, categorical=categorical,
-                        groups=groups, sample_weight=weight)
+                        groups=groups, sample_weight=weight, allow_missing=allow_missing)
     if bg.column_names != dataset.column_names:
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")
