@@ -72,7 +72,7 @@ SECTIONS = [
     ("Results", ["jaximp.results._results", "jaximp.results._details"]),
     ("Models and data",
      ["jaximp.models._model", "jaximp.models._predictor", "jaximp.data._data",
-      "jaximp.models._mlp", "jaximp.data._datasets"]),
+      "jaximp.models._mlp", "jaximp.data._datasets", "jaximp.data._shapes"]),
     ("Engine: plans, reducers, evaluation",
      ["jaximp.engine._engine", "jaximp.engine._plans", "jaximp.engine._reducers",
       "jaximp.engine._precision"]),

@@ -10,7 +10,15 @@ from ._explain import Explanation, explain
 from ._explainer import Explainer
 from ._report import ReportSection, write_report
 from ._version import __version__  # noqa: F401 (the package version)
-from .data import Dataset, Feature, as_dataset, make_friedman1, make_linear, mquantiles
+from .data import (
+    Dataset,
+    Feature,
+    as_dataset,
+    input_groups,
+    make_friedman1,
+    make_linear,
+    mquantiles,
+)
 from .engine import (
     GroupedMean,
     Itemwise,
@@ -133,6 +141,7 @@ __all__ = [
     "gedeon_importance",
     "h_statistic",
     "impurity_importance",
+    "input_groups",
     "linear_importance",
     "loco_importance",
     "make_friedman1",

@@ -99,7 +99,9 @@ def test_wrong_output_shape_names_the_model(data3):
          r"X contains 1 NaN or infinite values \(first at row 0, column 'x1'\)"),
         (np.array([[1.0, np.inf], [2.0, 3.0]]), {}, ValueError, "NaN or infinite"),
         (np.zeros((0, 2)), {}, ValueError, r"X is empty: got shape \(0, 2\)"),
-        (np.ones(5), {}, ValueError, r"X must be 2-D \(rows, columns\); got shape \(5,\)"),
+        (np.ones(5), {}, ValueError,
+         r"X must be 2-D \(rows, columns\), or \(rows, ...\) for examples with more axes; "
+         r"got shape \(5,\)"),
         (np.array([["a", "b"]], dtype=object), {}, TypeError, "X must hold numbers"),
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError,
          "feature_names has 1 names but X has 2 columns"),

@@ -28,6 +28,7 @@ from ._grid import (
     validate_grid_options,
 )
 from ._params import SHARED, Choice, Flag, Int, Real, Replicates, validate_params
+from ._shapes import input_groups
 
 __all__ = [
     "Choice",
@@ -45,6 +46,7 @@ __all__ = [
     "check_int",
     "check_n_bootstrap",
     "feature_grid",
+    "input_groups",
     "is_text",
     "make_friedman1",
     "make_linear",

@@ -49,6 +49,9 @@ class Dataset:
     features: tuple[Feature, ...]
     weights: np.ndarray | None = None
     source: object = None
+    # the shape of one example when X had more than two axes (images, sequences): X holds each
+    # example flattened to one row, and the model gets rows of this shape back
+    input_shape: tuple[int, ...] | None = None
     # what is computed from the data once and asked again (sorted columns, grids, the
     # device copy): kept for the dataset's lifetime, e.g. an Explainer's
     _memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
@@ -198,8 +201,11 @@ def as_dataset(
 
     Parameters
     ----------
-    X : array-like of shape (n, c) or pandas.DataFrame
-        Numeric data. DataFrame columns of dtype ``category`` and text columns (a string
+    X : array-like of shape (n, c) or (n, ...), or pandas.DataFrame
+        Numeric data. An array with more than two axes (images (n, h, w, c), sequences
+        (n, t, c)) holds one example per row: each position is a column named ``x[i,j,...]``,
+        the model receives examples of the original shape, and :func:`jaximp.input_groups`
+        makes features of channels, time steps, patches or a mask. DataFrame columns of dtype ``category`` and text columns (a string
         dtype, or objects that are all strings; levels: the sorted distinct strings) become
         integer codes and are treated as categorical features; ``bool`` columns become 0/1.
         A host model still receives the text itself.
@@ -237,6 +243,7 @@ def as_dataset(
             f"{groups!r:.60}."
         )
     levels_of: dict[int, tuple] = {}
+    input_shape = None
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
         if feature_names is not None and list(feature_names) != names:
@@ -280,8 +287,19 @@ def as_dataset(
                 f"X must hold numbers; got an array of dtype {values.dtype}. Convert text "
                 "columns to integer codes or pass a DataFrame with 'category' columns."
             )
-        if values.ndim != 2:
-            raise ValueError(f"X must be 2-D (rows, columns); got shape {values.shape}.")
+        if values.ndim < 2:
+            raise ValueError(f"X must be 2-D (rows, columns), or (rows, ...) for examples "
+                             f"with more axes; got shape {values.shape}.")
+        if values.ndim > 2:  # images, sequences: one row per example, the model reshapes back
+            input_shape = values.shape[1:]
+            values = values.reshape(values.shape[0], -1)
+            positions = [f"x[{','.join(map(str, at))}]" for at in np.ndindex(*input_shape)]
+            if feature_names is not None and list(feature_names) != positions:
+                raise ValueError("feature_names cannot name the positions of an X with more "
+                                 "than two axes; name features with groups= (see "
+                                 "jaximp.input_groups).")
+            feature_names = positions
+            X = None  # host models get the flat rows
         # no copy of float64 data; a read-only view, so that jaximp never writes into it
         values = np.asarray(values, dtype=np.float64).view()
         values.flags.writeable = False
@@ -385,4 +403,4 @@ def as_dataset(
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."
             )
-    return Dataset(values, tuple(names), tuple(features), weights, X)
+    return Dataset(values, tuple(names), tuple(features), weights, X, input_shape)

@@ -42,6 +42,7 @@ def prepare(
     )
     predictor = as_predictor(
         model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
+        input_shape=dataset.input_shape,
         sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
         if hasattr(model, "predict") else None,
     )

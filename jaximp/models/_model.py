@@ -161,6 +161,7 @@ def as_predictor(
     sample=None,
     response_method: str = "auto",
     trees: str = "arrays",
+    input_shape: Sequence[int] | None = None,
 ) -> Predictor:
     """Turn a model into a :class:`Predictor`.
 
@@ -211,6 +212,11 @@ def as_predictor(
         scikit-learn's own ``predict`` / ``predict_proba`` on host batches (float64). Models
         the array form does not cover (categorical splits, other responses, a DataFrame whose
         columns differ from the fitted names...) stay on the host either way.
+    input_shape : tuple of int, optional
+        The shape of one example, for data with more than two axes (images, sequences): the
+        methods work on flat rows of ``prod(input_shape)`` columns and the model (a JAX
+        function or module, or a torch module) receives them reshaped to
+        ``(n, *input_shape)``. Set by the methods from ``X``'s shape.
 
     Returns
     -------
@@ -287,10 +293,15 @@ def as_predictor(
 
         apply = stable_apply((static, bool(batched)), make_equinox_apply)
     elif is_torch_module(model):
-        torch_model = TorchModel(model)
+        torch_model = TorchModel(model, input_shape)
         predictor = _host_predictor(torch_model, n_features, output_names, sample)
         return dataclasses.replace(predictor, name=torch_model.name)
     elif hasattr(model, "predict") and not isinstance(model, type):
+        if input_shape is not None:
+            raise TypeError(
+                f"X has examples of shape {tuple(input_shape)}, but {type(model).__name__} "
+                "predicts on 2-D rows; pass X flattened to (n, features), or explain a JAX or "
+                "torch model, which gets the examples in their shape.")
         return _host_predictor(model, n_features, output_names, sample, response_method)
     elif callable(model) and not isinstance(model, type) and (
             parts := _pytree_parts(model)) is not None:
@@ -308,8 +319,21 @@ def as_predictor(
             f"predict method; got {type(model).__name__}."
         )
 
+    if input_shape is not None:
+        apply = _with_input_shape(apply, tuple(int(d) for d in input_shape))
     n_outputs = None if n_features is None else _n_outputs(apply, params, n_features, name)
     return _finish(apply, params, n_outputs, output_names, name)
+
+
+def _with_input_shape(apply, input_shape: tuple[int, ...]):
+    """``apply`` on flat rows (n, prod(input_shape)), calling the model on (n, *input_shape)."""
+    def make_apply():
+        def apply_shaped(params, X):
+            return apply(params, X.reshape(X.shape[0], *input_shape))
+
+        return apply_shaped
+
+    return stable_apply((apply, input_shape), make_apply)
 
 
 _N_OUTPUTS: "collections.OrderedDict" = collections.OrderedDict()

@@ -27,15 +27,17 @@ def is_torch_module(model) -> bool:
 class TorchModel:
     """A torch module as an object with ``predict``: float rows in, one row of outputs out.
 
-    The rows are cast to the dtype and moved to the device of the module's first parameter
+    With ``input_shape`` the flat rows are reshaped to ``(n, *input_shape)`` (images,
+    sequences). The rows are cast to the dtype and moved to the device of the module's first parameter
     (float32 on the CPU for a module without parameters); the module runs under
     ``torch.inference_mode`` and its outputs come back as a float array of shape (n, o).
     """
 
-    def __init__(self, module):
+    def __init__(self, module, input_shape=None):
         import torch
 
         self.module = module
+        self.input_shape = None if input_shape is None else tuple(input_shape)
         first = next(iter(module.parameters()), None)
         self.device = torch.device("cpu") if first is None else first.device
         self.dtype = torch.float32 if first is None or not first.is_floating_point() \
@@ -56,6 +58,8 @@ class TorchModel:
         with warnings.catch_warnings():  # read-only batches: the module only reads its input
             warnings.filterwarnings("ignore", "The given NumPy array is not writable")
             rows = torch.from_numpy(rows if rows.dtype.kind == "f" else rows.astype(np.float64))
+        if self.input_shape is not None:  # flat rows -> examples of their own shape
+            rows = rows.reshape(rows.shape[0], *self.input_shape)
         with torch.inference_mode():
             out = self.module(rows.to(device=self.device, dtype=self.dtype))
         if not isinstance(out, torch.Tensor):
