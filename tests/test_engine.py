@@ -333,3 +333,22 @@ def test_one_device_equals_four_forced_host_devices(tmp_path):
     for name, r in res.items():
         np.testing.assert_allclose(multi[name], r.individual, atol=1e-5)
         np.testing.assert_allclose(multi[name + "_avg"], r.average, atol=1e-5)
+
+
+def test_mean_of_float32_predictions_is_as_exact_as_a_float64_sum():
+    """Partial dependence of a float32 model averages its float32 predictions over 100,000
+    rows as a float64 sum of them would, to 1e-10 (a plain float32 sum is ~1e-6 off here)."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(size=100_000), rng.uniform(1000, 2000, size=100_000)]
+
+    def f(A):
+        return A[:, 1] * 1.0001 + A[:, 0] * 0
+
+    pd = jaximp.partial_dependence(f, X, 0, grid_resolution=3)
+    expected = np.asarray(f(jnp.asarray(X, jnp.float32)), np.float64).mean()
+    np.testing.assert_allclose(pd.average[:, 0], expected, rtol=1e-10)
+    weights = rng.integers(0, 4, size=100_000).astype(float)
+    pd = jaximp.partial_dependence(f, X, 0, grid_resolution=3, sample_weight=weights)
+    expected = np.average(np.asarray(f(jnp.asarray(X, jnp.float32)), np.float64),
+                          weights=weights)
+    np.testing.assert_allclose(pd.average[:, 0], expected, rtol=1e-10)

@@ -71,12 +71,31 @@ class Reducer:
         return total
 
 
+def _split_for_exact_sums(preds, w, xp):
+    """``preds = high + low`` (both exact) such that every sum over rows of ``high * w`` is
+    exact in float32 when the weights are integers (unit weights, bootstrap counts).
+
+    ``high`` is ``preds`` rounded to a multiple of ``ulp(sigma) / 2``, ``sigma`` a power of 2
+    at least twice the largest possible sum ``max |preds| * max_r sum_i |w_ir|``, so all its
+    partial sums are multiples of that step below ``sigma / 2``: 23 bits, exactly representable
+    in any order of addition. ``low`` is below ``ulp(sigma)``, so its float32 sum adds an error
+    of about 1e-11 of the total at 100,000 rows, against some 1e-6 for the plain float32 sum
+    (which the differences of nearly equal partial dependences in the H-statistic amplify)."""
+    bound = xp.max(xp.abs(preds), axis=-1, keepdims=True) * xp.max(xp.sum(xp.abs(w), axis=0))
+    exponent = xp.ceil(xp.log2(xp.maximum(bound, xp.finfo(preds.dtype).tiny))) + 1
+    sigma = xp.exp2(exponent).astype(preds.dtype)
+    high = (sigma + preds) - sigma  # the error-free split (Rump, Ogita & Oishi's extractor)
+    return high, preds - high
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Mean(Reducer):
     """Weighted means over rows, for one or several weightings (bootstrap replicates).
 
     ``weights`` (r, n): the result is (b, r, o) with ``[k, j] = sum_i w_ji f_ki / sum_i w_ji``.
-    Memory is O(items x r), whatever n.
+    Memory is O(items x r), whatever n. Float32 predictions are summed as a high part whose
+    sums are exact and a small low part (:func:`_split_for_exact_sums`), so for integer weights
+    a block's sum agrees with a float64 sum of the float32 predictions to about 1e-10.
     """
 
     weights: np.ndarray
@@ -85,17 +104,23 @@ class Mean(Reducer):
         return {"w": _two_columns(self.weights.T)}
 
     def partial_shape(self, n_outputs):
-        return (self.weights.shape[0], n_outputs)
+        return (self.weights.shape[0], n_outputs, 2)  # last axis: the high and low parts
 
     def key(self):
         return ("Mean", self.weights.shape[0] == 1)
 
     def partial(self, preds, rows, valid, items, consts, xp):
         w = rows["w"] * valid[:, None]
-        total = _einsum(xp, "bon,nr->bro", preds, w)
+        if preds.dtype.itemsize >= 8:  # float64 (host models, x64): one plain sum
+            high, low = preds, xp.zeros_like(preds[:, :, :1])
+        else:
+            high, low = _split_for_exact_sums(preds, w, xp)
+        total = xp.stack([_einsum(xp, "bon,nr->bro", high, w),
+                          _einsum(xp, "bon,nr->bro", low, w[: low.shape[-1]])], axis=-1)
         return total[:, :1] if self.weights.shape[0] == 1 else total  # without _two_columns
 
     def finalize(self, total):
+        total = total.sum(axis=-1)  # high + low, in float64
         total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
         return total
 
