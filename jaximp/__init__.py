@@ -41,6 +41,7 @@ from .engine import (
 from .methods import (
     LOSSES,
     AccumulatedLocalEffects,
+    ConditionalImportance,
     HStatistic,
     NeuralNetToolsWeights,
     PartialDependence,
@@ -53,6 +54,8 @@ from .methods import (
     ale,
     ale_importance,
     ale_interaction,
+    booster_importance,
+    conditional_importance,
     decorrelation_importance,
     extract_weights,
     filter_importance,
@@ -89,6 +92,7 @@ from .results import Details, FeatureImportance, FeatureInteraction, plot_import
 
 __all__ = [
     "AccumulatedLocalEffects",
+    "ConditionalImportance",
     "Dataset",
     "Details",
     "Explainer",
@@ -128,7 +132,9 @@ __all__ = [
     "at_drawn_rows",
     "at_permuted_rows",
     "at_values",
+    "booster_importance",
     "combine_outputs",
+    "conditional_importance",
     "decorrelation_importance",
     "default_memory_budget",
     "evaluate",

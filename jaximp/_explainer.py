@@ -11,6 +11,8 @@ from ._explain import explain
 from .data import Dataset, as_dataset, validate_params
 from .methods import (
     ale,
+    booster_importance,
+    conditional_importance,
     ale_importance,
     ale_interaction,
     check_target,
@@ -173,6 +175,16 @@ class Explainer:
         """:func:`jaximp.permutation_importance` of this model, data and targets."""
         return self._call(permutation_importance, self._targets("permutation_importance"),
                           **options)
+
+    def conditional_importance(self, **options):
+        """:func:`jaximp.conditional_importance` of this model, data and targets."""
+        return self._call(conditional_importance, self._targets("conditional_importance"),
+                          **options)
+
+    def booster_importance(self, **options):
+        """:func:`jaximp.booster_importance` of this model (an XGBoost, LightGBM or CatBoost
+        model: the importances its trees record, without the data)."""
+        return booster_importance(self.model, **options)
 
     def loco_importance(self, **options):
         """:func:`jaximp.loco_importance` of this model, data and targets."""

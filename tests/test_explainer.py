@@ -104,7 +104,20 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
         lambda ex: ex.explain(methods=["pd_importance", "permutation"]),
         lambda: jaximp.explain(model, FRAME, Y, methods=["pd_importance", "permutation"],
                                **DATA)),
+    "conditional_importance": (
+        lambda ex: ex.conditional_importance(sampler="strata", n_repeats=2),
+        lambda: jaximp.conditional_importance(model, FRAME, Y, sampler="strata", n_repeats=2,
+                                              **DATA)),
+    "booster_importance": (
+        lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).booster_importance(),
+        lambda: jaximp.booster_importance(_booster())),
 }
+
+
+def _booster():
+    lightgbm = pytest.importorskip("lightgbm")
+    return lightgbm.LGBMRegressor(n_estimators=4, num_leaves=4, verbose=-1).fit(
+        FRAME[["a", "b", "d"]], Y[:, 0])
 
 
 def test_every_bound_method_is_covered():

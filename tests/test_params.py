@@ -42,6 +42,7 @@ def _fit(A, b):
 # one valid call per public function that has a parameter table
 CALLS = {
     "permutation_importance": lambda f, model, **kw: f(model, X, Y, **kw),
+    "conditional_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "loco_importance": lambda f, model, **kw: f(model, X, Y, **({"fit": _fit} | kw)),
     "sensitivity_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "linear_importance": lambda f, model, **kw: f(X, Y, **kw),

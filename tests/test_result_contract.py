@@ -244,6 +244,7 @@ def every_result_type(results):
         jaximp.transversal_rates(forest),
         jaximp.trends(None, X, Y, methods=["linear", "pearson"], n_bootstrap=3),
         jaximp.explain(model, X, Y, methods=["pd_importance", "permutation"]),
+        jaximp.conditional_importance(model, X, Y, test="cpi"),
     ]
 
 

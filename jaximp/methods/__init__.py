@@ -4,6 +4,8 @@ engine (or a pure kernel, for the weight and filter methods), sharing the setup 
 (``explain``, reports, the command line) imports it."""
 
 from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
+from ._booster_importance import booster_importance
+from ._conditional import ConditionalImportance, conditional_importance
 from ._decorrelation import decorrelation_importance
 from ._filters import filter_importance
 from ._hstat import h_statistic
@@ -47,10 +49,11 @@ from ._tree_stats import (
 from ._trends import Trends, trends
 
 __all__ = [
-    "AccumulatedLocalEffects",
-    "HStatistic",
     "LOSSES",
     "MEASURE_CHOICES",
+    "AccumulatedLocalEffects",
+    "ConditionalImportance",
+    "HStatistic",
     "NeuralNetToolsWeights",
     "PartialDependence",
     "PartialDependences",
@@ -62,8 +65,10 @@ __all__ = [
     "ale",
     "ale_importance",
     "ale_interaction",
+    "booster_importance",
     "check_target",
     "compute_pd",
+    "conditional_importance",
     "decorrelation_importance",
     "extract_weights",
     "filter_importance",

@@ -29,7 +29,8 @@ def prepare(
     the data's width: everything a method checks before evaluating the model.
 
     ``allow_missing``: NaN in X is passed to a host model (scikit-learn and other models with
-    ``predict``, which may handle missing values); a JAX model is refused it."""
+    ``predict``, which may handle missing values) and to boosting libraries' trees read into
+    arrays (which route them as the library does); any other JAX model is refused it."""
     resolve_budget(memory_budget)
     SHARED["progress"].check("progress", progress)
     dataset = as_dataset(
@@ -46,7 +47,8 @@ def prepare(
         sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
         if hasattr(model, "predict") else None,
     )
-    if allow_missing and not predictor.host and not np.isfinite(dataset.X.sum()):
+    if (allow_missing and not (predictor.host or predictor.handles_missing)
+            and not np.isfinite(dataset.X.sum())):
         rows, cols = np.nonzero(np.isnan(dataset.X))
         raise ValueError(
             f"X contains {rows.size} NaN values (first at row {rows[0]}, column "

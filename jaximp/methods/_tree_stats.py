@@ -26,7 +26,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data import as_dataset, feature_grid, product_grid_index
-from ..models import read_trees, tree_float_dtype
+from ..models import (
+    boosting_library,
+    read_boosted,
+    read_trees,
+    split_goes_left,
+    tree_float_dtype,
+)
 from ..results import FeatureImportance, TreeDetails, new_figure
 
 __all__ = ["TransversalRates", "impurity_importance", "transversal_rates",
@@ -51,7 +57,15 @@ def _per_tree_importance(params, n_features: int) -> jax.Array:
 
 def _feature_names(estimator, feature_names) -> tuple[str, ...]:
     """``feature_names`` checked against the model's width, or the model's own names."""
-    p = int(estimator.n_features_in_)
+    if boosting_library(estimator) is not None:
+        boosted = read_boosted(estimator)
+        p = boosted.n_features
+        default = boosted.feature_names
+    else:
+        p = int(estimator.n_features_in_)
+        default = None
+    if feature_names is None and default is not None and len(default) == p:
+        return tuple(str(c) for c in default)
     if feature_names is None:
         if hasattr(estimator, "feature_names_in_"):
             return tuple(str(c) for c in estimator.feature_names_in_)
@@ -104,6 +118,12 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
     >>> bool(np.allclose(imp.importances_mean[:, 0], et.feature_importances_, rtol=1e-5))
     True
     """
+    if boosting_library(estimator) is not None:
+        raise TypeError(
+            f"impurity_importance reads scikit-learn's node impurities; {type(estimator).__name__}"
+            " keeps none. Fix: jaximp.booster_importance(model, importance_type=...) gives "
+            "the library's own gain, cover and split counts."
+        )
     kind, _, params, _ = read_trees(estimator)
     feature_names = _feature_names(estimator, feature_names)
     p = len(feature_names)
@@ -142,9 +162,17 @@ def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
     hold values of the data columns ``columns`` (s,)."""
     # scikit-learn's recursion casts the grid to float32 (under x64 too): with the thresholds
     # rounded down to float32 the splits are exact; weights and sums stay in the values' dtype
-    z = points.astype(jnp.float32)
+    # (LightGBM's thresholds are float64 under x64: its grid is compared in float64)
+    z = points.astype(params["threshold"].dtype)
+    T = params["feature"].shape[0]
+    split_fields = {name: params[name] for name in (
+        "threshold", "missing_left", "zero_missing", "is_categorical", "category_left")
+        if name in params}
+    if "category_outside_left" in params:
+        split_fields["category_outside_left"] = jnp.broadcast_to(
+            params["category_outside_left"], (T,))
 
-    def one(feature, left, right, missing, thr, weight, value):
+    def one(feature, left, right, weight, value, fields):
         N = feature.shape[0]
         idx = jnp.arange(N, dtype=jnp.int32)  # int32 like the node arrays, also under x64
         split = left != idx
@@ -158,11 +186,10 @@ def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
         matches = feature[parent][:, None] == columns[None, :]  # (N, s)
         on_set = matches.any(axis=1)  # the parent splits on a column of the set
         slot = jnp.argmax(matches, axis=1)  # which of the point's values it compares
-        pthr = thr[parent]
 
         def factors(point):
             zv = point[slot]  # (N,)
-            go_left = jnp.where(jnp.isnan(zv), missing[parent], zv <= pthr)
+            go_left = split_goes_left(fields, parent, zv)
             follow = jnp.where(is_left, go_left, ~go_left).astype(frac.dtype)
             f = jnp.where(on_set, follow, frac)
             return f.at[0].set(1.0)
@@ -174,9 +201,8 @@ def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
         return leaf_w @ value  # (g, k)
 
     return jax.vmap(one)(params["feature"], params["children_left"],
-                         params["children_right"], params["missing_left"],
-                         params["threshold"], params["weighted_n_node_samples"],
-                         params["value"])
+                         params["children_right"], params["weighted_n_node_samples"],
+                         params["value"], split_fields)
 
 
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
@@ -195,14 +221,18 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     (regressors: the prediction; classifiers: the class probabilities, which scikit-learn's
     recursion does not offer); for gradient boosting ``learning_rate * sum of the stage
     trees`` per class (the raw decision function without the init prediction ``F0``, exactly
-    what scikit-learn returns; a binary classifier gives one column, the log-odds part).
+    what scikit-learn returns; a binary classifier gives one column, the log-odds part); for
+    XGBoost, LightGBM and CatBoost the raw margin with its constant (``init`` plus the sum of
+    each output's trees; no reference library offers their recursion), the weights being the
+    library's cover (XGBoost: sums of hessians, which are training counts for squared error
+    only; LightGBM: training counts; CatBoost: training weights).
     The traversal weights and sums are float32 by default, about 1e-6 relative from
     scikit-learn; under ``jax_enable_x64`` they are float64 and equal scikit-learn's to 1e-7
     relative (the grid values are compared in float32, as scikit-learn does).
 
     Parameters
     ----------
-    estimator : fitted scikit-learn tree model
+    estimator : fitted scikit-learn tree model, or XGBoost, LightGBM or CatBoost model
         As :func:`tree_predictor`, except ``HistGradientBoosting*``.
     X : array-like of shape (n, p) or DataFrame
         Data used only to build the grid and resolve the features.
@@ -282,6 +312,11 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     per_tree = np.asarray(per_tree, np.float64)  # (T, g, k)
     if kind == "forest":
         average = per_tree.mean(axis=0)
+    elif "tree_class" in params:  # XGBoost, LightGBM, CatBoost: init + sum per output
+        tree_class = np.asarray(params["tree_class"])
+        init = np.asarray(params["init"], np.float64)
+        average = np.stack([per_tree[tree_class == k, :, 0].sum(axis=0) + init[k]
+                            for k in range(init.shape[0])], axis=1)
     else:
         K = int(estimator.estimators_.shape[1])
         g = per_tree.shape[1]
@@ -459,7 +494,8 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
     if classifier:
         names = [str(c) for c in estimator.classes_]
     else:
-        k = 1 if kind == "gb" else int(params["value"].shape[2])
+        k = int(params["init"].shape[0]) if "tree_class" in params else (
+            1 if kind == "gb" else int(params["value"].shape[2]))
         names = ["y"] if k == 1 else [f"y{j}" for j in range(k)]
     if output is None:
         if len(names) > 2 or (len(names) == 2 and not classifier):
@@ -478,13 +514,18 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
     value = params["value"]
     sign = 1.0
     if kind == "gb":
-        K = int(estimator.estimators_.shape[1])
-        tree_class = np.arange(value.shape[0]) % K
+        if "tree_class" in params:  # XGBoost, LightGBM, CatBoost
+            K, tree_class = int(params["init"].shape[0]), np.asarray(params["tree_class"])
+        else:
+            K = int(estimator.estimators_.shape[1])
+            tree_class = np.arange(value.shape[0]) % K
         if K == 1 and classifier:  # one tree per stage: the positive class's log-odds
             sign, keep = (1.0 if column == 1 else -1.0), tree_class == 0
         else:
             keep = tree_class == column
-        params = {name: a[keep] for name, a in params.items()}
+        params = {name: a[keep] for name, a in params.items()
+                  if name in ("feature", "children_left", "children_right",
+                              "weighted_n_node_samples", "value")}
         value = sign * params["value"][..., 0]
     else:
         value = value[..., column]

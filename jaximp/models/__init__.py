@@ -2,6 +2,7 @@
 (JAX and Flax/Equinox models, host models such as scikit-learn's, fitted trees read into
 node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
 
+from ._boosting import boosting_library
 from ._host import HostData, call_host, probe_rows
 from ._mlp import (
     ACTIVATIONS,
@@ -13,7 +14,13 @@ from ._mlp import (
 )
 from ._model import as_2d_float32, as_predictor, combine_outputs, gradient_predictor
 from ._predictor import Predictor, stable_apply
-from ._trees import read_trees, tree_float_dtype, tree_predictor
+from ._trees import (
+    read_boosted,
+    read_trees,
+    split_goes_left,
+    tree_float_dtype,
+    tree_predictor,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -22,6 +29,7 @@ __all__ = [
     "Predictor",
     "as_2d_float32",
     "as_predictor",
+    "boosting_library",
     "call_host",
     "combine_outputs",
     "fit_mlp",
@@ -29,7 +37,9 @@ __all__ = [
     "gradient_predictor",
     "init_mlp_params",
     "probe_rows",
+    "read_boosted",
     "read_trees",
+    "split_goes_left",
     "stable_apply",
     "train_mlp_params",
     "tree_float_dtype",

@@ -95,7 +95,7 @@ def _is_equinox(model) -> bool:
     return isinstance(model, eqx.Module)
 
 
-RESPONSE_METHODS = ("auto", "predict_proba", "decision_function", "predict")
+RESPONSE_METHODS = ("auto", "predict_proba", "decision_function", "predict", "raw")
 
 
 def _host_predict(model, response_method: str = "auto") -> tuple[Callable, str]:
@@ -104,6 +104,17 @@ def _host_predict(model, response_method: str = "auto") -> tuple[Callable, str]:
     if response_method not in RESPONSE_METHODS:
         raise ValueError(
             f"response_method must be one of {RESPONSE_METHODS}; got {response_method!r}."
+        )
+    from ._boosting import boosting_library, host_prediction
+
+    if boosting_library(model) is not None:  # margins and XGBoost's Booster on the host
+        host = host_prediction(model, response_method)
+        if host is not None:
+            return host
+    if response_method == "raw":
+        raise ValueError(
+            f"response_method='raw' (the raw margin) is for XGBoost, LightGBM and CatBoost "
+            f"models; got {type(model).__name__}. Use 'decision_function' or 'auto'."
         )
     if response_method in ("predict_proba", "decision_function"):
         if not hasattr(model, response_method):
@@ -198,9 +209,12 @@ def as_predictor(
     sample : DataFrame or array, optional
         A few real rows of the data, in the user's types: host models are probed on them
         (default: zeros of width ``n_features``).
-    response_method : {"auto", "predict_proba", "decision_function", "predict"}
+    response_method : {"auto", "predict_proba", "decision_function", "predict", "raw"}
         For objects with ``predict`` only, as scikit-learn's: ``"auto"`` uses
-        ``predict_proba`` for a classifier and ``predict`` otherwise. Every method accepts
+        ``predict_proba`` for a classifier and ``predict`` otherwise. For XGBoost, LightGBM
+        and CatBoost models ``"raw"`` (or ``"decision_function"``) is the raw margin
+        (``output_margin`` / ``raw_score`` / ``RawFormulaVal``) and ``"auto"`` the
+        library's own ``predict`` (a ``Booster``) or ``predict_proba`` (a classifier). Every method accepts
         the returned Predictor in place of the model.
     trees : {"arrays", "host"}, default "arrays"
         For fitted scikit-learn trees, forests and gradient boosting (``DecisionTree*``,
@@ -211,7 +225,12 @@ def as_predictor(
         exactly scikit-learn's, its outputs are float32 (float64 under x64). ``"host"`` keeps
         scikit-learn's own ``predict`` / ``predict_proba`` on host batches (float64). Models
         the array form does not cover (categorical splits, other responses, a DataFrame whose
-        columns differ from the fitted names...) stay on the host either way.
+        columns differ from the fitted names...) stay on the host either way. XGBoost,
+        LightGBM and CatBoost models are read into the same arrays (their splits, missing
+        values and categorical splits as the library applies them); one the arrays cannot
+        read (an unsupported objective, linear trees, CatBoost's categorical features)
+        raises a TypeError naming ``trees="host"``, which predicts with the library itself;
+        data lacking the model's features raise a ValueError.
     input_shape : tuple of int, optional
         The shape of one example, for data with more than two axes (images, sequences): the
         methods work on flat rows of ``prod(input_shape)`` columns and the model (a JAX
@@ -253,6 +272,8 @@ def as_predictor(
         if converted is not None:
             predictor = _finish(converted.apply, converted.params, converted.n_outputs,
                                 output_names, converted.name, classes=converted.output_names)
+            predictor = dataclasses.replace(predictor,
+                                            handles_missing=converted.handles_missing)
             if _is_sklearn_classifier(model):
                 predictor = _with_classes(predictor, getattr(model, "classes_", None))
             return predictor

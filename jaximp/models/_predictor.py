@@ -50,6 +50,10 @@ class Predictor:
         (NumPy's default). ``apply`` returns float32, except the array form of tree
         ensembles under x64, which returns float64 so that it equals scikit-learn's float64
         predictions.
+    handles_missing : bool
+        True when ``apply`` itself routes missing values (NaN) as the model's library does
+        (XGBoost, LightGBM and CatBoost read into node arrays), so the methods pass NaN to it
+        as they do to host models.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -61,6 +65,7 @@ class Predictor:
     dtype: np.dtype = np.dtype(np.float32)
     host_fn: Callable | None = None
     classes: tuple | None = None
+    handles_missing: bool = False
 
     def __call__(self, X) -> jax.Array:
         return self.apply(self.params, X)

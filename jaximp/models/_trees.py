@@ -22,6 +22,49 @@ float32, or float64 under ``jax_enable_x64``, see Precision):
 - impurity, weighted_n_node_samples : float (T, N), the node impurity and the weighted number
   of training samples that reached the node.
 
+XGBoost, LightGBM and CatBoost models (``Booster``, ``XGBRegressor``/``XGBClassifier``,
+``LGBMRegressor``/``LGBMClassifier``, ``CatBoost``/``CatBoostRegressor``/
+``CatBoostClassifier``) are read by :mod:`._xgboost`, :mod:`._lightgbm` and :mod:`._catboost`
+(each library is imported only when given such a model) into the same arrays, with:
+
+- value : float (T, N, 1), the leaf values as the library adds them (shrinkage included;
+  CatBoost's ``scale`` included; LightGBM's random forest: divided by the iterations);
+- threshold: the rule stays ``x <= threshold``: XGBoost's ``x < split_condition`` is stored
+  as the float32 just below the condition; XGBoost and CatBoost compare float32 rows (their
+  thresholds are float32 in both modes), LightGBM float64 rows (its thresholds are float64
+  under x64, else rounded down to float32 as scikit-learn's);
+- missing_left: where a NaN goes (XGBoost ``default_left``; LightGBM by ``missing_type``:
+  "NaN" and "Zero" by ``default_left``, "None" as the value 0.0; CatBoost left unless
+  ``nan_mode="Max"``);
+- weighted_n_node_samples : the library's cover, the weights its TreeSHAP uses: XGBoost
+  ``sum_hessian``, LightGBM ``internal_count`` / ``leaf_count``, CatBoost the leaf weights
+  summed up the tree; impurity is 0 (the libraries keep none);
+- split_gain : float (T, N), the split's loss reduction (XGBoost ``loss_changes``, LightGBM
+  ``split_gain``; 0 for CatBoost and at leaves);
+- init : float (K,), the constant raw score (XGBoost's ``base_score`` as a margin, CatBoost's
+  bias, 0 for LightGBM, whose first tree holds its average); tree_class : int32 (T,), the raw
+  output each tree adds to; link_scale : float (), the factor inside a sigmoid (LightGBM's
+  ``sigmoid`` parameter, else 1);
+- zero_missing : bool (T, N), only where LightGBM's ``missing_type`` is "Zero": a value of
+  magnitude at most 1e-35 is missing too;
+- is_categorical : bool (T, N), category_left : uint32 (T, N, W), category_outside_left :
+  bool (), only where a model has categorical splits: at a categorical node the row's value
+  is truncated to an integer category ``c`` and goes left when bit ``c % 32`` of word
+  ``c // 32`` is set, a NaN by ``missing_left``, a category outside ``[0, 32 W)`` by
+  ``category_outside_left`` (XGBoost sends its listed categories right and the rest, out of
+  range too, left; LightGBM sends its listed categories left and the rest, NaN and negative
+  values too, right).
+
+Their raw score is ``F_k(x) = init[k] + sum over the trees t of class k of value[t, leaf]``
+(``response_method="raw"`` or ``"decision_function"``), and the prediction the library's
+inverse link of it: identity, exp (Poisson, Gamma, Tweedie), sigmoid (binary; a classifier
+wrapper returns ``(1 - p, p)`` as its ``predict_proba``) or softmax (multiclass). The trees
+are those the library's ``predict`` uses (XGBoost's wrappers and LightGBM: up to
+``best_iteration`` after early stopping). Refused with a TypeError naming
+``trees="host"``: other objectives, LightGBM's linear trees, CatBoost's categorical features
+and non-symmetric trees, XGBoost's ``gblinear``, vector leaves and a ``missing`` other than
+NaN. A data width or DataFrame columns other than the model's features raise a ValueError.
+
 Definitions:
 
 - traversal: ``node <- where(x[feature[node]] <= threshold[node], left[node], right[node])``
@@ -73,9 +116,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._boosting import (
+    BoostedModel,
+    boosting_library,
+    check_columns,
+    level_keys,
+    pack_boosted,
+)
+from ._catboost import read_catboost
+from ._lightgbm import read_lightgbm
 from ._predictor import Predictor, compute_dtype, stable_apply, x64_enabled
+from ._xgboost import read_xgboost
 
-__all__ = ["array_form", "read_trees", "tree_float_dtype", "tree_predictor"]
+__all__ = ["array_form", "boosted_predictor", "read_boosted", "read_trees", "split_goes_left",
+           "tree_float_dtype", "tree_predictor"]
 
 _FOREST_TYPES = (
     "DecisionTreeRegressor", "DecisionTreeClassifier", "ExtraTreeRegressor",
@@ -249,6 +303,32 @@ def _gb_init(est) -> np.ndarray:
         return np.asarray(est._raw_predict_init(row), np.float64)[0]
 
 
+def split_goes_left(params, at, xv) -> jax.Array:
+    """Whether the values ``xv`` go left at the nodes ``at`` (an index into the (T, N) node
+    arrays, e.g. ``(tree_ids, node)``): ``xv <= threshold``, a missing value (NaN; also
+    |x| <= 1e-35 where ``zero_missing``) by ``missing_left``, a categorical split by its
+    ``category_left`` bitset (see the module docstring). The optional fields are read only
+    when present, so scikit-learn's trees compute exactly the plain rule."""
+    nan = jnp.isnan(xv)
+    missing = nan
+    if "zero_missing" in params:  # LightGBM's missing_type Zero
+        missing = nan | (params["zero_missing"][at] & (jnp.abs(xv) <= 1e-35))
+    go_left = jnp.where(missing, params["missing_left"][at], xv <= params["threshold"][at])
+    if "is_categorical" in params:
+        words = params["category_left"][at]  # (..., W) uint32
+        n_bits = 32 * words.shape[-1]
+        # truncation toward zero, as the libraries' C++ cast (clipped first: no overflow)
+        code = jnp.clip(jnp.where(nan, -1.0, xv), -1.0, float(n_bits)).astype(jnp.int32)
+        inside = (code >= 0) & (code < n_bits)
+        safe = jnp.clip(code, 0, n_bits - 1)
+        word = jnp.take_along_axis(words, (safe >> 5)[..., None], axis=-1)[..., 0]
+        bit = (word >> (safe & 31).astype(jnp.uint32)) & jnp.uint32(1)
+        in_left = jnp.where(inside, bit == 1, params["category_outside_left"])
+        category = jnp.where(nan, params["missing_left"][at], in_left)
+        go_left = jnp.where(params["is_categorical"][at], category, go_left)
+    return go_left
+
+
 @functools.partial(jax.jit, static_argnames="depth")
 def _leaves(params, X, depth: int) -> jax.Array:
     """Leaf index of each row in each tree, int32 (m, T); rows are compared in the thresholds'
@@ -260,9 +340,7 @@ def _leaves(params, X, depth: int) -> jax.Array:
     def one(x_row):
         def step(_, node):
             f = params["feature"][tree_ids, node]
-            xv = x_row[f]
-            go_left = jnp.where(jnp.isnan(xv), params["missing_left"][tree_ids, node],
-                                xv <= params["threshold"][tree_ids, node])
+            go_left = split_goes_left(params, (tree_ids, node), x_row[f])
             return jnp.where(go_left, params["children_left"][tree_ids, node],
                              params["children_right"][tree_ids, node])
 
@@ -306,6 +384,104 @@ def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple
         return jax.jit(apply_trees)
 
     return stable_apply(("sklearn-trees", kind, depth, n_classes_gb, link, size), make)
+
+
+def read_boosted(model, all_trees: bool = False) -> BoostedModel:
+    """The model of a boosting library in the shared form (TypeError if it cannot be read).
+
+    ``all_trees``: XGBoost's trees beyond the wrappers' ``best_iteration`` too (as
+    ``get_score`` counts them); by default the trees its ``predict`` uses."""
+    library = boosting_library(model)
+    if library == "xgboost":
+        return read_xgboost(model, all_trees=all_trees)
+    if library == "lightgbm":
+        return read_lightgbm(model)
+    if library == "catboost":
+        return read_catboost(model)
+    raise TypeError(
+        f"expected an XGBoost, LightGBM or CatBoost model; got {type(model).__name__}.")
+
+
+def _boost_apply(depth: int, link: str, two_columns: bool, size: tuple):
+    """``apply`` of a boosting library's trees: ``raw = init + sum of the leaf values of the
+    trees of each output`` (``tree_class``), then ``link`` (``"identity"`` for the margin)."""
+
+    def make():
+        def apply_boosted(params, X):
+            vals = _leaf_values(params, X, depth)[..., 0]  # (m, T)
+            K = params["init"].shape[0]
+            raw = params["init"] + jax.ops.segment_sum(
+                vals.T, params["tree_class"], num_segments=K).T  # (m, K)
+            if link == "sigmoid":
+                p = jax.nn.sigmoid(params["link_scale"] * raw)
+                out = jnp.concatenate([1.0 - p, p], axis=1) if two_columns else p
+            elif link == "softmax":
+                out = jax.nn.softmax(raw, axis=1)
+            elif link == "exp":
+                out = jnp.exp(raw)
+            else:
+                out = raw
+            return out.astype(params["value"].dtype)
+
+        return jax.jit(apply_boosted)
+
+    return stable_apply(("boosted-trees", depth, link, two_columns, size), make)
+
+
+def _boosted_form(model, response_method: str, sample, n_features) -> Predictor | None:
+    """:func:`array_form` of a boosting library's model: raises for a model the arrays cannot
+    read or data lacking its features; None for a classifier's labels (``"predict"``) and a
+    DataFrame whose category levels differ from the fitted ones (the host then encodes)."""
+    boosted = read_boosted(model)
+    classifier = boosted.classes is not None
+    if (response_method == "predict" and classifier) or (
+            response_method == "predict_proba" and not classifier):
+        return None
+    check_columns(boosted, n_features, sample)
+    dtypes = getattr(sample, "dtypes", None)
+    if dtypes is not None:
+        for j, (column, dt) in enumerate(zip(sample.columns, dtypes)):
+            if str(dt) == "category":
+                levels = boosted.categories.get(j)
+                if j not in boosted.categories or (levels is not None and level_keys(
+                        sample[column].cat.categories) != levels):
+                    return None
+            elif getattr(dt, "kind", "O") not in "biuf":
+                return None
+    return boosted_predictor(model, response_method, boosted=boosted)
+
+
+def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> Predictor:
+    """An XGBoost, LightGBM or CatBoost model as a JAX :class:`~jaximp.Predictor`: the
+    library's prediction (``response_method="auto"``, ``"predict"`` or ``"predict_proba"``)
+    or its raw margin (``"raw"`` or ``"decision_function"``); see :func:`tree_predictor`."""
+    boosted = read_boosted(model) if boosted is None else boosted
+    params, depth = pack_boosted(boosted)
+    K = boosted.n_raw
+    margin = response_method in ("raw", "decision_function")
+    if margin and boosted.margin_scale != 1.0:  # LightGBM's random forest: the sum
+        params = dict(params, value=params["value"] * boosted.margin_scale)
+    link = "identity" if margin else boosted.link
+    two_columns = boosted.two_columns and not margin
+    n_out = 2 if two_columns else K
+    if boosted.classes is not None and len(boosted.classes) == n_out:
+        output_names = tuple(str(c) for c in boosted.classes)
+    elif boosted.classes is not None and n_out == 1:  # binary margin: the positive class
+        output_names = (str(boosted.classes[-1]),)
+    else:
+        output_names = ("y",) if n_out == 1 else tuple(f"y{j}" for j in range(n_out))
+    T = params["value"].shape[0]
+    return Predictor(
+        apply=_boost_apply(depth, link, two_columns, (T, K)),
+        params=params,
+        n_outputs=n_out,
+        output_names=output_names,
+        name=f"{type(model).__name__} (JAX trees{', margin' if margin else ''})",
+        dtype=compute_dtype(params),
+        classes=boosted.classes if boosted.classes is not None and n_out == len(
+            boosted.classes) else None,
+        handles_missing=True,
+    )
 
 
 def _hist_arrays(est) -> tuple[dict, int, str]:
@@ -363,9 +539,18 @@ def _hist_arrays(est) -> tuple[dict, int, str]:
 def read_trees(est, recursion: str | None = None):
     """The kind, whether a classifier, the stacked node arrays and the depth of ``est``.
 
+    XGBoost, LightGBM and CatBoost models are of kind ``"gb"`` and their arrays carry
+    ``init`` (K,), ``tree_class`` (T,) and ``link_scale`` (see the module docstring): their
+    raw score is ``init + the sum of the leaf values of each output's trees``, without
+    ``learning_rate`` (their leaf values are already shrunk).
+
     ``recursion`` names the parameter holding ``est`` for the recursion PD: its refusals then
     say to use ``method='brute'``, and gradient boosting also needs a constant init (the
     recursion leaves the init prediction out, which is right only for a constant)."""
+    if boosting_library(est) is not None:  # the same raw score: init + sum of the trees
+        boosted = read_boosted(est)
+        params, depth = pack_boosted(boosted)
+        return "gb", boosted.classes is not None, params, depth
     kind = _kind(est, recursion=recursion)
     if recursion is not None and kind == "gb" and not _constant_init(est):
         raise _recursion_refusal(
@@ -381,12 +566,13 @@ def tree_predictor(estimator) -> Predictor:
 
     Parameters
     ----------
-    estimator : fitted scikit-learn tree model
+    estimator : fitted scikit-learn tree model, or XGBoost, LightGBM or CatBoost model
         ``DecisionTreeRegressor/Classifier``, ``RandomForestRegressor/Classifier``,
         ``ExtraTreesRegressor/Classifier``, ``GradientBoostingRegressor/Classifier`` or
         ``HistGradientBoostingRegressor/Classifier`` without categorical splits (see the
         module docstring for the node arrays, the prediction and its float32 caveat for
-        HistGradientBoosting).
+        HistGradientBoosting); or a boosting library's model (the library's ``predict`` /
+        ``predict_proba``; :func:`boosted_predictor` gives its raw margin).
 
     Returns
     -------
@@ -418,6 +604,8 @@ def tree_predictor(estimator) -> Predictor:
     >>> bool(np.allclose(np.asarray(pred(X))[:, 0], rf.predict(X), rtol=1e-5, atol=1e-6))
     True
     """
+    if boosting_library(estimator) is not None:
+        return boosted_predictor(estimator)
     kind = _kind(estimator, hist=True)
     classifier = _is_classifier(estimator)
     if kind == "hist":
@@ -467,6 +655,8 @@ def array_form(model, response_method: str = "auto", sample=None,
     path then reports or encodes them as scikit-learn does); and ``HistGradientBoosting*``
     unless ``jax_enable_x64`` is on, since it compares float64 rows with float64 thresholds.
     """
+    if boosting_library(model) is not None:
+        return _boosted_form(model, response_method, sample, n_features)
     try:
         kind = _kind(model, hist=True)
     except TypeError:
