@@ -25,9 +25,12 @@ from .methods import (
     pd_interaction,
     permutation_importance,
     prepare,
+    sage_importance,
     sensitivity_importance,
     shapley_interactions,
     shapley_values,
+    sobol_indices,
+    tree_shap,
 )
 
 __all__ = ["Explainer"]
@@ -180,6 +183,25 @@ class Explainer:
         """:func:`jaximp.conditional_importance` of this model, data and targets."""
         return self._call(conditional_importance, self._targets("conditional_importance"),
                           **options)
+
+    def sage_importance(self, **options):
+        """:func:`jaximp.sage_importance` of this model, data and targets, against the
+        Explainer's background (default: this data)."""
+        if self.background is not None:
+            options.setdefault("background", self.background)
+        explains_the_loss = options.get("target", "y") == "y"  # else Shapley effects
+        y = self._targets("sage_importance") if explains_the_loss else None
+        return self._call(sage_importance, y, **options)
+
+    def sobol_indices(self, **options):
+        """:func:`jaximp.sobol_indices` of this model and data."""
+        return self._call(sobol_indices, **options)
+
+    def tree_shap(self, rows=None, **options):
+        """:func:`jaximp.tree_shap` of this tree model on ``rows`` (default: this data);
+        path-dependent unless a ``background`` is passed."""
+        return tree_shap(self.model, self.dataset if rows is None else self._rows(rows),
+                         **options)
 
     def booster_importance(self, **options):
         """:func:`jaximp.booster_importance` of this model (an XGBoost, LightGBM or CatBoost

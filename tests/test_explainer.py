@@ -108,6 +108,16 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
         lambda ex: ex.conditional_importance(sampler="strata", n_repeats=2),
         lambda: jaximp.conditional_importance(model, FRAME, Y, sampler="strata", n_repeats=2,
                                               **DATA)),
+    "sage_importance": (
+        lambda ex: ex.sage_importance(estimator="exact", background_size=15),
+        lambda: jaximp.sage_importance(model, FRAME, Y, estimator="exact",
+                                       background_size=15, **DATA)),
+    "sobol_indices": (
+        lambda ex: jaximp.Explainer(model, FRAME).sobol_indices(n_bootstrap=3),
+        lambda: jaximp.sobol_indices(model, FRAME, n_bootstrap=3)),
+    "tree_shap": (
+        lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).tree_shap(),
+        lambda: jaximp.tree_shap(_booster(), FRAME[["a", "b", "d"]])),
     "booster_importance": (
         lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).booster_importance(),
         lambda: jaximp.booster_importance(_booster())),
@@ -227,3 +237,9 @@ def test_an_equal_plan_built_again_reuses_its_device_tables():
     assert _engine._plan_tables(second, 8, np.float32, None)[0] is tables[0]
     other = jaximp.at_values(np.eye(2, dtype=bool), [0, 1], 2 * np.ones((2, 2)), [0, 1])
     assert _engine._plan_tables(other, 8, np.float32, None)[0] is not tables[0]
+
+
+def test_sobol_indices_refuse_the_weights_of_a_weighted_explainer(explainer):
+    with pytest.raises(ValueError, match="sobol_indices resamples the rows of X .* takes no "
+                                         "case weights"):
+        explainer.sobol_indices()

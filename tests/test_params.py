@@ -40,9 +40,18 @@ def _fit(A, b):
 
 
 # one valid call per public function that has a parameter table
+def _tree():
+    from sklearn.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor(max_depth=2).fit(X, Y)
+
+
 CALLS = {
     "permutation_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "conditional_importance": lambda f, model, **kw: f(model, X, Y, **kw),
+    "sage_importance": lambda f, model, **kw: f(model, X, Y, **kw),
+    "sobol_indices": lambda f, model, **kw: f(model, X, **kw),
+    "tree_shap": lambda f, model, **kw: f(_tree(), X, **kw),  # a model with trees to read
     "loco_importance": lambda f, model, **kw: f(model, X, Y, **({"fit": _fit} | kw)),
     "sensitivity_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "linear_importance": lambda f, model, **kw: f(X, Y, **kw),

@@ -245,6 +245,8 @@ def every_result_type(results):
         jaximp.trends(None, X, Y, methods=["linear", "pearson"], n_bootstrap=3),
         jaximp.explain(model, X, Y, methods=["pd_importance", "permutation"]),
         jaximp.conditional_importance(model, X, Y, test="cpi"),
+        jaximp.sage_importance(model, X, Y, estimator="exact", background_size=10),
+        jaximp.sobol_indices(model, X, n_bootstrap=3),
     ]
 
 

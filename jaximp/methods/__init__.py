@@ -32,6 +32,7 @@ from ._pd import (
 from ._pd_importance import pd_importance, pd_interaction
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._permutation import permutation_importance
+from ._sage import SageImportance, sage_importance
 from ._sensitivity import sensitivity_importance
 from ._setup import prepare
 from ._shapley import (
@@ -40,12 +41,14 @@ from ._shapley import (
     shapley_interactions,
     shapley_values,
 )
+from ._sobol import SobolIndices, sobol_indices
 from ._tree_stats import (
     TransversalRates,
     impurity_importance,
     transversal_rates,
     tree_partial_dependence,
 )
+from ._tree_shap import tree_shap
 from ._trends import Trends, trends
 
 __all__ = [
@@ -58,8 +61,10 @@ __all__ = [
     "PartialDependence",
     "PartialDependences",
     "PartialImportance",
+    "SageImportance",
     "ShapleyInteractions",
     "ShapleyValues",
+    "SobolIndices",
     "TransversalRates",
     "Trends",
     "ale",
@@ -89,10 +94,13 @@ __all__ = [
     "pd_interaction",
     "permutation_importance",
     "prepare",
+    "sage_importance",
     "sensitivity_importance",
     "shapley_interactions",
     "shapley_values",
+    "sobol_indices",
     "transversal_rates",
     "tree_partial_dependence",
+    "tree_shap",
     "trends",
 ]

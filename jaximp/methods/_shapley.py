@@ -85,7 +85,9 @@ class ShapleyValues:
     output_names : tuple of str, length o
     standard_errors : ndarray of shape (n, p, o) or None
         Standard errors of the sampling estimator (None for exact values).
-    method : {"exact", "permutation"}
+    method : {"exact", "permutation", "tree_path_dependent", "tree_interventional"}
+        The estimator: :func:`jaximp.shapley_values` (exact or sampled) or
+        :func:`jaximp.tree_shap` (path-dependent, or interventional over a background).
     info : ShapleyDetails
         ``n_background``, ``background_rows`` (rows of X used as background, or None),
         ``n_permutations`` (sampling), ``sample_weight`` (weights of the explained rows,

@@ -1,0 +1,666 @@
+"""SAGE: Shapley additive global importance (Covert, Lundberg & Lee 2020), and Shapley effects.
+
+The players are features (or groups). A coalition S is worth the drop in expected loss when the
+model sees the features of S and has the others averaged out over background rows b:
+
+    v(S) = E[loss(y, f_0)] - E[loss(y, f_S(x_S))],   f_S(x_S) = sum_b w_b f(x_S, b_notS) / sum_b w_b,
+
+with ``f_0`` the mean prediction over the background (marginal imputation, as the sage
+package's ``MarginalImputer``). Each (explained row, coalition) pair is one item of an engine
+plan whose data are the background rows and whose replacement table holds the explained rows;
+the engine's weighted mean over the background gives ``f_S``, and the losses are taken on the
+host in float64. The permutation estimator (the sage package's ``PermutationEstimator``) draws
+a row and an order of the players per sample and credits each player with the drop in that
+row's loss as it joins; a batch of samples is one engine evaluation, and sampling stops when
+the largest standard error falls below ``convergence`` times the range of the values. The
+exact estimator enumerates all 2^p coalitions for every row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import warnings
+from collections.abc import Callable
+from typing import Literal
+
+import jax
+import numpy as np
+import pandas as pd
+
+from ..data import (
+    Choice,
+    Dataset,
+    Flag,
+    Int,
+    Real,
+    as_dataset,
+    as_key,
+    select_outputs,
+    validate_params,
+)
+from ..engine import (
+    Mean,
+    at_values,
+    evaluate,
+    key_bits,
+    predict_rows,
+    resolve_budget,
+    rng_stream,
+)
+from ..results import Details, FeatureImportance
+from ._loss import (
+    RESPONSES,
+    canonical_loss,
+    check_target,
+    class_labels,
+    logits_to_probabilities,
+    resolve_loss,
+)
+from ._setup import prepare
+from ._shapley import shapley_weights
+
+__all__ = [
+    "SAGE_EXACT_LIMIT",
+    "SAGE_LOSSES",
+    "SAGE_MAX_PERMUTATIONS",
+    "SageDetails",
+    "SageImportance",
+    "sage_importance",
+]
+
+#: Losses SAGE accepts: means over rows of a per-row loss of the averaged prediction.
+SAGE_LOSSES = ("mse", "mae", "log_loss", "accuracy")
+#: ``estimator="exact"`` refuses more players than this (2^p coalitions per row).
+SAGE_EXACT_LIMIT = 12
+#: With ``n_permutations=None``, sampling stops (with a warning) after this many samples.
+SAGE_MAX_PERMUTATIONS = 1 << 20
+_ESTIMATORS = ("permutation", "exact")
+_TARGETS = ("y", "output")
+_ORDER_STREAM = 23  # label of the sampled rows' and orders' random streams
+_EPS = 1e-12  # probabilities are clipped to [eps, 1 - eps] for the log loss, as the sage package
+
+
+# ---------------------------------------------------------------------------------------------
+# Result
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class SageDetails(Details):
+    """Details of :func:`jaximp.sage_importance`.
+
+    Attributes
+    ----------
+    loss : str
+    target : {"y", "output"}
+        ``"output"``: Shapley effects (the model's own output as the target).
+    estimator : {"permutation", "exact"}
+    n_permutations : int or None
+        Samples (a row and an order each) the permutation estimator drew; None for exact.
+    converged : bool or None
+        Whether the permutation estimator met ``convergence`` (None for exact values).
+    convergence_ratio : float or None
+        Largest standard error over the range of the values, at the end.
+    base_loss : ndarray of shape (o,)
+        ``E[loss(y, f_0)]``: the loss of the mean background prediction.
+    full_loss : ndarray of shape (o,)
+        ``E[loss(y, f(x))]``: the model's loss.
+    total : ndarray of shape (o,)
+        ``base_loss - full_loss``, which the values sum to (exactly for ``"exact"``).
+    normalized : bool
+        Whether the values were divided by ``total``.
+    n_background : int
+    background_rows : ndarray or None
+        Rows of X (or of ``background``) sampled as the background; None when all are used.
+    """
+
+    loss: str
+    target: str
+    estimator: str
+    n_permutations: int | None
+    converged: bool | None
+    convergence_ratio: float | None
+    base_loss: np.ndarray
+    full_loss: np.ndarray
+    total: np.ndarray
+    normalized: bool
+    n_background: int
+    background_rows: np.ndarray | None = None
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+class SageImportance(FeatureImportance):
+    """SAGE values (or Shapley effects) with their standard errors.
+
+    A :class:`FeatureImportance` whose ``importances_std`` holds the standard error of each
+    value (the sage package's ``std``): over the sampled (row, order) pairs for the
+    permutation estimator, over the rows for the exact one. There are no repeats
+    (``importances`` is None); :meth:`quantiles` and :meth:`intervals` are normal
+    (``value +- z * standard error``).
+    """
+
+    def quantiles(self, q=(0.025, 0.975)) -> np.ndarray:
+        """Normal quantiles ``value + z_q * standard error``, shape (len(q), p, o)."""
+        q = np.atleast_1d(np.asarray(q, np.float64))
+        if not np.all((q > 0) & (q < 1)):
+            raise ValueError(f"q must hold probabilities in (0, 1); got {q.tolist()}.")
+        z = np.array([statistics.NormalDist().inv_cdf(float(each)) for each in q])
+        return self.importances_mean[None] + z[:, None, None] * self.importances_std[None]
+
+    def to_frame(self, sort: bool = True) -> pd.DataFrame:
+        """As :meth:`FeatureImportance.to_frame`, with ``std`` (the standard error) and the
+        95% normal interval ``q025``, ``q975``."""
+        frame = super().to_frame(sort=False)
+        low, high = self.intervals(0.95)
+        frame["q025"], frame["q975"] = low.reshape(-1), high.reshape(-1)
+        if sort:
+            frame = frame.sort_values(["output", "importance"], ascending=[True, False],
+                                      kind="stable").reset_index(drop=True)
+        return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# The game: coalition values over the background, losses on the host
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Game:
+    """What every coalition evaluation needs (internal)."""
+
+    predictor: object
+    background: Dataset
+    background_weights: np.ndarray  # (m,)
+    explained: np.ndarray  # (n, c) float64: the rows of X
+    player_columns: np.ndarray  # (p, c) bool
+    base: np.ndarray  # (o,) f_0, the weighted mean background prediction
+    full: np.ndarray  # (n, o) f(x) on the rows of X
+    row_loss: Callable  # (rows (R,), predictions (R, K, o)) -> losses (R, K, o_loss)
+    engine: dict
+    budget: int
+
+    def values(self, rows: np.ndarray, coalitions: np.ndarray, label: str) -> np.ndarray:
+        """``f_S`` at explained rows: ``coalitions`` (R, K, p) bool, or (K, p) shared by
+        every row -> (R, K, o) float64, a group of rows per engine call within the budget."""
+        c = self.explained.shape[1]
+        p, o = self.player_columns.shape[0], self.predictor.n_outputs
+        shared = coalitions.ndim == 2
+        k = coalitions.shape[-2]
+        out = np.empty((rows.size, k, o))
+        if k == 0:
+            return out
+        # per row and coalition: its value (the engine's float64 result and ours), two int32
+        # plan entries and, when not shared, the coalition and its column mask
+        per_row_bytes = k * (16 * o + 8 + (0 if shared else p + c))
+        group = max(1, min(rows.size, int(self.budget // max(1, per_row_bytes))))
+        columns = self.player_columns.astype(np.float32)
+        reducer = Mean(self.background_weights[None, :])
+        for start in range(0, rows.size, group):
+            part = np.arange(start, min(rows.size, start + group))
+            if shared:
+                masks = (coalitions.astype(np.float32) @ columns) > 0  # (K, c)
+                item_mask = np.tile(np.arange(k), part.size)
+            else:
+                chosen = coalitions[part].reshape(-1, p)
+                masks = (chosen.astype(np.float32) @ columns) > 0  # (R' K, c)
+                item_mask = np.arange(part.size * k)
+            plan = at_values(masks, item_mask, self.explained[rows[part]],
+                             np.repeat(np.arange(part.size), k))
+            result = evaluate(self.predictor, self.background, plan, reducer, label=label,
+                              **self.engine)  # (R' K, 1, o)
+            out[part] = result[:, 0, :].reshape(part.size, k, o)
+        return out
+
+    def chain_losses(self, rows: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        """Losses (R, K + 2, o_loss) of the empty coalition, ``inner`` (R, K, o) and the
+        full coalition at ``rows``."""
+        r, _, o = inner.shape
+        chain = np.concatenate([np.broadcast_to(self.base, (r, 1, o)), inner,
+                                self.full[rows][:, None, :]], axis=1)
+        return self.row_loss(rows, chain)
+
+
+def _row_loss(spec) -> Callable:
+    """Per-row loss of averaged predictions, float64: (rows (R,), preds (R, K, o_model)) ->
+    (R, K, o_loss). Regression losses give one column per scored output; classification
+    losses one column."""
+    columns = list(spec.out_idx)
+
+    def regression(rows, preds):
+        residual = preds[..., columns] - spec.y[rows][:, None, :]
+        return residual ** 2 if spec.name == "mse" else np.abs(residual)
+
+    def classification(rows, preds):
+        proba = preds[..., columns]
+        if proba.shape[-1] == 1:  # the probability of the larger of two classes
+            proba = np.concatenate([1 - proba, proba], axis=-1)
+        codes = spec.y[rows][:, None, None]  # (R, 1, 1)
+        if spec.name == "accuracy":  # the zero-one loss: 1 - accuracy
+            wrong = np.argmax(proba, axis=-1)[..., None] != codes
+            return wrong.astype(np.float64)
+        picked = np.take_along_axis(proba, np.broadcast_to(codes, proba.shape[:-1] + (1,)),
+                                    axis=-1)
+        return -np.log(np.clip(picked, _EPS, 1 - _EPS))
+
+    return regression if spec.task == "regression" else classification
+
+
+def _check_sage_probabilities(spec, base: np.ndarray, n_outputs: int) -> None:
+    """Averaging over the background needs probabilities: the checks of permutation
+    importance, plus refusals of a column of class labels and of unnormalised scores for
+    accuracy (an arg max of averaged logits is not one of averaged probabilities)."""
+    if spec.task != "classification":
+        return
+    spec.check_probabilities(base, n_outputs)
+    scored = np.asarray(base, np.float64)[:, list(spec.out_idx)]
+    if spec.classes is not None and scored.shape[1] == 1 and np.all(np.isin(scored,
+                                                                             spec.classes)):
+        raise ValueError(
+            f"loss={spec.name!r}: SAGE averages the model's outputs over background rows, "
+            "which needs class probabilities, but the model returns class labels on X; pass "
+            "a model that returns probabilities (e.g. predict_proba).")
+    if spec.classes is not None and scored.shape[1] == 1 and len(spec.classes) > 2:
+        raise ValueError(
+            f"the model returns one column and y has {len(spec.classes)} classes; return one "
+            "probability column per class.")
+    if scored.shape[1] >= 2:
+        low, high = float(scored.min()), float(scored.max())
+        worst = float(np.abs(scored.sum(axis=1) - 1).max()) if scored.shape[1] == n_outputs \
+            else 0.0
+        if low < -1e-6 or high > 1 + 1e-6 or worst > 1e-3:
+            raise ValueError(
+                f"loss={spec.name!r} needs class probabilities, but the model's outputs range "
+                f"over [{low:.3g}, {high:.3g}] on X (rows off a sum of 1 by up to "
+                f"{worst:.3g}); if they are logits (scores before a softmax), pass "
+                "response='logits', which applies a softmax (a sigmoid for one column).")
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimators
+# ---------------------------------------------------------------------------------------------
+
+
+def _members(p: int) -> np.ndarray:
+    """(2^p, p) bool: coalition t holds player j when bit j of t is set."""
+    return (np.arange(2 ** p)[:, None] >> np.arange(p)[None, :]) & 1 == 1
+
+
+def _exact(game: _Game, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values and standard errors (p, o_loss): every row's Shapley values of its loss game
+    (``phi_i = W^T (-loss_i)``: the constant ``loss(y_i, f_0)`` has zero Shapley values),
+    their weighted mean over rows, and its standard error over rows."""
+    n = game.explained.shape[0]
+    p = game.player_columns.shape[0]
+    members = _members(p)
+    shapley = shapley_weights(p)  # (2^p, p) float64
+    o = game.predictor.n_outputs
+    # a group of rows at a time: its coalition values and losses (float64) fit the budget
+    group = max(1, min(n, int(game.budget // (2 ** p * (24 * o + 8)))))
+    parts = []
+    for start in range(0, n, group):
+        rows = np.arange(start, min(n, start + group))
+        inner = game.values(rows, members[1:-1], "SAGE (exact)")  # (rows, 2^p - 2, o)
+        losses = game.chain_losses(rows, inner)  # (rows, 2^p, o_loss), in bit order
+        parts.append(-np.einsum("nto,tj->njo", losses, shapley))  # (rows, p, o_loss)
+    return _weighted_mean_and_error(np.concatenate(parts), weights)
+
+
+def _weighted_mean_and_error(per_row: np.ndarray, weights: np.ndarray):
+    """Weighted mean over the first axis and its standard error ``sqrt(sum w^2 (x - mean)^2)
+    / sum w`` (with unit weights, the sage package's ``std / sqrt(n)``, ddof 0)."""
+    total = weights.sum()
+    mean = np.einsum("n,n...->...", weights, per_row) / total
+    spread = per_row - mean[None]
+    error = np.sqrt(np.einsum("n,n...->...", weights ** 2, spread ** 2)) / total
+    return mean, error
+
+
+@dataclasses.dataclass
+class _Tracker:
+    """Running mean and sum of squared deviations of samples (p, o) (Chan et al.'s pairwise
+    update of Welford's algorithm), as the sage package's ``ImportanceTracker``."""
+
+    count: int = 0
+    mean: np.ndarray | float = 0.0
+    squares: np.ndarray | float = 0.0
+
+    def update(self, scores: np.ndarray) -> None:
+        b = scores.shape[0]
+        batch_mean = scores.mean(axis=0)
+        batch_squares = ((scores - batch_mean) ** 2).sum(axis=0)
+        total = self.count + b
+        delta = batch_mean - self.mean
+        self.mean = self.mean + delta * b / total
+        self.squares = self.squares + batch_squares + delta ** 2 * self.count * b / total
+        self.count = total
+
+    @property
+    def standard_error(self) -> np.ndarray:
+        return np.sqrt(self.squares) / self.count
+
+    def ratio(self) -> float:
+        """Largest standard error over the range of the values, the worst output."""
+        gap = np.maximum(self.mean.max(axis=0) - self.mean.min(axis=0), 1e-12)
+        return float(np.max(self.standard_error.max(axis=0) / gap))
+
+
+def _permutation_batch(game: _Game, rng: np.random.Generator, size: int,
+                       row_probability: np.ndarray) -> np.ndarray:
+    """Scores (size, p, o_loss) of ``size`` samples: per sample a row (drawn with probability
+    proportional to its weight) and an order of the players; a player's score is the drop in
+    the row's loss when it joins the players before it."""
+    n = game.explained.shape[0]
+    p = game.player_columns.shape[0]
+    rows = rng.choice(n, size, p=row_probability)
+    places = np.argsort(np.argsort(rng.random((size, p)), axis=1), axis=1)  # place of player j
+    prefixes = places[:, None, :] < np.arange(1, p)[None, :, None]  # (size, p - 1, p)
+    inner = game.values(rows, prefixes, "SAGE (permutations)")  # (size, p - 1, o)
+    losses = game.chain_losses(rows, inner)  # (size, p + 1, o_loss)
+    drops = losses[:, :-1] - losses[:, 1:]  # (size, p, o_loss): the player at place k joins
+    return np.take_along_axis(drops, places[..., None], axis=1)
+
+
+def _permutations(game: _Game, key, weights: np.ndarray, n_permutations, convergence,
+                  batch_size: int):
+    """Sampling until converged (or ``n_permutations`` samples): values, standard errors,
+    samples drawn, whether converged, and the final ratio."""
+    bits = key_bits(key)
+    row_probability = weights / weights.sum()
+    tracker = _Tracker()
+    ratio, converged, batch = np.inf, False, 0
+    most = SAGE_MAX_PERMUTATIONS if n_permutations is None else n_permutations
+    while tracker.count < most:
+        size = min(batch_size, most - tracker.count)
+        rng = rng_stream(bits, _ORDER_STREAM, batch)
+        tracker.update(_permutation_batch(game, rng, size, row_probability))
+        batch += 1
+        if tracker.count < 2:
+            continue
+        ratio = tracker.ratio()
+        if convergence is not None and ratio < convergence:
+            converged = True
+            break
+    if n_permutations is None and not converged:
+        warnings.warn(
+            f"SAGE did not converge in {most:,} samples: the largest standard error is "
+            f"{ratio:.3g} times the range of the values (convergence={convergence}). Values "
+            "of nearly equal size make the range tiny; pass n_permutations, or a larger "
+            "convergence.", RuntimeWarning, stacklevel=3)
+    return tracker.mean, tracker.standard_error, tracker.count, converged, ratio
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup
+# ---------------------------------------------------------------------------------------------
+
+
+def _background(background, dataset: Dataset, categorical, groups) -> Dataset:
+    if background is None:
+        return dataset
+    if isinstance(background, Dataset):
+        bg = background
+    else:
+        if not isinstance(background, pd.DataFrame) and (
+                np.ndim(background) != 2
+                or np.shape(background)[1] != len(dataset.column_names)):
+            raise ValueError(
+                f"background must have the {len(dataset.column_names)} columns of X; got "
+                f"shape {np.shape(background)}.")
+        names = None if isinstance(background, pd.DataFrame) else dataset.column_names
+        bg = as_dataset(background, feature_names=names, categorical=categorical,
+                        groups=groups)
+    if bg.column_names != dataset.column_names:
+        raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
+                         f" got {list(bg.column_names)}.")
+    return bg
+
+
+def _resolve_sage_loss(loss, target: str):
+    """The loss name, checked before any model work."""
+    if target == "output":
+        if loss is not None and canonical_loss(loss) != "mse":
+            raise ValueError(
+                "target='output' (Shapley effects) scores the model's output against itself "
+                f"with the squared error; got loss={loss!r:.60}. Use loss='mse' or None.")
+        return "mse"
+    if loss is None:
+        return None
+    name = canonical_loss(loss)
+    if not isinstance(name, str) or name not in SAGE_LOSSES:
+        raise ValueError(
+            f"SAGE needs a loss that is a mean over rows of a per-row loss, one of "
+            f"{SAGE_LOSSES} (or scikit-learn's names for them); got {loss!r:.60}. rmse, r2 "
+            "and auc do not decompose over rows: use 'mse' for the first two.")
+    return name
+
+
+@validate_params(estimator=Choice(*_ESTIMATORS), target=Choice(*_TARGETS),
+                 n_permutations=Int(2, none=True), batch_size=Int(2),
+                 convergence=Real(0, 1, "neither", none=True),
+                 background_size=Int(1, none=True), response=Choice(*RESPONSES),
+                 normalize=Flag(none=True))
+def sage_importance(
+    model,
+    X,
+    y=None,
+    *,
+    background=None,
+    loss: str | None = None,
+    target: Literal["y", "output"] = "y",
+    estimator: Literal["permutation", "exact"] = "permutation",
+    n_permutations: int | None = None,
+    convergence: float | None = 0.02,
+    batch_size: int = 512,
+    background_size: int | None = 100,
+    normalize: bool | None = None,
+    output=None,
+    sample_weight=None,
+    response: Literal["probability", "logits"] = "probability",
+    random_state: int | jax.Array | None = 0,
+    feature_names=None,
+    categorical=None,
+    groups=None,
+    variables=None,
+    memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> SageImportance:
+    """SAGE: the Shapley values of the features' contributions to the model's loss (Covert,
+    Lundberg & Lee 2020), or Shapley effects (Owen 2014) with ``target="output"``.
+
+    Coalition S is worth ``v(S) = E[loss(y, f_0)] - E[loss(y, f_S(x_S))]``, where
+    ``f_S(x_S)`` is the model's weighted mean over the background rows with the features
+    outside S taken from the background (marginal imputation, the sage package's
+    ``MarginalImputer``) and ``f_0`` the mean background prediction. Feature ``j``'s value is
+    its average marginal contribution ``v(S + j) - v(S)`` over the orders of the features;
+    the values sum to ``v(all) = E[loss(y, f_0)] - E[loss(y, f)]``.
+
+    Parameters
+    ----------
+    model : callable, Flax/Equinox module or scikit-learn-like estimator
+        See :func:`jaximp.as_predictor`.
+    X : array of shape (n, c) or DataFrame
+        The rows the loss is measured on (typically held-out data).
+    y : array of shape (n,) or (n, o), optional
+        Targets (numbers for ``"mse"``/``"mae"``, class labels for ``"log_loss"``/
+        ``"accuracy"``); not given with ``target="output"``.
+    background : array of shape (m, c), DataFrame or Dataset, optional
+        Rows that stand in for absent features. Default: the rows of X.
+    loss : {"mse", "mae", "log_loss", "accuracy"}, optional
+        A per-row loss of the averaged prediction (scikit-learn's names for them are
+        accepted). Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross
+        entropy"``) for a classifier scored against class labels. ``"accuracy"`` is scored
+        as the zero-one loss, so values are gains in accuracy. Log loss clips
+        probabilities to ``[1e-12, 1 - 1e-12]`` as the sage package. Losses that do not
+        average over rows (rmse, r2, auc, callables) are refused.
+    target : {"y", "output"}, default "y"
+        ``"output"``: Shapley effects, the game with the model's own output ``f(x)`` as the
+        target and the squared error as the loss (the sage package's ``Y=None``); then
+        ``v(S) = Var(E[f | x_S])`` for independent features.
+    estimator : {"permutation", "exact"}, default "permutation"
+        ``"exact"`` enumerates all 2^p coalitions at every row of X (at most 12 players):
+        exact values given the rows and the background; standard errors over rows.
+        ``"permutation"``: the sage package's ``PermutationEstimator``.
+    n_permutations : int, optional
+        Most samples the permutation estimator draws (each a row of X, drawn with
+        probability proportional to its weight, and an order of the players). Default: until
+        convergence, with a warning past :data:`SAGE_MAX_PERMUTATIONS` (2^20) samples.
+    convergence : float in (0, 1) or None, default 0.02
+        Stop when the largest standard error is below ``convergence`` times the range (max -
+        min) of the values, checked after every batch: the sage package's ``thresh``. Its
+        default is 0.025 (``convergence=0.025`` stops where it stops); jaximp's is a little
+        stricter. None: draw exactly ``n_permutations``.
+    batch_size : int, default 512
+        Samples per batch (the sage package's default): each batch is one engine evaluation
+        of ``batch_size x (p - 1)`` coalitions over the background, chunked by the memory
+        budget.
+    background_size : int or None, default 100
+        A background with more rows is subsampled to this many, without replacement, from
+        ``random_state`` (as :func:`shapley_values`); None keeps every row.
+    normalize : bool, optional
+        Divide values and standard errors by ``v(all)`` (so they sum to 1). Default: True for
+        ``target="output"`` (Owen's Shapley effects, shares of ``E[(f - f_0)^2]``, which is
+        ``Var(f)`` when the background is X), False for ``target="y"`` (the sage package's
+        values, in units of the loss). ``normalize=False`` with ``target="output"`` gives the
+        sage package's Shapley effects.
+    output : int, str or list, optional
+        Model outputs the loss sees (default all); regression losses give one value per
+        output, classification losses read the selected columns as class probabilities.
+    sample_weight : array of shape (n,), optional
+        Case weights of the rows of X: weighted means over rows (exact), rows drawn in
+        proportion to them (permutation).
+    response : {"probability", "logits"}, default "probability"
+        What a classifier's columns hold; ``"logits"`` applies a softmax (a sigmoid for one
+        column) before averaging over the background. Probabilities are checked on X as
+        :func:`permutation_importance` checks them, and a column of class labels is refused
+        (their average over the background is no label).
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
+        Background subsample, sampled rows and orders.
+    feature_names, categorical, groups
+        Data description (see :func:`jaximp.as_dataset`); a group is one player.
+    variables : pytree, optional
+        Variables of a Flax linen module.
+    memory_budget : int, optional
+        Bytes the whole call may use beyond its result and the data (default
+        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
+        model evaluation.
+    progress : bool, optional
+        A progress line on stderr (default: in an interactive terminal, for calls of more than
+        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+
+    Returns
+    -------
+    SageImportance
+        ``importances_mean`` (p, o) values, ``importances_std`` (p, o) their standard errors
+        (the sage package's ``std``), ``intervals()`` normal intervals; ``method`` is
+        ``"sage"`` or ``"shapley_effects"``; ``info`` (:class:`SageDetails`) holds the loss,
+        the estimator, samples drawn, convergence, ``base_loss``, ``full_loss`` and ``total``.
+
+    Notes
+    -----
+    Cost: ``(p - 1) x m`` model rows per sample (``m`` background rows), plus one prediction
+    per row of X; exact: ``n x (2^p - 2) x m``. The standard error of the permutation
+    estimator is ``sqrt(sum (score - mean)^2) / N`` over the N samples, as the sage package.
+
+    References
+    ----------
+    Covert, Lundberg & Lee (2020), "Understanding global feature contributions with additive
+    importance measures", NeurIPS.
+    Owen (2014), "Sobol' indices and Shapley value", SIAM/ASA J. Uncertainty Quantification 2.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> y = X @ np.array([2.0, 1.0, 0.0])
+    >>> sage = sage_importance(lambda X: X @ jnp.array([2.0, 1.0, 0.0]), X, y,
+    ...                        estimator="exact", background_size=50)
+    >>> np.abs(np.round(sage.importances_mean[:, 0] / np.var(X, axis=0), 1))  # beta^2
+    array([4., 1., 0.])
+    """
+    loss_name = _resolve_sage_loss(loss, target)
+    if n_permutations is None and convergence is None and estimator == "permutation":
+        raise ValueError("give n_permutations, convergence or both: with neither the "
+                         "permutation estimator would never stop.")
+    if target == "output" and y is not None:
+        raise ValueError("target='output' uses the model's own output as the target; got y "
+                         "as well. Pass y=None, or target='y' to score against y.")
+    key_background, key_rest = jax.random.split(as_key(random_state))
+    dataset, predictor = prepare(
+        model, X, feature_names=feature_names, categorical=categorical, groups=groups,
+        sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+        progress=progress)
+    players = dataset.resolve(None)
+    p = len(players)
+    if estimator == "exact" and p > SAGE_EXACT_LIMIT:
+        raise ValueError(
+            f"estimator='exact' handles at most {SAGE_EXACT_LIMIT} features or groups (2^p "
+            f"coalitions per row); got {p}. Use estimator='permutation' or groups.")
+    spec = None
+    if target == "y":  # targets and loss checked before any model evaluation
+        target_values = check_target(y, dataset.n_rows)
+        if loss_name is None:
+            loss_name = "log_loss" if class_labels(predictor, target_values) else "mse"
+        spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
+    if response == "logits" and loss_name not in ("log_loss", "accuracy"):
+        raise ValueError(f"response='logits' turns a classifier's logits into probabilities "
+                         f"for the losses 'log_loss' and 'accuracy'; got loss={loss_name!r}.")
+    bg = _background(background, dataset, categorical, groups)
+    if response == "logits":
+        predictor = logits_to_probabilities(predictor)
+    engine = {"memory_budget": memory_budget, "progress": progress}
+    full = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
+    weights = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
+    if spec is None:  # Shapley effects: the model's own output is the target
+        target_values = full[:, select_outputs(predictor.output_names, output)]
+        spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
+    _check_sage_probabilities(spec, full, predictor.n_outputs)
+
+    background_rows = None
+    if background_size is not None and bg.n_rows > background_size:
+        background_rows = np.sort(np.asarray(jax.random.choice(
+            key_background, bg.n_rows, (background_size,), replace=False)))
+        bg = bg.take(background_rows)
+    bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
+    base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, bg, **engine)
+                     .astype(np.float64)) / bg_weights.sum()
+    player_columns = np.zeros((p, dataset.X.shape[1]), bool)
+    for j, feat in enumerate(players):
+        player_columns[j, list(feat.columns)] = True
+    game = _Game(predictor, bg, bg_weights, dataset.X, player_columns, base, full,
+                 _row_loss(spec), engine, resolve_budget(memory_budget))
+
+    all_rows = np.arange(dataset.n_rows)
+    ends = game.chain_losses(all_rows, np.zeros((dataset.n_rows, 0, predictor.n_outputs)))
+    base_loss, full_loss = (np.einsum("n,no->o", weights, ends[:, i]) / weights.sum()
+                            for i in (0, 1))
+    total = base_loss - full_loss
+    if estimator == "exact" or p == 1:
+        values, errors = _exact(game, weights)
+        drawn, converged, ratio = None, None, None
+        estimator = "exact"
+    else:
+        values, errors, drawn, converged, ratio = _permutations(
+            game, key_rest, weights, n_permutations, convergence, batch_size)
+    if normalize is None:
+        normalize = target == "output"
+    if normalize:
+        if np.any(total <= 0):
+            raise ValueError(
+                f"normalize=True divides by v(all) = E[loss(y, f_0)] - E[loss(y, f)], which is "
+                f"{total.tolist()} (not positive): the model does no better than its mean "
+                "prediction. Use normalize=False.")
+        values, errors = values / total[None], errors / total[None]
+    return SageImportance(
+        method="shapley_effects" if target == "output" else "sage",
+        feature_names=tuple(f.name for f in players),
+        output_names=spec.result_names(values.shape[1]),
+        importances_mean=values,
+        importances_std=errors,
+        info=SageDetails(loss=spec.name, target=target, estimator=estimator,
+                         n_permutations=drawn, converged=converged,
+                         convergence_ratio=None if ratio is None else float(ratio),
+                         base_loss=base_loss, full_loss=full_loss, total=total,
+                         normalized=bool(normalize), n_background=bg.n_rows,
+                         background_rows=background_rows),
+    )

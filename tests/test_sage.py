@@ -1,0 +1,336 @@
+"""SAGE and Shapley effects: float64 NumPy game, closed forms, the sage package, validation."""
+
+import importlib.util
+import itertools
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random_mlp
+
+from jaximp.methods._sage import SageImportance, sage_importance
+
+HAVE_SAGE = importlib.util.find_spec("sage") is not None
+EPS = 1e-12
+
+
+def as32(a):
+    """Values the model sees exactly (it evaluates float32 inputs)."""
+    return np.asarray(a, np.float32).astype(np.float64)
+
+
+def mse_rows(y, pred):
+    return ((pred - y.reshape(pred.shape)) ** 2).reshape(len(y), -1)
+
+
+def reference_sage(f_np, X, y, B, players, row_loss, weights=None):
+    """Float64 SAGE by the subset formula on every row: per-row Shapley values of
+    ``-loss(y_i, mean_b f(x_i,S, b_rest))`` (n, p, o), their weighted mean and its standard
+    error ``sqrt(sum w^2 (phi - mean)^2) / sum w``."""
+    n, p = len(X), len(players)
+    w = np.ones(n) if weights is None else weights
+
+    def v(S):
+        Z = np.repeat(B[None], n, axis=0)  # (n, m, c)
+        for j in S:
+            Z[:, :, players[j]] = X[:, None, players[j]]
+        preds = f_np(Z.reshape(-1, X.shape[1]))
+        mean = preds.reshape(n, len(B), -1).mean(axis=1)  # (n, o)
+        return -row_loss(y, mean)
+
+    values = {S: v(S) for k in range(p + 1) for S in itertools.combinations(range(p), k)}
+    phi = np.zeros((n, p, next(iter(values.values())).shape[1]))
+    for j in range(p):
+        for S, value in values.items():
+            if j in S:
+                continue
+            weight = math.factorial(len(S)) * math.factorial(p - len(S) - 1) / math.factorial(p)
+            phi[:, j] += weight * (values[tuple(sorted(S + (j,)))] - value)
+    mean = np.einsum("n,njo->jo", w, phi) / w.sum()
+    error = np.sqrt(np.einsum("n,njo->jo", w ** 2, (phi - mean) ** 2)) / w.sum()
+    return mean, error
+
+
+def linear_data(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = as32(rng.normal(size=(n, 4)) * np.array([1.0, 2.0, 0.5, 1.0]))
+    beta = np.array([1.0, 0.5, 2.0, 0.0])
+    y = X @ beta + 0.3 * rng.normal(size=n)
+    return X, y, beta
+
+
+def test_exact_linear_equals_the_game_and_its_closed_form():
+    X, y, beta = linear_data()
+    B = X[:40]
+    f = lambda A: A @ jnp.asarray(beta, jnp.float32)
+    result = sage_importance(f, X, y, background=B, estimator="exact")
+    assert isinstance(result, SageImportance) and result.method == "sage"
+    ref, ref_error = reference_sage(lambda A: A @ beta, X, y, B, [[0], [1], [2], [3]],
+                                    mse_rows)
+    np.testing.assert_allclose(result.importances_mean, ref, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(result.importances_std, ref_error, rtol=2e-5, atol=1e-6)
+    # closed form of the linear game: phi_j = mean(d_j (2 y - f - f_0)), d_j = beta_j (x_j - m_j)
+    f_full, f0 = X @ beta, B.mean(axis=0) @ beta
+    d = beta * (X - B.mean(axis=0))
+    closed = (d * (2 * y - f_full - f0)[:, None]).mean(axis=0)
+    np.testing.assert_allclose(result.importances_mean[:, 0], closed, rtol=2e-5, atol=1e-6)
+    # efficiency: the values sum to E loss(y, f_0) - E loss(y, f)
+    total = np.mean((y - f0) ** 2) - np.mean((y - f_full) ** 2)
+    assert result.importances_mean.sum() == pytest.approx(total, rel=1e-5)
+    np.testing.assert_allclose(result.info.total, [total], rtol=1e-5)
+
+
+def test_linear_model_with_independent_features_gives_beta_squared_variance():
+    X, y, beta = linear_data(n=4000, seed=1)
+    f = lambda A: A @ jnp.asarray(beta, jnp.float32)
+    expected = beta ** 2 * np.array([1.0, 4.0, 0.25, 1.0])  # beta_j^2 Var(x_j)
+    exact = sage_importance(f, X, y, estimator="exact", background_size=200)
+    # within a few standard errors over rows (and the background's own sampling error)
+    assert np.all(np.abs(exact.importances_mean[:, 0] - expected)
+                  < 4 * exact.importances_std[:, 0] + 0.03 * expected + 1e-6)
+    sampled = sage_importance(f, X, y, background_size=200, convergence=0.02)
+    assert sampled.info.converged and sampled.info.convergence_ratio < 0.02
+    error = np.hypot(sampled.importances_std, exact.importances_std)[:, 0]
+    assert np.all(np.abs(sampled.importances_mean[:, 0] - exact.importances_mean[:, 0])
+                  < 4 * error + 1e-6)
+
+
+def test_permutation_estimator_is_within_its_standard_errors_of_the_exact_values():
+    f_jax, f_np, _ = random_mlp(3, sizes=(4, 8, 1))
+    rng = np.random.default_rng(2)
+    X = as32(rng.normal(size=(150, 4)))
+    y = f_np(X) + 0.2 * rng.normal(size=150)
+    exact = sage_importance(f_jax, X, y, estimator="exact", background_size=25)
+    sampled = sage_importance(f_jax, X, y, background_size=25, n_permutations=3000,
+                              convergence=None)
+    assert sampled.info.n_permutations == 3000 and sampled.info.converged is False
+    z = (sampled.importances_mean - exact.importances_mean) / sampled.importances_std
+    assert np.all(np.abs(z) < 4), z
+    # the same background rows: exact values of the game sum to its total
+    assert exact.importances_mean.sum() == pytest.approx(exact.info.total[0], rel=1e-5)
+    # normal intervals from the standard errors
+    low, high = sampled.intervals(0.95)
+    np.testing.assert_allclose(high - sampled.importances_mean,
+                               1.959964 * sampled.importances_std, rtol=1e-5)
+    np.testing.assert_allclose(sampled.importances_mean - low, high - sampled.importances_mean)
+    frame = sampled.to_frame()
+    assert {"std", "q025", "q975"} <= set(frame.columns)
+
+
+def test_grouped_features_play_as_one():
+    X, y, beta = linear_data(n=120, seed=3)
+    B = X[:20]
+    f = lambda A: A @ jnp.asarray(beta, jnp.float32) + A[:, 0] * A[:, 1]
+    f_np = lambda A: A @ beta + A[:, 0] * A[:, 1]
+    result = sage_importance(f, X, y, background=B, estimator="exact",
+                             groups={"g": ["x0", "x1"]})
+    assert result.feature_names == ("g", "x2", "x3")
+    ref, _ = reference_sage(f_np, X, y, B, [[0, 1], [2], [3]], mse_rows)
+    np.testing.assert_allclose(result.importances_mean, ref, rtol=2e-5, atol=1e-6)
+
+
+def softmax_model(seed=4, k=3, c=3):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(c, k))
+
+    def f_np(A):
+        z = A @ W
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def f_jax(A):
+        z = A @ jnp.asarray(W, jnp.float32)
+        return jnp.exp(z - jax_logsumexp(z))
+
+    def logits(A):
+        return A @ jnp.asarray(W, jnp.float32)
+
+    return f_jax, f_np, logits
+
+
+def jax_logsumexp(z):
+    import jax.scipy.special
+
+    return jax.scipy.special.logsumexp(z, axis=1, keepdims=True)
+
+
+def log_loss_rows(labels, proba):
+    picked = np.clip(proba[np.arange(len(labels)), labels], EPS, 1 - EPS)
+    return -np.log(picked)[:, None]
+
+
+def zero_one_rows(labels, proba):
+    return (np.argmax(proba, axis=1) != labels).astype(float)[:, None]
+
+
+def test_classification_losses_against_the_game():
+    f_jax, f_np, logits = softmax_model()
+    rng = np.random.default_rng(5)
+    X = as32(rng.normal(size=(100, 3)))
+    labels = np.argmax(f_np(X) + 0.5 * rng.gumbel(size=(100, 3)), axis=1)
+    B = X[:15]
+    players = [[0], [1], [2]]
+    result = sage_importance(f_jax, X, labels, background=B, estimator="exact")
+    assert result.info.loss == "log_loss" and result.output_names == ("y",)  # the default
+    ref, _ = reference_sage(f_np, X, labels, B, players, log_loss_rows)
+    np.testing.assert_allclose(result.importances_mean, ref, rtol=1e-4, atol=1e-6)
+    # logits through response="logits" give the same values
+    from_logits = sage_importance(logits, X, labels, background=B, estimator="exact",
+                                  response="logits")
+    np.testing.assert_allclose(from_logits.importances_mean, ref, rtol=1e-4, atol=1e-6)
+    accuracy = sage_importance(f_jax, X, labels, background=B, estimator="exact",
+                               loss="accuracy")
+    ref, _ = reference_sage(f_np, X, labels, B, players, zero_one_rows)
+    np.testing.assert_allclose(accuracy.importances_mean, ref, atol=1e-9)
+
+
+def test_a_probability_column_of_a_binary_classifier():
+    rng = np.random.default_rng(6)
+    X = as32(rng.normal(size=(120, 3)))
+    w = np.array([1.5, -1.0, 0.0])
+    f_np = lambda A: 1 / (1 + np.exp(-(A @ w)))
+    f_jax = lambda A: 1 / (1 + jnp.exp(-(A @ jnp.asarray(w, jnp.float32))))
+    labels = (rng.uniform(size=120) < f_np(X)).astype(int)
+    B = X[:20]
+    result = sage_importance(f_jax, X, labels, background=B, estimator="exact",
+                             loss="log_loss")
+
+    def two_columns(labels, p):
+        return log_loss_rows(labels, np.column_stack([1 - p[:, 0], p[:, 0]]))
+
+    ref, _ = reference_sage(lambda A: f_np(A)[:, None], X, labels, B, [[0], [1], [2]],
+                            two_columns)
+    np.testing.assert_allclose(result.importances_mean, ref, rtol=1e-4, atol=1e-6)
+
+
+def test_shapley_effects_of_an_additive_model():
+    rng = np.random.default_rng(7)
+    X = as32(rng.uniform(size=(150, 3)))
+    g = [lambda x: 2 * x, lambda x: x ** 2, lambda x: 0 * x]
+    f_jax = lambda A: 2 * A[:, 0] + A[:, 1] ** 2
+    result = sage_importance(f_jax, X, target="output", estimator="exact",
+                             background_size=None)
+    assert result.method == "shapley_effects" and result.info.normalized
+    # closed form with the background = X: phi_j = Cov(g_j, f) / Var(f), summing to 1
+    parts = np.column_stack([gj(X[:, j]) for j, gj in enumerate(g)])
+    f = parts.sum(axis=1)
+    closed = ((parts - parts.mean(axis=0)) * (f - f.mean())[:, None]).mean(axis=0) / f.var()
+    np.testing.assert_allclose(result.importances_mean[:, 0], closed, rtol=1e-4, atol=1e-6)
+    assert result.importances_mean.sum() == pytest.approx(1.0, rel=1e-5)
+    raw = sage_importance(f_jax, X, target="output", estimator="exact",
+                          background_size=None, normalize=False)
+    np.testing.assert_allclose(raw.importances_mean[:, 0], closed * f.var(), rtol=1e-4,
+                               atol=1e-6)
+
+
+@pytest.mark.skipif(not HAVE_SAGE, reason="the sage package is not installed")
+def test_agrees_with_the_sage_package_within_standard_errors():
+    import sage
+
+    f_jax, f_np, _ = random_mlp(8, sizes=(5, 8, 1))
+    rng = np.random.default_rng(9)
+    X = as32(rng.normal(size=(400, 5)))
+    y = f_np(X) + 0.1 * rng.normal(size=400)
+    B = X[:32]
+    ours = sage_importance(f_jax, X, y, background=B, convergence=0.05)
+    imputer = sage.MarginalImputer(f_np, B)
+    theirs = sage.PermutationEstimator(imputer, "mse", random_state=0)(X, y, bar=False,
+                                                                        thresh=0.05)
+    error = np.hypot(ours.importances_std[:, 0], theirs.std)
+    assert np.all(np.abs(ours.importances_mean[:, 0] - theirs.values) < 4 * error + 1e-6)
+    # Shapley effects: the package's Y=None, unnormalised
+    ours = sage_importance(f_jax, X, target="output", background=B, normalize=False,
+                           convergence=0.05)
+    theirs = sage.PermutationEstimator(imputer, "mse", random_state=0)(X, None, bar=False,
+                                                                        thresh=0.05)
+    error = np.hypot(ours.importances_std[:, 0], theirs.std)
+    assert np.all(np.abs(ours.importances_mean[:, 0] - theirs.values) < 4 * error + 1e-6)
+
+
+def test_loss_and_option_checks():
+    _f_jax, _f_np, logits = softmax_model()
+    X = as32(np.random.default_rng(10).normal(size=(40, 3)))
+    labels = np.arange(40) % 3
+    with pytest.raises(ValueError, match="needs class probabilities.*response='logits'"):
+        sage_importance(logits, X, labels, loss="log_loss", estimator="exact")
+    with pytest.raises(ValueError, match="needs class probabilities.*response='logits'"):
+        sage_importance(logits, X, labels, loss="accuracy", estimator="exact")
+    with pytest.raises(ValueError, match="class labels"):
+        sage_importance(lambda A: jnp.argmax(A, axis=1).astype(jnp.float32), X, labels,
+                        loss="log_loss", estimator="exact")
+    y = X[:, 0]
+    for bad in ("auc", "r2", "rmse", np.mean):
+        with pytest.raises(ValueError, match="mean over rows of a per-row loss"):
+            sage_importance(lambda A: A[:, 0], X, y, loss=bad)
+    with pytest.raises(ValueError, match="target='output'.*got y"):
+        sage_importance(lambda A: A[:, 0], X, y, target="output")
+    with pytest.raises(ValueError, match="squared error"):
+        sage_importance(lambda A: A[:, 0], X, target="output", loss="log_loss")
+    with pytest.raises(ValueError, match="response='logits' turns"):
+        sage_importance(lambda A: A[:, 0], X, y, response="logits")
+    with pytest.raises(ValueError, match="never stop"):
+        sage_importance(lambda A: A[:, 0], X, y, convergence=None)
+    with pytest.raises(ValueError, match="at most 12"):
+        sage_importance(lambda A: A[:, 0], np.zeros((5, 13)), np.zeros(5), estimator="exact")
+    with pytest.raises(ValueError, match="convergence must be a number in \\(0, 1\\)"):
+        sage_importance(lambda A: A[:, 0], X, y, convergence=1.5)
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        sage_importance(lambda A: A[:, 0], X, y, estimator="kernel")
+    with pytest.raises(ValueError, match="columns of X"):
+        sage_importance(lambda A: A[:, 0], X, y, background=np.zeros((5, 2)))
+
+
+def test_weights_host_models_and_the_result_contract():
+    import pickle
+
+    from sklearn.linear_model import LinearRegression
+
+    X, y, _ = linear_data(n=80, seed=11)
+    B = X[:15]
+    model = LinearRegression().fit(X, y)
+    twin = lambda A: A @ jnp.asarray(model.coef_, jnp.float32) + model.intercept_
+    host = sage_importance(model, X, y, background=B, estimator="exact")
+    ours = sage_importance(twin, X, y, background=B, estimator="exact")
+    np.testing.assert_allclose(host.importances_mean, ours.importances_mean, rtol=1e-4,
+                               atol=1e-6)
+    weights = np.arange(80) % 3 + 0.5
+    weighted = sage_importance(twin, X, y, background=B, estimator="exact",
+                               sample_weight=weights)
+    ref, ref_error = reference_sage(lambda A: A @ model.coef_ + model.intercept_, X, y, B,
+                                    [[0], [1], [2], [3]], mse_rows, weights)
+    np.testing.assert_allclose(weighted.importances_mean, ref, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(weighted.importances_std, ref_error, rtol=1e-4, atol=1e-6)
+    sampled = sage_importance(twin, X, y, background=B, n_permutations=64, convergence=None,
+                              batch_size=32)
+    for result in (weighted, sampled):
+        text = repr(result)
+        assert text.startswith("SageImportance('sage'") and len(text) < 300, text
+        copy = pickle.loads(pickle.dumps(result))
+        assert type(copy) is SageImportance and repr(copy) == repr(result)
+        assert copy.to_frame().equals(result.to_frame())
+        assert result.info.loss == result.info["loss"] == "mse"
+        ax = result.plot()
+        assert len(ax.patches) == 4
+    assert sampled.info.n_permutations == 64 and sampled.info.background_rows is None
+
+
+def test_warns_when_sampling_stops_before_converging(monkeypatch):
+    from jaximp.methods import _sage
+
+    monkeypatch.setattr(_sage, "SAGE_MAX_PERMUTATIONS", 64)
+    X, y, beta = linear_data(n=50, seed=12)
+    f = lambda A: A @ jnp.asarray(beta, jnp.float32)
+    with pytest.warns(RuntimeWarning, match="did not converge in 64 samples"):
+        result = sage_importance(f, X, y, background=X[:10], convergence=1e-6, batch_size=32)
+    assert result.info.n_permutations == 64 and result.info.converged is False
+
+
+def test_results_do_not_depend_on_the_memory_budget():
+    X, y, beta = linear_data(n=60, seed=13)
+    f = lambda A: A @ jnp.asarray(beta, jnp.float32)
+    for options in ({"estimator": "exact"}, {"n_permutations": 100, "convergence": None}):
+        roomy = sage_importance(f, X, y, background=X[:12], **options)
+        tight = sage_importance(f, X, y, background=X[:12], memory_budget=1 << 16, **options)
+        np.testing.assert_array_equal(roomy.importances_mean, tight.importances_mean)
+        np.testing.assert_array_equal(roomy.importances_std, tight.importances_std)
