@@ -61,6 +61,8 @@ SECTIONS = [
      ["jaximp.methods._permutation", "jaximp.methods._loco", "jaximp.methods._loss"]),
     ("Conditional importance", ["jaximp.methods._conditional", "jaximp.methods._samplers"]),
     ("SAGE and Sobol indices", ["jaximp.methods._sage", "jaximp.methods._sobol"]),
+    ("Gradient attributions",
+     ["jaximp.methods._gradients", "jaximp.methods._gradient_interactions"]),
     ("Sensitivity-analysis importance", ["jaximp.methods._sensitivity"]),
     ("Neural-network weight methods", ["jaximp.methods._nn_weights"]),
     ("Filter and model-specific methods",

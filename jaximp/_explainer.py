@@ -13,10 +13,15 @@ from .methods import (
     ale,
     booster_importance,
     conditional_importance,
+    dgsm,
+    expected_gradients,
+    gradient_interactions,
     ale_importance,
     ale_interaction,
     check_target,
     h_statistic,
+    input_x_gradient,
+    integrated_gradients,
     loco_importance,
     partial_dependence,
     partial_dependence_all,
@@ -26,9 +31,11 @@ from .methods import (
     permutation_importance,
     prepare,
     sage_importance,
+    saliency,
     sensitivity_importance,
     shapley_interactions,
     shapley_values,
+    smoothgrad,
     sobol_indices,
     tree_shap,
 )
@@ -246,6 +253,39 @@ class Explainer:
         options.setdefault("background", self.dataset if self.background is None
                            else self.background)
         return self._call(shapley_interactions, rows=self._rows(rows), **options)
+
+    # -- gradient attributions (differentiable JAX models) ----------------------------------
+
+    def integrated_gradients(self, rows=None, **options):
+        """:func:`jaximp.integrated_gradients` of ``rows`` (default: this data)."""
+        return self._call(integrated_gradients, rows=self._rows(rows), **options)
+
+    def expected_gradients(self, rows=None, **options):
+        """:func:`jaximp.expected_gradients` of ``rows`` (default: this data), baselines drawn
+        from the Explainer's background (default: this data)."""
+        background = self.dataset.X if self.background is None else self.background
+        return self._call(expected_gradients, options.pop("background", background),
+                          rows=self._rows(rows), **options)
+
+    def smoothgrad(self, rows=None, **options):
+        """:func:`jaximp.smoothgrad` of ``rows`` (default: this data)."""
+        return self._call(smoothgrad, rows=self._rows(rows), **options)
+
+    def saliency(self, rows=None, **options):
+        """:func:`jaximp.saliency` of ``rows`` (default: this data)."""
+        return self._call(saliency, rows=self._rows(rows), **options)
+
+    def input_x_gradient(self, rows=None, **options):
+        """:func:`jaximp.input_x_gradient` of ``rows`` (default: this data)."""
+        return self._call(input_x_gradient, rows=self._rows(rows), **options)
+
+    def dgsm(self, **options):
+        """:func:`jaximp.dgsm` of this model and data."""
+        return self._call(dgsm, **options)
+
+    def gradient_interactions(self, **options):
+        """:func:`jaximp.gradient_interactions` of this model and data."""
+        return self._call(gradient_interactions, **options)
 
     def explain(self, **options):
         """:func:`jaximp.explain` of this model, data and (if given) targets."""

@@ -20,6 +20,13 @@ FRAME = pd.DataFrame({
 WEIGHTS = RNG.uniform(0.5, 2.0, size=N)
 
 
+NUMERIC = FRAME[["a", "b", "d"]].to_numpy()  # the gradient methods take numeric features
+
+
+def smooth_model(A):
+    return A[:, 0] * A[:, 1] + jnp.sin(A[:, 2])
+
+
 def model(A):
     return jnp.stack([A[:, 0] * A[:, 1] + A[:, 2] - 0.5 * A[:, 3],
                       jnp.sin(A[:, 0]) + A[:, 3]], axis=1)
@@ -115,6 +122,27 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
     "sobol_indices": (
         lambda ex: jaximp.Explainer(model, FRAME).sobol_indices(n_bootstrap=3),
         lambda: jaximp.sobol_indices(model, FRAME, n_bootstrap=3)),
+    "integrated_gradients": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).integrated_gradients(NUMERIC[:5], n_steps=8),
+        lambda: jaximp.integrated_gradients(smooth_model, NUMERIC[:5], n_steps=8)),
+    "expected_gradients": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).expected_gradients(NUMERIC[:5], n_samples=6),
+        lambda: jaximp.expected_gradients(smooth_model, NUMERIC[:5], NUMERIC, n_samples=6)),
+    "smoothgrad": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).smoothgrad(NUMERIC[:5], n_samples=3),
+        lambda: jaximp.smoothgrad(smooth_model, NUMERIC[:5], n_samples=3)),
+    "saliency": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).saliency(NUMERIC[:5]),
+        lambda: jaximp.saliency(smooth_model, NUMERIC[:5])),
+    "input_x_gradient": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).input_x_gradient(NUMERIC[:5]),
+        lambda: jaximp.input_x_gradient(smooth_model, NUMERIC[:5])),
+    "dgsm": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).dgsm(n_bootstrap=3),
+        lambda: jaximp.dgsm(smooth_model, NUMERIC, n_bootstrap=3)),
+    "gradient_interactions": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).gradient_interactions(n_bootstrap=3),
+        lambda: jaximp.gradient_interactions(smooth_model, NUMERIC, n_bootstrap=3)),
     "tree_shap": (
         lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).tree_shap(),
         lambda: jaximp.tree_shap(_booster(), FRAME[["a", "b", "d"]])),

@@ -52,6 +52,13 @@ CALLS = {
     "sage_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "sobol_indices": lambda f, model, **kw: f(model, X, **kw),
     "tree_shap": lambda f, model, **kw: f(_tree(), X, **kw),  # a model with trees to read
+    "integrated_gradients": lambda f, model, **kw: f(model, X, **kw),
+    "expected_gradients": lambda f, model, **kw: f(model, X, **kw),
+    "smoothgrad": lambda f, model, **kw: f(model, X, **kw),
+    "saliency": lambda f, model, **kw: f(model, X, **kw),
+    "input_x_gradient": lambda f, model, **kw: f(model, X, **kw),
+    "dgsm": lambda f, model, **kw: f(model, X, **kw),
+    "gradient_interactions": lambda f, model, **kw: f(model, X, **kw),
     "loco_importance": lambda f, model, **kw: f(model, X, Y, **({"fit": _fit} | kw)),
     "sensitivity_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "linear_importance": lambda f, model, **kw: f(X, Y, **kw),

@@ -247,6 +247,8 @@ def every_result_type(results):
         jaximp.conditional_importance(model, X, Y, test="cpi"),
         jaximp.sage_importance(model, X, Y, estimator="exact", background_size=10),
         jaximp.sobol_indices(model, X, n_bootstrap=3),
+        jaximp.integrated_gradients(model, X[:4]),
+        jaximp.gradient_interactions(model, X[:3], kind="integrated_hessians", n_steps=4),
     ]
 
 

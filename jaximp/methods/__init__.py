@@ -8,6 +8,15 @@ from ._booster_importance import booster_importance
 from ._conditional import ConditionalImportance, conditional_importance
 from ._decorrelation import decorrelation_importance
 from ._filters import filter_importance
+from ._gradient_interactions import IntegratedHessians, dgsm, gradient_interactions
+from ._gradients import (
+    Attributions,
+    expected_gradients,
+    input_x_gradient,
+    integrated_gradients,
+    saliency,
+    smoothgrad,
+)
 from ._hstat import h_statistic
 from ._hstat_result import HStatistic
 from ._linear import linear_importance
@@ -55,8 +64,10 @@ __all__ = [
     "LOSSES",
     "MEASURE_CHOICES",
     "AccumulatedLocalEffects",
+    "Attributions",
     "ConditionalImportance",
     "HStatistic",
+    "IntegratedHessians",
     "NeuralNetToolsWeights",
     "PartialDependence",
     "PartialDependences",
@@ -75,14 +86,19 @@ __all__ = [
     "compute_pd",
     "conditional_importance",
     "decorrelation_importance",
+    "dgsm",
+    "expected_gradients",
     "extract_weights",
     "filter_importance",
     "from_neuralnettools",
     "garson_importance",
     "gedeon_importance",
+    "gradient_interactions",
     "h_statistic",
     "importance_from_pds",
     "impurity_importance",
+    "input_x_gradient",
+    "integrated_gradients",
     "interaction_from_pds",
     "linear_importance",
     "loco_importance",
@@ -95,9 +111,11 @@ __all__ = [
     "permutation_importance",
     "prepare",
     "sage_importance",
+    "saliency",
     "sensitivity_importance",
     "shapley_interactions",
     "shapley_values",
+    "smoothgrad",
     "sobol_indices",
     "transversal_rates",
     "tree_partial_dependence",

@@ -1,0 +1,787 @@
+"""Gradient attributions of differentiable (JAX) models: integrated gradients, expected
+gradients, SmoothGrad, saliency and gradient x input.
+
+Every method is one engine call with a *derived predictor*: a jitted function of a block of
+rows whose outputs are the rows' attributions (``jax.vjp`` of the model, folded over the
+integration steps, baselines or noise samples by ``lax.scan`` so that a block's memory is one
+step's), kept per row by the engine (:class:`~jaximp.engine.Keep`). The engine sizes the blocks
+from the compiled derived function's memory (``memory_budget``), shards the rows over the
+devices and reports progress, as for every other method. Random draws (expected gradients'
+baselines and interpolation points, SmoothGrad's noise) come from the key folded with the row
+number, carried as two extra columns, so they do not depend on the chunking. The scan keeps one
+step's activations alive at a time and the engine's memory analysis of the compiled derived
+function sizes the blocks, so no ``jax.checkpoint`` is needed for memory.
+
+Conventions follow captum (Kokhlikyan et al. 2020): ``n_steps=50`` and Gauss-Legendre nodes
+for integrated gradients (``method`` takes captum's names, with its nodes and weights), zero
+baselines by default, ``abs=True`` for saliency, absolute noise standard deviations for
+SmoothGrad.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ..data import (
+    Choice,
+    Dataset,
+    Flag,
+    Int,
+    Replicates,
+    as_dataset,
+    as_key,
+    check_choice,
+    replicate_weights,
+    select_outputs,
+    summaries,
+    validate_params,
+)
+from ..engine import Keep, at_values, evaluate
+from ..models import Predictor, stable_apply
+from ..results import FeatureImportance
+from ._setup import prepare
+
+__all__ = ["Attributions", "expected_gradients", "input_x_gradient", "integrated_gradients",
+           "saliency", "smoothgrad"]
+
+METHODS = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right",
+           "riemann_middle")
+_ROW_SPLIT = 4096  # the row number travels as two float columns, exact up to 2**36 rows
+COMPLETENESS_TOLERANCE = 0.01
+
+
+# ---------------------------------------------------------------------------------------------
+# The edge: a JAX model, numeric continuous features.
+# ---------------------------------------------------------------------------------------------
+
+
+def gradient_setup(model, X, method_name: str, *, output, feature_names, groups, sample_weight,
+                   variables, memory_budget, progress):
+    """Validated data and model for a gradient method: refuses host models and categorical
+    or integer inputs with the method to use instead. Returns the dataset, the predictor,
+    the chosen outputs and the engine options."""
+    source_kinds = _integer_columns(X)
+    dataset, predictor = prepare(
+        model, X, feature_names=feature_names, groups=groups, sample_weight=sample_weight,
+        variables=variables, memory_budget=memory_budget, progress=progress,
+    )
+    if predictor.host:
+        raise TypeError(
+            f"{method_name} differentiates the model with jax.grad, but {predictor.name} runs "
+            "on the host (NumPy / scikit-learn) and has no gradient. Use a JAX model (a jitted "
+            "function, Flax, Equinox or jaximp.MLP), or a model-agnostic method: "
+            "jaximp.shapley_values for per-row attributions, jaximp.permutation_importance "
+            "for a global importance."
+        )
+    categorical = [f.name for f in dataset.features if f.is_categorical]
+    if categorical or source_kinds:
+        what = (f"categorical features {categorical}" if categorical
+                else f"integer or boolean columns {source_kinds}")
+        raise TypeError(
+            f"{method_name} needs continuous inputs to differentiate along; got {what}. Use "
+            "jaximp.shapley_values or jaximp.permutation_importance, which replace values "
+            "instead of differentiating; or cast the columns to float if they are continuous "
+            "quantities."
+        )
+    out_idx = select_outputs(predictor.output_names, output)
+    engine = {"memory_budget": memory_budget, "progress": progress}
+    return dataset, predictor, out_idx, engine
+
+
+def _integer_columns(X) -> list[str]:
+    if isinstance(X, pd.DataFrame):
+        return [str(c) for c, t in X.dtypes.items()
+                if pd.api.types.is_integer_dtype(t) or pd.api.types.is_bool_dtype(t)]
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind in "biu":
+        return [f"all (X has dtype {np.dtype(dtype)})"]
+    return []
+
+
+def feature_membership(dataset: Dataset) -> np.ndarray:
+    """(p, c) 0/1 matrix: feature (or group) j holds column k. A group's attribution is the
+    sum of its columns' (completeness is kept)."""
+    member = np.zeros((len(dataset.features), dataset.X.shape[1]))
+    for j, feat in enumerate(dataset.features):
+        member[j, list(feat.columns)] = 1.0
+    return member
+
+
+def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``alpha`` in [0, 1] and weights of captum's approximation ``method``.
+
+    ``"gausslegendre"``: Gauss-Legendre nodes mapped to [0, 1], weights summing to 1.
+    ``"riemann_*"``: weights ``1/n``; ``"riemann_trapezoid"`` halves the two end weights, so
+    that they sum to ``1 - 1/n`` (captum's convention, kept for agreement).
+
+    Examples
+    --------
+    >>> alphas, weights = quadrature("riemann_right", 4)
+    >>> alphas.tolist(), weights.tolist()
+    ([0.25, 0.5, 0.75, 1.0], [0.25, 0.25, 0.25, 0.25])
+    """
+    check_choice(method, "method", METHODS)
+    n = int(n_steps)
+    if method == "gausslegendre":
+        nodes, weights = np.polynomial.legendre.leggauss(n)
+        return 0.5 * (1 + nodes), 0.5 * weights
+    if n < 2:
+        raise ValueError(f"n_steps must be >= 2 for method={method!r}; got {n}.")
+    weights = np.full(n, 1.0 / n)
+    if method == "riemann_trapezoid":
+        weights[[0, -1]] /= 2
+        return np.linspace(0, 1, n), weights
+    if method == "riemann_left":
+        return np.linspace(0, 1 - 1 / n, n), weights
+    if method == "riemann_middle":
+        return np.linspace(1 / (2 * n), 1 - 1 / (2 * n), n), weights
+    return np.linspace(1 / n, 1, n), weights
+
+
+def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> np.ndarray:
+    """Baselines (b, c) from None (zeros), "mean", "median", (c,) or (b, c)."""
+    X = dataset.X
+    c = X.shape[1]
+    if baselines is None:
+        return np.zeros((1, c))
+    if isinstance(baselines, str):
+        check_choice(baselines, name, ("mean", "median"))
+        return (X.mean(axis=0) if baselines == "mean" else np.median(X, axis=0))[None]
+    if isinstance(baselines, pd.DataFrame):
+        baselines = baselines.to_numpy()
+    values = np.asarray(baselines, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[None]
+    if values.ndim != 2 or values.shape[1] != c or values.shape[0] == 0:
+        raise ValueError(
+            f"{name} must be None, 'mean', 'median', an array of shape ({c},) or (b, {c}); "
+            f"got shape {np.shape(baselines)}."
+        )
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} contain NaN or infinite values; pass finite values.")
+    return values
+
+
+def engine_rows(dataset: Dataset, with_row_numbers: bool) -> Dataset:
+    """The dataset the derived predictor is evaluated on: X, with two more columns holding
+    each row's number when the derived predictor draws random numbers per row."""
+    if not with_row_numbers:
+        return dataset
+    n = dataset.n_rows
+    rows = np.arange(n)
+    X = np.column_stack([dataset.X, rows // _ROW_SPLIT, rows % _ROW_SPLIT])
+    return as_dataset(X)
+
+
+def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Dataset, reducer,
+                label: str, engine: dict) -> np.ndarray:
+    """The engine on a derived predictor (one item: the rows themselves)."""
+    derived = dataclasses.replace(
+        predictor, apply=apply, params=params, n_outputs=n_outputs,
+        output_names=tuple(f"y{k}" for k in range(n_outputs)), name=f"{label} of {predictor.name}",
+    )
+    c = data.X.shape[1]
+    plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
+    return evaluate(derived, data, plan, reducer, label=label, **engine)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: one block of rows (m, c) in, per-row values out.
+# ---------------------------------------------------------------------------------------------
+
+
+def gradients(fn, Z):
+    """Values (m, o) and per-row gradients (o, m, c) of a row-wise ``fn`` at ``Z``: one vjp,
+    one pullback per output."""
+    value, pullback = jax.vjp(fn, Z)
+    basis = jnp.eye(value.shape[1], dtype=value.dtype)
+    grads = jax.vmap(lambda e: pullback(jnp.broadcast_to(e, value.shape))[0])(basis)
+    return value, grads
+
+
+def selected(predictor: Predictor, base, out_idx):
+    """The model restricted to the chosen outputs, as a function of rows."""
+    columns = jnp.asarray(out_idx)
+    return lambda Z: predictor.apply(base, Z)[:, columns]
+
+
+def _pack(attributions, *columns):
+    """(o, m, c) attributions and (m, o) columns -> (m, c*o + ...) outputs, in the compute
+    dtype (float64 under x64 with a float64 model)."""
+    o, m, c = attributions.shape
+    flat = jnp.transpose(attributions, (1, 2, 0)).reshape(m, c * o)
+    return jnp.concatenate([flat, *columns], axis=1).astype(attributions.dtype)
+
+
+def _row_keys(key_data, Z, c):
+    """Each row's key: the method key folded with the row number (two trailing columns)."""
+    rows = (Z[:, c].astype(jnp.int32) * _ROW_SPLIT + Z[:, c + 1].astype(jnp.int32))
+    key = jax.random.wrap_key_data(key_data)
+    return jax.vmap(lambda r: jax.random.fold_in(key, r))(rows)
+
+
+def expected_draws(row_keys, n_samples: int, n_background: int):
+    """Background indices (m, k) and interpolation points alpha ~ U(0, 1) (m, k) per row."""
+    def one(key):
+        k_index, k_alpha = jax.random.split(key)
+        return (jax.random.randint(k_index, (n_samples,), 0, n_background),
+                jax.random.uniform(k_alpha, (n_samples,)))
+
+    return jax.vmap(one)(row_keys)
+
+
+def _integrated_apply(predictor, out_idx, n_pairs):
+    def make():
+        def apply(params, X):
+            base, baselines, alphas, weights, which = params
+            fn = selected(predictor, base, out_idx)
+            X = X.astype(baselines.dtype)
+
+            def step(total, k):
+                b = baselines[which[k]]
+                delta = X - b
+                _, g = gradients(fn, b + alphas[k] * delta)
+                return total + weights[k] * g * delta[None], None
+
+            o = len(out_idx)
+            total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_pairs))
+            f_b = jnp.broadcast_to(fn(baselines).mean(axis=0), (X.shape[0], o))
+            return _pack(total, fn(X), f_b)
+
+        return apply
+
+    return stable_apply(("integrated-gradients", predictor.apply, tuple(out_idx), n_pairs), make)
+
+
+def _paired_apply(predictor, out_idx, c, n_steps):
+    """Integrated gradients against per-row baselines: rows (m, 2c) hold x, then b."""
+    def make():
+        def apply(params, Z):
+            base, alphas, weights = params
+            fn = selected(predictor, base, out_idx)
+            X, b = Z[:, :c].astype(alphas.dtype), Z[:, c:].astype(alphas.dtype)
+            delta = X - b
+
+            def step(total, k):
+                _, g = gradients(fn, b + alphas[k] * delta)
+                return total + weights[k] * g, None
+
+            o = len(out_idx)
+            total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_steps))
+            return _pack(total * delta[None], fn(X), fn(b))
+
+        return apply
+
+    return stable_apply(("paired-integrated-gradients", predictor.apply, tuple(out_idx), c,
+                         n_steps), make)
+
+
+def _expected_apply(predictor, out_idx, c, n_samples, n_background):
+    def make():
+        def apply(params, Z):
+            base, background, key_data = params
+            fn = selected(predictor, base, out_idx)
+            X = Z[:, :c].astype(background.dtype)
+            index, alpha = expected_draws(_row_keys(key_data, Z, c), n_samples, n_background)
+
+            def step(carry, k):
+                total, f_b = carry
+                b = background[index[:, k]]  # (m, c): each row its own baseline
+                delta = X - b
+                _, g = gradients(fn, b + alpha[:, k, None] * delta)
+                return (total + g * delta[None], f_b + fn(b)), None
+
+            o = len(out_idx)
+            init = (jnp.zeros((o, *X.shape), X.dtype), jnp.zeros((X.shape[0], o), X.dtype))
+            (total, f_b), _ = jax.lax.scan(step, init, jnp.arange(n_samples))
+            return _pack(total / n_samples, fn(X), f_b / n_samples)
+
+        return apply
+
+    key = ("expected-gradients", predictor.apply, tuple(out_idx), c, n_samples, n_background)
+    return stable_apply(key, make)
+
+
+def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs):
+    def make():
+        def apply(params, Z):
+            base, stdev, key_data = params
+            fn = selected(predictor, base, out_idx)
+            X = Z[:, :c].astype(stdev.dtype)
+            keys = _row_keys(key_data, Z, c)
+            noise_keys = jax.vmap(lambda key: jax.random.split(key, n_samples))(keys)
+
+            def step(total, k):
+                noise = jax.vmap(lambda key: jax.random.normal(key, (c,), X.dtype))(
+                    noise_keys[:, k]) * stdev  # (m, c)
+                noisy = X + noise
+                _, g = gradients(fn, noisy)
+                g = jnp.abs(g) if absolute else g
+                return total + (g * noisy[None] if by_inputs else g), None
+
+            o = len(out_idx)
+            total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype),
+                                    jnp.arange(n_samples))
+            return _pack(total / n_samples, fn(X))
+
+        return apply
+
+    key = ("smoothgrad", predictor.apply, tuple(out_idx), c, n_samples, absolute, by_inputs)
+    return stable_apply(key, make)
+
+
+def _local_apply(predictor, out_idx, kind):
+    def make():
+        def apply(params, X):
+            fn = selected(predictor, params, out_idx)
+            value, g = gradients(fn, X.astype(jnp.result_type(X, jnp.float32)))
+            if kind == "abs":
+                g = jnp.abs(g)
+            elif kind == "input":
+                g = g * X[None]
+            return _pack(g, value)
+
+        return apply
+
+    return stable_apply(("local-gradient", predictor.apply, tuple(out_idx), kind), make)
+
+
+# ---------------------------------------------------------------------------------------------
+# The result.
+# ---------------------------------------------------------------------------------------------
+
+
+def completeness_gap(values, predictions, baseline_values) -> np.ndarray:
+    """Relative completeness gap per output: ``mean_i |sum_j a_ij - (f(x_i) - f(b_i))| /
+    mean_i |f(x_i) - f(b_i)|`` (0 when every difference is 0)."""
+    target = predictions - baseline_values  # (n, o)
+    gap = np.abs(values.sum(axis=1) - target).mean(axis=0)
+    scale = np.abs(target).mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, gap / np.where(scale > 0, scale, 1), gap)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Attributions:
+    """Per-row gradient attributions, per feature (or group) and model output.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n, p, o)
+        Attribution of feature ``j`` at row ``i`` for output ``k`` (a group's is the sum of
+        its columns').
+    data : ndarray of shape (n, p)
+        The rows' feature values (NaN for a group of several columns).
+    feature_names : tuple of str, length p
+    output_names : tuple of str, length o
+    method : str
+        ``"integrated_gradients"``, ``"expected_gradients"``, ``"smoothgrad"``,
+        ``"saliency"`` or ``"input_x_gradient"``.
+    predictions : ndarray of shape (n, o)
+        ``f(x_i)``.
+    baseline_values : ndarray of shape (n, o) or None
+        ``f`` at the baselines (integrated gradients: the mean over the baselines; expected
+        gradients: the mean over each row's drawn baselines), None for the other methods.
+    info : dict
+        Settings (``n_steps``, ``method``, ``n_samples``, ...), ``completeness_gap`` (o,) for
+        integrated and expected gradients (see :func:`completeness_gap`) and
+        ``sample_weight``.
+    """
+
+    values: np.ndarray
+    data: np.ndarray
+    feature_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    method: str
+    predictions: np.ndarray
+    baseline_values: np.ndarray | None = None
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        n, p, _o = self.values.shape
+        gap = self.info.get("completeness_gap")
+        extra = "" if gap is None else f", completeness gap {float(np.max(gap)):.2e}"
+        return (f"Attributions({self.method!r}, {n} rows x {p} features, outputs "
+                f"{list(self.output_names)}{extra})")
+
+    def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
+        """Mean absolute attribution over the rows (weighted by the sample weights, if any),
+        with ``n_bootstrap`` bootstrap replicates over the rows for intervals (0: none)."""
+        Replicates().check("n_bootstrap", n_bootstrap)
+        n = self.values.shape[0]
+        weights = self.info.get("sample_weight")
+        weights = np.ones(n) if weights is None else np.asarray(weights, np.float64)
+        weightings, _ = replicate_weights(weights, int(n_bootstrap), as_key(random_state))
+        magnitude = np.abs(self.values).reshape(n, -1)
+        means = (weightings @ magnitude) / weightings.sum(axis=1, keepdims=True)  # (1 + r, p*o)
+        means = np.moveaxis(means.reshape(-1, *self.values.shape[1:]), 0, -1)  # (p, o, 1 + r)
+        point, std, replicates = summaries(means)
+        return FeatureImportance(
+            method=self.method, feature_names=self.feature_names,
+            output_names=self.output_names, importances_mean=point, importances_std=std,
+            importances=replicates,
+            info={"n_rows": n, "n_bootstrap": int(n_bootstrap), "measure": "mean |attribution|"},
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table, one line per (row, feature, output): ``row``, ``feature``, ``output``,
+        ``attribution``, ``feature_value``."""
+        n, p, o = self.values.shape
+        return pd.DataFrame({
+            "row": np.repeat(np.arange(n), p * o),
+            "feature": np.tile(np.repeat(np.asarray(self.feature_names, object), o), n),
+            "output": np.tile(np.asarray(self.output_names, object), n * p),
+            "attribution": self.values.reshape(-1),
+            "feature_value": np.repeat(self.data.reshape(-1), o),
+        })
+
+    def plot(self, kind: str = "bar", output: int | str = 0, ax=None, **kwargs):
+        """``kind="bar"``: the importance (mean ``|attribution|``) with bootstrap error bars;
+        ``kind="summary"``: a point per row at its attribution, one line per feature. Returns
+        the Axes."""
+        check_choice(kind, "kind", ("bar", "summary"))
+        if kind == "bar":
+            return self.importance().plot(output=output, ax=ax, **kwargs)
+        from ..data import output_index
+        from ..results import new_figure
+
+        column = output_index(self.output_names, output)
+        if ax is None:
+            _, ax = new_figure(6, 0.4 * len(self.feature_names) + 1)
+        order = np.argsort(np.abs(self.values[:, :, column]).mean(axis=0), kind="stable")
+        for position, j in enumerate(order):
+            values = self.values[:, j, column]
+            ax.scatter(values, np.full(values.shape, position), s=6, alpha=0.6)
+        ax.axvline(0.0, color="grey", lw=0.8)
+        ax.set_yticks(range(len(order)), [self.feature_names[j] for j in order])
+        ax.set_xlabel(f"{self.method} ({self.output_names[column]})")
+        return ax
+
+
+def _feature_data(dataset: Dataset) -> np.ndarray:
+    out = np.full((dataset.n_rows, len(dataset.features)), np.nan)
+    for j, feat in enumerate(dataset.features):
+        if len(feat.columns) == 1:
+            out[:, j] = dataset.X[:, feat.columns[0]]
+    return out
+
+
+def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_baseline):
+    """Unpack the derived predictor's (n, c*o + o [+ o]) outputs into an Attributions."""
+    n, c = dataset.X.shape
+    o = len(out_idx)
+    values = raw[:, : c * o].reshape(n, c, o).astype(np.float64)
+    values = np.einsum("pc,nco->npo", feature_membership(dataset), values)
+    predictions = raw[:, c * o: c * o + o].astype(np.float64)
+    baseline = raw[:, c * o + o: c * o + 2 * o].astype(np.float64) if with_baseline else None
+    info = dict(info, sample_weight=dataset.weights)
+    if with_baseline:
+        info["completeness_gap"] = completeness_gap(values, predictions, baseline)
+    return Attributions(
+        values=values, data=_feature_data(dataset), feature_names=dataset.feature_names,
+        output_names=tuple(predictor.output_names[i] for i in out_idx), method=method,
+        predictions=predictions, baseline_values=baseline, info=info,
+    )
+
+
+def _warn_incomplete(result: Attributions, fix: str) -> None:
+    gap = result.info["completeness_gap"]
+    if np.max(gap) > COMPLETENESS_TOLERANCE:
+        import warnings
+
+        warnings.warn(
+            f"{result.method}: the attributions miss completeness by a relative gap of "
+            f"{float(np.max(gap)):.2%} (> {COMPLETENESS_TOLERANCE:.0%}): mean |sum of "
+            f"attributions - (f(x) - f(baseline))| / mean |f(x) - f(baseline)|. {fix}",
+            RuntimeWarning, stacklevel=4,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public methods.
+# ---------------------------------------------------------------------------------------------
+
+
+
+@validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag())
+def integrated_gradients(
+    model, X, *, baselines=None, n_steps: int = 50, method: str = "gausslegendre",
+    paired_baselines: bool = False, output=None, feature_names=None, groups=None, sample_weight=None, variables=None,
+    memory_budget: int | None = None, progress: bool | None = None,
+) -> Attributions:
+    """Integrated gradients (Sundararajan et al. 2017):
+    ``IG_j(x) = (x_j - b_j) * int_0^1 df/dx_j(b + alpha (x - b)) d alpha``.
+
+    Parameters
+    ----------
+    model : JAX callable, Flax/Equinox module or jaximp.MLP
+    X : array of shape (n, c) or DataFrame
+        The rows to explain (continuous features).
+    baselines : None, "mean", "median", array of shape (c,) or (b, c), default None
+        None: zeros (captum's default). Several baselines (b, c): each row's attributions
+        are averaged over them (and ``f(baseline)`` is their mean prediction).
+    paired_baselines : bool, default False
+        Baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for a
+        baseline tensor of the inputs' shape), instead of every row against every baseline.
+    n_steps : int, default 50
+        Quadrature nodes per baseline (captum's default).
+    method : {"gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", \
+"riemann_middle"}, default "gausslegendre"
+        captum's approximations with its nodes and weights (:func:`quadrature`; captum's
+        ``riemann_trapezoid`` weights sum to ``1 - 1/n_steps``).
+    output : int, str or list, optional
+        Model outputs to explain (default all).
+    feature_names, groups, sample_weight, variables
+        As in :func:`jaximp.permutation_importance`; a group's attribution is the sum of its
+        columns'. Categorical features, integer columns and host models are refused.
+    memory_budget, progress
+        As in :func:`jaximp.permutation_importance`; the engine sizes the blocks of rows
+        from the compiled gradient computation's memory.
+
+    Returns
+    -------
+    Attributions
+        ``info["completeness_gap"]``: the relative gap ``mean_i |sum_j IG_ij - (f(x_i) -
+        f(b))| / mean_i |f(x_i) - f(b)|`` per output; a RuntimeWarning is raised when it
+        exceeds 1% (raise ``n_steps``).
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> w = jnp.array([1.0, -2.0])
+    >>> X = np.array([[1.0, 1.0], [2.0, 0.5]])
+    >>> ig = integrated_gradients(lambda X: jnp.tanh(X @ w), X)
+    >>> bool(np.allclose(ig.values.sum(axis=1)[:, 0], np.tanh(X @ np.array([1.0, -2.0])),
+    ...                  atol=1e-5))
+    True
+    """
+    dataset, predictor, out_idx, engine = gradient_setup(
+        model, X, "integrated_gradients", output=output, feature_names=feature_names,
+        groups=groups, sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress)
+    base = resolve_baselines(baselines, dataset)
+    alphas, weights = quadrature(method, n_steps)
+    n, c = dataset.X.shape
+    o = len(out_idx)
+    dtype = np.dtype(predictor.dtype)
+    if paired_baselines:
+        if base.shape[0] != n:
+            raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "
+                             f"per row of X; got {base.shape[0]} baseline row(s).")
+        params = (predictor.params, jnp.asarray(alphas, dtype), jnp.asarray(weights, dtype))
+        raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps), params, c * o + 2 * o,
+                          predictor, as_dataset(np.column_stack([dataset.X, base])), Keep(),
+                          "integrated gradients", engine)[0]
+    else:
+        b = base.shape[0]
+        params = (predictor.params, jnp.asarray(base, dtype),
+                  jnp.asarray(np.tile(alphas, b), dtype),
+                  jnp.asarray(np.tile(weights, b) / b, dtype),
+                  jnp.asarray(np.repeat(np.arange(b), n_steps), jnp.int32))
+        raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps), params,
+                          c * o + 2 * o, predictor, dataset, Keep(), "integrated gradients",
+                          engine)[0]
+    result = build_attributions(raw, dataset, predictor, out_idx, "integrated_gradients",
+                                {"n_steps": n_steps, "method": method, "baselines": base},
+                                with_baseline=True)
+    _warn_incomplete(result, "Raise n_steps or use method='gausslegendre'.")
+    return result
+
+
+@validate_params(n_samples=Int(1))
+def expected_gradients(
+    model, X, background=None, *, n_samples: int = 200, random_state=0, output=None,
+    feature_names=None, groups=None, sample_weight=None, variables=None,
+    memory_budget: int | None = None, progress: bool | None = None,
+) -> Attributions:
+    """Expected gradients (Erion et al. 2021): integrated gradients averaged over baselines
+    drawn from a background, ``E_{b ~ background, alpha ~ U(0, 1)}[(x - b) * grad f(b + alpha
+    (x - b))]``, estimated with ``n_samples`` draws of ``(b, alpha)`` per row.
+
+    Parameters
+    ----------
+    model : JAX callable, Flax/Equinox module or jaximp.MLP
+    X : array of shape (n, c) or DataFrame
+    background : array of shape (B, c) or DataFrame, optional
+        The rows baselines are drawn from, uniformly with replacement (default: X).
+    n_samples : int, default 200
+        Draws per row.
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
+        Row ``i``'s draws come from the key folded with ``i`` (:func:`expected_draws`), so
+        they do not depend on the chunking or on the other rows.
+    output, feature_names, groups, sample_weight, variables, memory_budget, progress
+        As in :func:`integrated_gradients`.
+
+    Returns
+    -------
+    Attributions
+        ``baseline_values``: each row's mean ``f(b)`` over its draws; completeness holds in
+        expectation only, so ``info["completeness_gap"]`` is Monte-Carlo error (shrinking as
+        ``1/sqrt(n_samples)``) and raises no warning.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> eg = expected_gradients(lambda X: X @ jnp.array([1.0, 2.0]), X, n_samples=10)
+    >>> eg.values.shape
+    (50, 2, 1)
+    """
+    dataset, predictor, out_idx, engine = gradient_setup(
+        model, X, "expected_gradients", output=output, feature_names=feature_names,
+        groups=groups, sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress)
+    c = dataset.X.shape[1]
+    bg = dataset.X if background is None else resolve_baselines(background, dataset,
+                                                                      "background")
+    key = as_key(random_state)
+    dtype = np.dtype(predictor.dtype)
+    params = (predictor.params, jnp.asarray(bg, dtype), jax.random.key_data(key))
+    apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0])
+    o = len(out_idx)
+    raw = run_derived(apply, params, c * o + 2 * o, predictor, engine_rows(dataset, True),
+                      Keep(), "expected gradients", engine)[0]
+    return build_attributions(raw, dataset, predictor, out_idx, "expected_gradients",
+                              {"n_samples": n_samples, "n_background": bg.shape[0]},
+                              with_baseline=True)
+
+
+@validate_params(n_samples=Int(1), abs=Flag(), multiply_by_inputs=Flag())
+def smoothgrad(
+    model, X, *, stdev=1.0, n_samples: int = 5, abs: bool = False,
+    multiply_by_inputs: bool = False, random_state=0, output=None, feature_names=None,
+    groups=None, sample_weight=None, variables=None, memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> Attributions:
+    """SmoothGrad (Smilkov et al. 2017): the gradient averaged over Gaussian perturbations of
+    each row, ``mean_k grad f(x + e_k)``, ``e_k ~ N(0, stdev^2)``.
+
+    Parameters
+    ----------
+    stdev : float or array of shape (c,), default 1.0
+        The noise's standard deviation in the data's units (absolute, as captum's
+        ``NoiseTunnel(stdevs=...)``; Smilkov et al. state it as a fraction of the input's
+        range: pass ``fraction * (X.max(0) - X.min(0))`` for theirs). Defaults as captum's.
+    n_samples : int, default 5
+        Noisy copies per row (captum's ``nt_samples``).
+    abs : bool, default False
+        Average ``|grad|`` (captum's ``NoiseTunnel(Saliency)`` with its default ``abs=True``).
+    multiply_by_inputs : bool, default False
+        Average ``(x + e_k) * grad f(x + e_k)`` (captum's ``NoiseTunnel(InputXGradient)``).
+    random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
+        Row ``i``'s noise comes from the key folded with ``i``.
+    output, feature_names, groups, sample_weight, variables, memory_budget, progress
+        As in :func:`integrated_gradients`.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> X = np.random.default_rng(0).normal(size=(5, 2))
+    >>> sg = smoothgrad(lambda X: X @ jnp.array([1.0, 2.0]), X, n_samples=3)
+    >>> bool(np.allclose(sg.values[:, :, 0], [1.0, 2.0]))  # a linear model's gradient
+    True
+    """
+    dataset, predictor, out_idx, engine = gradient_setup(
+        model, X, "smoothgrad", output=output, feature_names=feature_names, groups=groups,
+        sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+        progress=progress)
+    c = dataset.X.shape[1]
+    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
+    if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
+        raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
+                         f"{stdev!r:.60}.")
+    params = (predictor.params, jnp.asarray(sd, np.dtype(predictor.dtype)),
+              jax.random.key_data(as_key(random_state)))
+    apply = _smooth_apply(predictor, out_idx, c, n_samples, bool(abs), bool(multiply_by_inputs))
+    o = len(out_idx)
+    raw = run_derived(apply, params, c * o + o, predictor, engine_rows(dataset, True), Keep(),
+                      "smoothgrad", engine)[0]
+    info = {"stdev": sd.copy(), "n_samples": n_samples, "abs": bool(abs),
+            "multiply_by_inputs": bool(multiply_by_inputs)}
+    return build_attributions(raw, dataset, predictor, out_idx, "smoothgrad", info,
+                              with_baseline=False)
+
+
+def _local(model, X, method, kind, output, feature_names, groups, sample_weight, variables,
+           memory_budget, progress, info):
+    dataset, predictor, out_idx, engine = gradient_setup(
+        model, X, method, output=output, feature_names=feature_names, groups=groups,
+        sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+        progress=progress)
+    c, o = dataset.X.shape[1], len(out_idx)
+    raw = run_derived(_local_apply(predictor, out_idx, kind), predictor.params, c * o + o,
+                      predictor, dataset, Keep(), method, engine)[0]
+    return build_attributions(raw, dataset, predictor, out_idx, method, info,
+                              with_baseline=False)
+
+
+@validate_params(abs=Flag())
+def saliency(
+    model, X, *, abs: bool = True, output=None, feature_names=None,
+    groups=None, sample_weight=None, variables=None, memory_budget: int | None = None,
+    progress: bool | None = None,
+) -> Attributions:
+    """Saliency (Simonyan et al. 2014): the gradient of the model at each row, in absolute
+    value by default (captum's ``Saliency``, ``abs=True``).
+
+    Parameters
+    ----------
+    abs : bool, default True
+        ``|df/dx_j|`` (captum's default) or the signed gradient.
+    output, feature_names, groups, sample_weight, variables, memory_budget, progress
+        As in :func:`integrated_gradients`.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> s = saliency(lambda X: (X ** 2).sum(axis=1), np.array([[1.0, -2.0]]), abs=False)
+    >>> s.values[0, :, 0].tolist()
+    [2.0, -4.0]
+    """
+    kind = "abs" if abs else "plain"
+    return _local(model, X, "saliency", kind, output, feature_names, groups, sample_weight,
+                  variables, memory_budget, progress, {"abs": bool(abs)})
+
+
+@validate_params()
+def input_x_gradient(
+    model, X, *, output=None, feature_names=None, groups=None, sample_weight=None,
+    variables=None, memory_budget: int | None = None, progress: bool | None = None,
+) -> Attributions:
+    """Gradient x input (Shrikumar et al. 2016): ``x_j * df/dx_j`` at each row (captum's
+    ``InputXGradient``); integrated gradients with a zero baseline and one step at
+    ``alpha = 1``.
+
+    Parameters
+    ----------
+    output, feature_names, groups, sample_weight, variables, memory_budget, progress
+        As in :func:`integrated_gradients`.
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> a = input_x_gradient(lambda X: (X ** 2).sum(axis=1), np.array([[1.0, -2.0]]))
+    >>> a.values[0, :, 0].tolist()
+    [2.0, 8.0]
+    """
+    return _local(model, X, "input_x_gradient", "input", output, feature_names, groups,
+                  sample_weight, variables, memory_budget, progress, {})
+
+
+def expected_gradient_draws(n_rows: int, n_samples: int, n_background: int, random_state=0):
+    """The background indices (n, k) and interpolation points (n, k) that
+    :func:`expected_gradients` draws for rows ``0..n_rows-1`` with the same arguments."""
+    key = as_key(random_state)
+    rows = np.arange(n_rows)
+    Z = jnp.asarray(np.column_stack([np.zeros(n_rows), rows // _ROW_SPLIT, rows % _ROW_SPLIT]),
+                    jnp.float32)
+    index, alpha = expected_draws(_row_keys(jax.random.key_data(key), Z, 1), n_samples,
+                                  n_background)
+    return np.asarray(index), np.asarray(alpha)
+

@@ -1,0 +1,275 @@
+"""Gradient attributions, DGSM and gradient interactions: closed forms, float64 NumPy
+references with the same draws, and captum run live on a torch twin of a JAX MLP."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import jaximp
+from jaximp.methods._gradients import expected_gradient_draws, quadrature
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(64, 4))
+W1 = RNG.normal(size=(4, 8)) / 2
+B1 = RNG.normal(size=8) / 4
+W2 = RNG.normal(size=(8, 2)) / 2
+B2 = np.array([0.1, -0.2])
+
+
+def mlp(Z):
+    h = jnp.tanh(Z @ jnp.asarray(W1, jnp.float32) + jnp.asarray(B1, jnp.float32))
+    return h @ jnp.asarray(W2, jnp.float32) + jnp.asarray(B2, jnp.float32)
+
+
+def mlp_np(Z):
+    return np.tanh(Z @ W1 + B1) @ W2 + B2
+
+
+def mlp_grad_np(Z):
+    """(n, c, o) float64 gradients of the MLP."""
+    h = np.tanh(Z @ W1 + B1)
+    return np.einsum("ch,nh,ho->nco", W1, 1 - h ** 2, W2)
+
+
+def test_integrated_gradients_of_a_linear_model_are_exact():
+    w = np.array([1.0, -2.0, 0.5, 3.0])
+    model = lambda Z: Z @ jnp.asarray(w, jnp.float32) + 1.0
+    base = RNG.normal(size=4)
+    for method in ("gausslegendre", "riemann_right"):
+        ig = jaximp.integrated_gradients(model, X, baselines=base, method=method)
+        np.testing.assert_allclose(ig.values[:, :, 0], (X - base) * w, rtol=2e-6, atol=2e-6)
+    several = RNG.normal(size=(3, 4))  # averaged over baselines: (x - mean b) * w
+    ig = jaximp.integrated_gradients(model, X, baselines=several, n_steps=3)
+    np.testing.assert_allclose(ig.values[:, :, 0], (X - several.mean(0)) * w, atol=5e-6)
+    np.testing.assert_allclose(ig.baseline_values[:, 0], (several @ w + 1).mean(), rtol=1e-6)
+    mean = jaximp.integrated_gradients(model, X, baselines="mean")
+    np.testing.assert_allclose(mean.values[:, :, 0], (X - X.mean(0)) * w, atol=5e-6)
+
+
+def test_integrated_gradients_match_a_float64_quadrature_and_are_complete():
+    ig = jaximp.integrated_gradients(mlp, X)  # defaults: zeros, 50 Gauss-Legendre nodes
+    alphas, weights = quadrature("gausslegendre", 50)
+    expected = sum(w * mlp_grad_np(a * X) for a, w in zip(alphas, weights)) * X[:, :, None]
+    np.testing.assert_allclose(ig.values, expected, atol=2e-6)
+    np.testing.assert_allclose(ig.predictions, mlp_np(X), atol=2e-6)
+    assert np.all(ig.info["completeness_gap"] < 0.01)  # at the default steps
+    np.testing.assert_allclose(ig.values.sum(1), mlp_np(X) - mlp_np(np.zeros((1, 4))),
+                               atol=1e-5)
+    with pytest.warns(RuntimeWarning, match="completeness by a relative gap"):
+        jaximp.integrated_gradients(mlp, X, method="riemann_trapezoid", n_steps=4)
+
+
+def test_expected_gradients_equal_a_float64_reference_with_the_same_draws():
+    background = RNG.normal(size=(30, 4))
+    eg = jaximp.expected_gradients(mlp, X, background, n_samples=16, random_state=3,
+                                   memory_budget=1 << 18)
+    index, alpha = expected_gradient_draws(64, 16, 30, random_state=3)
+    b = background[index]  # (n, k, c)
+    points = b + alpha[..., None] * (X[:, None] - b)
+    grads = mlp_grad_np(points.reshape(-1, 4)).reshape(64, 16, 4, 2)
+    expected = ((X[:, None] - b)[..., None] * grads).mean(axis=1)
+    np.testing.assert_allclose(eg.values, expected, atol=3e-6)
+    np.testing.assert_allclose(eg.baseline_values, mlp_np(b.reshape(-1, 4)).reshape(
+        64, 16, 2).mean(1), atol=3e-6)
+    # the same key, another chunking: the same draws
+    again = jaximp.expected_gradients(mlp, X, background, n_samples=16, random_state=3)
+    np.testing.assert_array_equal(again.values, eg.values)
+
+
+def test_expected_gradients_estimate_integrated_gradients_averaged_over_the_background():
+    background = RNG.normal(size=(8, 4))
+    rows = X[:6]
+    eg = jaximp.expected_gradients(mlp, rows, background, n_samples=4000)
+    ig = jaximp.integrated_gradients(mlp, rows, baselines=background)  # mean over baselines
+    # Monte-Carlo error of 4000 draws: a few hundredths at most for these magnitudes
+    np.testing.assert_allclose(eg.values, ig.values, atol=0.03)
+
+
+def test_saliency_and_gradient_times_input_are_analytic_gradients():
+    A = RNG.normal(size=(4, 4))
+    A = A + A.T
+    quad = lambda Z: 0.5 * jnp.einsum("nc,cd,nd->n", Z, jnp.asarray(A, jnp.float32), Z)
+    grad = X @ A
+    signed = jaximp.saliency(quad, X, abs=False)
+    np.testing.assert_allclose(signed.values[:, :, 0], grad, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jaximp.saliency(quad, X).values[:, :, 0], np.abs(grad),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jaximp.input_x_gradient(quad, X).values[:, :, 0], X * grad,
+                               rtol=1e-5, atol=1e-5)
+
+
+def _smooth_noise(n, k, c, seed, stdev):
+    """An independent reconstruction of smoothgrad's documented draws: row i's key is the
+    seed's key folded with i, split into k, one standard normal vector per key."""
+    keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(jax.random.key(seed), i),
+                                               k))(jnp.arange(n))
+    noise = jax.vmap(jax.vmap(lambda key: jax.random.normal(key, (c,))))(keys)
+    return np.asarray(noise, np.float64) * stdev
+
+
+def test_smoothgrad_equals_a_float64_reference_with_the_same_noise():
+    rows = X[:5]
+    sg = jaximp.smoothgrad(mlp, rows, stdev=0.3, n_samples=6, random_state=1)
+    noisy = rows[:, None] + _smooth_noise(5, 6, 4, 1, 0.3)
+    grads = mlp_grad_np(noisy.reshape(-1, 4)).reshape(5, 6, 4, 2)
+    np.testing.assert_allclose(sg.values, grads.mean(1), atol=3e-6)
+    by_inputs = jaximp.smoothgrad(mlp, rows, stdev=0.3, n_samples=6, random_state=1,
+                                  multiply_by_inputs=True, abs=True)
+    np.testing.assert_allclose(by_inputs.values, (np.abs(grads) * noisy[..., None]).mean(1),
+                               atol=3e-6)
+
+
+def test_dgsm_equals_its_closed_form():
+    a = np.array([1.0, 2.0, 3.0])
+    U = np.random.default_rng(1).uniform(size=(2000, 3))
+    model = lambda Z: (Z ** 2) @ jnp.asarray(a, jnp.float32)
+    imp = jaximp.dgsm(model, U)
+    same_rows = np.mean((2 * a * U) ** 2, axis=0)  # float64 on the same rows
+    np.testing.assert_allclose(imp.importances_mean[:, 0], same_rows, rtol=1e-5)
+    population = 4 * a ** 2 / 3  # E[(2 a x)^2], x ~ U(0, 1)
+    assert np.all(np.abs(imp.importances_mean[:, 0] - population)
+                  < 4 * imp.importances_std[:, 0])
+    assert imp.importances.shape == (3, 1, 100)
+    normalized = jaximp.dgsm(model, U, normalize=True, n_bootstrap=0)
+    preds = (U ** 2) @ a
+    span = U.max(0) - U.min(0)
+    np.testing.assert_allclose(normalized.importances_mean[:, 0],
+                               same_rows * span ** 2 / (np.pi ** 2 * preds.var()), rtol=1e-4)
+
+
+def test_hessian_interactions_are_the_mean_absolute_second_derivatives():
+    model = lambda Z: Z[:, 0] * Z[:, 1] + jnp.sin(Z[:, 2]) + Z[:, 3] ** 2
+    h = jaximp.gradient_interactions(model, X, n_bootstrap=0)
+    matrix = h.info["matrix"][..., 0]
+    expected = np.zeros((4, 4))
+    expected[0, 1] = expected[1, 0] = 1.0
+    expected[2, 2] = np.abs(np.sin(X[:, 2])).mean()
+    expected[3, 3] = 2.0
+    np.testing.assert_allclose(matrix, expected, atol=1e-6)
+    assert h.top(1) == [("x0", "x1")]
+
+
+def test_integrated_hessians_of_a_product():
+    model = lambda Z: Z[:, 0] * Z[:, 1] + 2 * Z[:, 2]
+    rows = X[:6, :3]
+    ih = jaximp.gradient_interactions(model, rows, kind="integrated_hessians", n_steps=4)
+    gamma = ih.values[..., 0]
+    quarter = rows[:, 0] * rows[:, 1] / 4  # int int alpha beta = 1/4, zero baseline
+    for j, k in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        np.testing.assert_allclose(gamma[:, j, k], quarter, atol=1e-6)
+    np.testing.assert_allclose(gamma[:, 2, 2], 2 * rows[:, 2], atol=1e-6)
+    assert np.all(gamma[:, 2, :2] == 0) and np.all(gamma[:, :2, 2] == 0)
+    # the pair's full interaction (both halves) and the main effects give f(x) - f(0)
+    pair = ih.interaction(n_bootstrap=0)
+    np.testing.assert_allclose(pair.values[0, 0], np.abs(2 * quarter).mean(), rtol=1e-6)
+    np.testing.assert_allclose(gamma.sum(axis=(1, 2)), model(rows), atol=1e-5)
+    ig = jaximp.integrated_gradients(model, rows, n_steps=4)
+    np.testing.assert_allclose(ih.attributions().values, ig.values, atol=1e-6)
+
+
+def test_integrated_hessians_rows_sum_to_integrated_gradients_on_an_mlp():
+    rows = X[:4]
+    ih = jaximp.gradient_interactions(mlp, rows, kind="integrated_hessians",
+                                      baselines="mean", output=0)
+    ig = jaximp.integrated_gradients(mlp, rows, baselines=X[:4].mean(0), output=0, n_steps=20)
+    np.testing.assert_allclose(ih.values.sum(axis=2), ig.values, atol=2e-5)
+    assert ih.info["completeness_gap"][0] < 1e-4
+
+
+def test_groups_sum_their_columns_and_importance_has_intervals():
+    ig = jaximp.integrated_gradients(mlp, X, groups={"g": ["x0", "x1"]})
+    plain = jaximp.integrated_gradients(mlp, X)
+    assert ig.feature_names == ("g", "x2", "x3")
+    np.testing.assert_allclose(ig.values[:, 0], plain.values[:, :2].sum(1), atol=1e-6)
+    imp = plain.importance(n_bootstrap=50)
+    np.testing.assert_allclose(imp.importances_mean, np.abs(plain.values).mean(0))
+    assert imp.importances.shape == (4, 2, 50) and np.all(imp.importances_std > 0)
+    ax = plain.plot(output=1)  # bars of the importance, strongest on top
+    assert ax.get_yticklabels()[-1].get_text() == imp.top(1, output=1)[0]
+    frame = plain.to_frame()
+    assert len(frame) == 64 * 4 * 2 and list(frame.columns)[:3] == ["row", "feature", "output"]
+
+
+def test_refuses_host_models_categorical_and_integer_inputs():
+    from sklearn.linear_model import LinearRegression
+
+    fitted = LinearRegression().fit(X, X[:, 0])
+    with pytest.raises(TypeError, match="no gradient.*shapley_values"):
+        jaximp.integrated_gradients(fitted, X)
+    frame = pd.DataFrame({"a": X[:, 0], "b": pd.Categorical(np.arange(64) % 3)})
+    with pytest.raises(TypeError, match="categorical features.*permutation_importance"):
+        jaximp.saliency(lambda Z: Z.sum(1), frame)
+    with pytest.raises(TypeError, match="integer or boolean columns"):
+        jaximp.dgsm(lambda Z: Z.sum(1), np.arange(12).reshape(6, 2))
+    with pytest.raises(ValueError, match="baselines must be"):
+        jaximp.integrated_gradients(mlp, X, baselines=np.zeros(3))
+    with pytest.raises(ValueError, match="n_steps must be an int >= 1"):
+        jaximp.integrated_gradients(mlp, X, n_steps=0)
+
+
+# --------------------------------------------------------------------------------------------
+# captum, live, on a torch twin of the JAX MLP (float32 both)
+# --------------------------------------------------------------------------------------------
+
+
+def _torch_twin():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("captum")
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor(W1.T, dtype=torch.float32))
+        net[0].bias.copy_(torch.tensor(B1, dtype=torch.float32))
+        net[2].weight.copy_(torch.tensor(W2.T, dtype=torch.float32))
+        net[2].bias.copy_(torch.tensor(B2, dtype=torch.float32))
+    return torch, net
+
+
+def _max_relative(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
+    torch, net = _torch_twin()
+    from captum.attr import InputXGradient, IntegratedGradients, NoiseTunnel, Saliency
+
+    inputs = torch.tensor(X, dtype=torch.float32)
+    for method in ("gausslegendre", "riemann_trapezoid"):
+        with warnings.catch_warnings():  # captum's trapezoid weights sum to 1 - 1/n: a 2% gap
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ours = jaximp.integrated_gradients(mlp, X, method=method, output=1, n_steps=50)
+        theirs = IntegratedGradients(net).attribute(inputs, target=1, n_steps=50,
+                                                    method=method).detach().numpy()
+        assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    # a baseline per row (captum's baselines of the inputs' shape)
+    paired = RNG.normal(size=X.shape)
+    ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
+                                       output=0)
+    theirs = IntegratedGradients(net).attribute(
+        inputs, baselines=torch.tensor(paired, dtype=torch.float32), target=0,
+        n_steps=50).detach().numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    np.testing.assert_allclose(ours.baseline_values[:, 0], mlp_np(paired)[:, 0], atol=2e-6)
+    ours = jaximp.saliency(mlp, X, output=0)
+    theirs = Saliency(net).attribute(inputs, target=0).numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    ours = jaximp.input_x_gradient(mlp, X, output=0)
+    theirs = InputXGradient(net).attribute(inputs, target=0).detach().numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    # SmoothGrad: captum's Saliency on our noisy rows, averaged, is ours; NoiseTunnel with its
+    # own noise agrees in expectation (here to Monte-Carlo error)
+    rows = X[:5]
+    noisy = rows[:, None] + _smooth_noise(5, 6, 4, 2, 0.2)
+    flat = torch.tensor(noisy.reshape(-1, 4), dtype=torch.float32)
+    theirs = Saliency(net).attribute(flat, target=0, abs=False).numpy().reshape(5, 6, 4)
+    ours = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=6, random_state=2, output=0)
+    assert _max_relative(ours.values[:, :, 0], theirs.mean(1)) < 1e-5
+    torch.manual_seed(0)
+    tunnel = NoiseTunnel(Saliency(net)).attribute(
+        torch.tensor(rows, dtype=torch.float32), nt_type="smoothgrad", nt_samples=1000,
+        stdevs=0.2, target=0, abs=False).numpy()
+    many = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=1000, output=0)
+    np.testing.assert_allclose(many.values[:, :, 0], tunnel, atol=0.02)
