@@ -27,6 +27,11 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/pd_memory.py
 	$(PY) benchmarks/memory.py
 	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/trees.py
+	$(PY) benchmarks/tree_shap.py
+	$(PY) benchmarks/sage.py
+	$(PY) benchmarks/conditional.py
+	$(PY) benchmarks/gradients.py
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"

@@ -345,3 +345,22 @@ def test_background_categories_must_match_x():
     with pytest.raises(ValueError, match=r"background column 'c' must have the same categories "
                                          r"as X's, so that their codes agree"):
         shapley_values(lambda Z: Z.sum(axis=1), X, B)
+
+
+def test_importance_has_row_bootstrap_intervals_from_the_values():
+    """Mean |Shapley value| and its replicates: weighted means of |values| under the
+    row-bootstrap weightings (no model evaluations), checked against NumPy."""
+    import jaximp
+    from jaximp.data import as_key, replicate_weights
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 3))
+    values = jaximp.shapley_values(lambda A: A[:, 0] * A[:, 1] + A[:, 2], X[:12],
+                                   background=X)
+    result = values.importance(n_bootstrap=20, random_state=3)
+    weights, _ = replicate_weights(np.ones(12), 20, as_key(3))
+    expected = weights @ np.abs(values.values[..., 0]) / weights.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected[0], rtol=1e-12)
+    np.testing.assert_allclose(result.importances[:, 0, :], expected[1:].T, rtol=1e-12)
+    assert result.intervals(0.9)[0].shape == (3, 1)
+    assert values.importance(n_bootstrap=0).importances is None

@@ -13,6 +13,7 @@ from ._data import Dataset, Feature, as_dataset, is_text
 from ._datasets import make_friedman1, make_linear
 from ._edge import (
     check_n_bootstrap,
+    mean_abs_over_rows,
     numeric_matrix,
     replicate_weights,
     resolve_feature_sets,
@@ -50,6 +51,7 @@ __all__ = [
     "is_text",
     "make_friedman1",
     "make_linear",
+    "mean_abs_over_rows",
     "mquantiles",
     "numeric_matrix",
     "output_index",

@@ -133,6 +133,19 @@ def replicate_weights(weights: np.ndarray, n_bootstrap: int, key) -> tuple[np.nd
     return np.concatenate([weights[None, :], counts * weights[None, :]]), counts
 
 
+def mean_abs_over_rows(values: np.ndarray, weights, n_bootstrap: int, key):
+    """Weighted mean of ``|values|`` over the rows (axis 0) and its row-bootstrap replicates:
+    ``summaries`` of the (..., 1 + r) estimates, ``...`` the trailing shape of ``values``.
+    The global importance of per-row attributions (Shapley values, gradients), whose
+    intervals cost no model evaluation."""
+    Replicates().check("n_bootstrap", n_bootstrap)
+    n = values.shape[0]
+    weights = np.ones(n) if weights is None else np.asarray(weights, np.float64)
+    weightings, _ = replicate_weights(weights, int(n_bootstrap), key)  # (1 + r, n)
+    means = weightings @ np.abs(values).reshape(n, -1) / weightings.sum(axis=1, keepdims=True)
+    return summaries(np.moveaxis(means.reshape(-1, *values.shape[1:]), 0, -1))
+
+
 def summaries(estimates: np.ndarray):
     """Point estimate, bootstrap std and replicates from (..., 1 + r) estimates.
 

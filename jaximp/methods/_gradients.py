@@ -33,13 +33,11 @@ from ..data import (
     Dataset,
     Flag,
     Int,
-    Replicates,
     as_dataset,
     as_key,
     check_choice,
-    replicate_weights,
+    mean_abs_over_rows,
     select_outputs,
-    summaries,
     validate_params,
 )
 from ..engine import Keep, at_values, evaluate
@@ -413,15 +411,9 @@ class Attributions:
     def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
         """Mean absolute attribution over the rows (weighted by the sample weights, if any),
         with ``n_bootstrap`` bootstrap replicates over the rows for intervals (0: none)."""
-        Replicates().check("n_bootstrap", n_bootstrap)
         n = self.values.shape[0]
-        weights = self.info.get("sample_weight")
-        weights = np.ones(n) if weights is None else np.asarray(weights, np.float64)
-        weightings, _ = replicate_weights(weights, int(n_bootstrap), as_key(random_state))
-        magnitude = np.abs(self.values).reshape(n, -1)
-        means = (weightings @ magnitude) / weightings.sum(axis=1, keepdims=True)  # (1 + r, p*o)
-        means = np.moveaxis(means.reshape(-1, *self.values.shape[1:]), 0, -1)  # (p, o, 1 + r)
-        point, std, replicates = summaries(means)
+        point, std, replicates = mean_abs_over_rows(
+            self.values, self.info.get("sample_weight"), n_bootstrap, as_key(random_state))
         return FeatureImportance(
             method=self.method, feature_names=self.feature_names,
             output_names=self.output_names, importances_mean=point, importances_std=std,

@@ -33,6 +33,7 @@ from ..data import (
     as_key,
     check_choice,
     check_int,
+    mean_abs_over_rows,
     output_index,
     select_outputs,
     validate_params,
@@ -110,15 +111,15 @@ class ShapleyValues:
                 f"{list(self.output_names)}, base {self.base_values[0]:.4g}; largest mean "
                 f"|value| for {self.output_names[0]!r}: {', '.join(top)})")
 
-    def importance(self) -> FeatureImportance:
+    def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
         """Mean absolute Shapley value over the explained rows (weighted by their sample
-        weights, if any), per feature and output: ``method="shapley"``."""
-        weights = self.info.get("sample_weight")
-        weights = np.ones(self.values.shape[0]) if weights is None else np.asarray(weights)
-        mean = np.einsum("n,npo->po", weights, np.abs(self.values)) / weights.sum()
+        weights, if any), per feature and output: ``method="shapley"``, with ``n_bootstrap``
+        row-bootstrap replicates for ``intervals()`` (0: none; no model evaluations)."""
+        mean, std, replicates = mean_abs_over_rows(
+            self.values, self.info.get("sample_weight"), n_bootstrap, as_key(random_state))
         return FeatureImportance(
             method="shapley", feature_names=self.feature_names, output_names=self.output_names,
-            importances_mean=mean,
+            importances_mean=mean, importances_std=std, importances=replicates,
             info=ShapleyImportanceDetails(estimator=self.method, base_values=self.base_values,
                                           n_rows=self.values.shape[0]))
 
