@@ -572,3 +572,47 @@ def test_scikit_learn_signature_scoring_and_n_jobs(linear_data, ols):
         permutation_importance(f, X, y, scoring=lambda est, X, y: 0.0)
     with pytest.raises(TypeError, match="n_jobs must be an int or None"):
         permutation_importance(f, X, y, n_jobs="all")
+
+
+def test_row_bootstrap_replicates_reweight_the_per_row_losses():
+    """n_bootstrap: each replicate is the mean over repeats of the importance under a
+    row-bootstrap weighting, computed from the same evaluations; the point estimate equals the
+    plain call's, and the replicates equal a NumPy recomputation from the kept permutations."""
+    import jax.numpy as jnp
+
+    import jaximp
+    from jaximp.data import as_key, replicate_weights
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=80)
+
+    def f(A):
+        return A[:, 0] + 0.5 * A[:, 1] ** 2
+
+    plain = jaximp.permutation_importance(f, X, y, n_repeats=3, random_state=2)
+    boot = jaximp.permutation_importance(f, X, y, n_repeats=3, random_state=2, n_bootstrap=25)
+    np.testing.assert_allclose(boot.importances_mean, plain.importances_mean, rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(boot.info.repeats, plain.importances, rtol=1e-5, atol=1e-7)
+    assert boot.importances.shape == (3, 1, 25) and boot.info.n_bootstrap == 25
+    # the replicates from NumPy: the same permutations (read back from the repeats' data)
+    weights, _ = replicate_weights(np.ones(80), 25, jax.random.fold_in(as_key(2), 1))
+    base = (y - np.asarray(f(jnp.asarray(X, jnp.float32)), np.float64)) ** 2
+    plan_rows = [np.asarray(p) for p in engine_permutations(
+        jaximp.methods._permutation._plan(3, ((0,), (1,), (2,)), (0, 1, 2), 3,
+                                          tuple(jaximp.engine.key_bits(as_key(2)))), 80)]
+    expected = np.zeros((3, 25))
+    for j in range(3):
+        for r in range(3):
+            Z = X.copy()
+            Z[:, j] = X[plan_rows[1 + 3 * j + r], j]
+            terms = (y - np.asarray(f(jnp.asarray(Z, jnp.float32)), np.float64)) ** 2
+            expected[j] += (weights[1:] @ (terms - base)) / weights[1:].sum(axis=1) / 3
+    np.testing.assert_allclose(boot.importances[:, 0, :], expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(boot.importances_std[:, 0], expected.std(axis=1), rtol=1e-5,
+                               atol=1e-7)
+    with pytest.raises(ValueError, match=r"n_bootstrap=5 reweights per-row losses, so it "
+                                         r"needs one loss that sums over rows"):
+        jaximp.permutation_importance(f, X, y, loss=["mse", "mae"],
+                                      n_bootstrap=5)

@@ -46,7 +46,6 @@ from ..data import (
 from ..engine import (
     ROW_LOSSES,
     Keep,
-    LossSums,
     at_coded_values,
     at_permuted_rows,
     evaluate,
@@ -63,6 +62,8 @@ from ._loss import (
     default_loss,
     logits_to_probabilities,
     resolve_loss,
+    row_loss_terms,
+    weighted_loss_metrics,
 )
 from ._samplers import (
     association,
@@ -319,10 +320,10 @@ categorical, groups, variables, memory_budget, progress
         kept = evaluate(evaluated, data, plan, Keep(), label=label,
                         result_hint="use fewer features, repeats or rows, or no test and "
                         "no bootstrap (which keep every prediction)", **engine)
-        terms = _row_terms(reducer, kept)  # (b, n, k)
+        terms = row_loss_terms(reducer, kept)  # (b, n, k)
         del kept
         weights, _ = replicate_weights(row_weights(dataset), n_bootstrap, key)
-        metric = _metrics(reducer, terms, weights)  # (b, m, k)
+        metric = weighted_loss_metrics(reducer, terms, weights)  # (b, m, k)
 
     baseline = metric[0, 0]
     k = baseline.shape[0]
@@ -549,47 +550,6 @@ def _drawn_plan(sampler, dataset, chosen, ids, n_repeats, key):
 
 
 # ------------------------------------------------------------------- per-row losses
-
-
-def _row_terms(reducer: LossSums, preds: np.ndarray) -> np.ndarray:
-    """Per-row loss terms (b, n, k) in float64 of kept predictions (b, n, o), as
-    :class:`jaximp.LossSums` sums them: squared or absolute residuals, the log loss of the
-    true class's probability, or correctness (1/0)."""
-    p = np.asarray(preds, np.float64)[..., list(reducer.columns)]
-    name = reducer.name
-    if name in ("mse", "rmse", "mae", "r2"):
-        residual = p - np.asarray(reducer.y, np.float64).reshape(p.shape[1], -1)[None]
-        return np.abs(residual) if name == "mae" else residual * residual
-    y = np.asarray(reducer.y).astype(np.int64)
-    if reducer.labels is not None:  # one column of class labels
-        hits = p[..., :1] == np.asarray(reducer.labels)[None, None, :]
-        codes = np.where(hits.any(axis=-1), hits.argmax(axis=-1), -1)
-        proba = (codes == y[None]).astype(np.float64)
-        if name == "accuracy":
-            return proba[..., None]
-    else:
-        if p.shape[-1] == 1:  # probability of class 1 of two
-            p = np.concatenate([1 - p, p], axis=-1)
-        if name == "accuracy":
-            return (p.argmax(axis=-1) == y[None]).astype(np.float64)[..., None]
-        index = np.broadcast_to(y[None, :, None], (*p.shape[:2], 1))
-        proba = np.take_along_axis(p, index, axis=-1)[..., 0]
-    eps = np.finfo(np.float32 if np.asarray(preds).dtype == np.float32 else np.float64).eps
-    return -np.log(np.clip(proba, eps, 1 - eps))[..., None]
-
-
-def _metrics(reducer: LossSums, terms: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The metric of every item under every row weighting: (b, m, k) from terms (b, n, k)
-    and weights (m, n), as ``LossSums.finalize`` turns its sums into the metric."""
-    sums = np.einsum("bnk,mn->bmk", terms, weights)
-    total = weights.sum(axis=1)[None, :, None]
-    if reducer.name == "r2":
-        y = np.asarray(reducer.y, np.float64).reshape(terms.shape[1], -1)
-        centre = weights @ y / weights.sum(axis=1, keepdims=True)  # (m, k)
-        spread = np.einsum("mn,mnk->mk", weights, (y[None] - centre[:, None]) ** 2)
-        return 1.0 - sums / spread[None]
-    mean = sums / total
-    return np.sqrt(mean) if reducer.name == "rmse" else mean
 
 
 def _row_differences(terms: np.ndarray, p: int, n_repeats: int, score: bool) -> np.ndarray:

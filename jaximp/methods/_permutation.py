@@ -16,8 +16,18 @@ from typing import Callable, Literal
 import jax
 import numpy as np
 
-from ..data import Choice, Int, as_key, validate_params
+from ..data import (
+    Choice,
+    Int,
+    Replicates,
+    as_key,
+    replicate_weights,
+    row_weights,
+    validate_params,
+)
 from ..engine import (
+    ROW_LOSSES,
+    Keep,
     LossSums,
     Stacked,
     at_permuted_rows,
@@ -36,6 +46,8 @@ from ._loss import (
     default_loss,
     logits_to_probabilities,
     resolve_loss,
+    row_loss_terms,
+    weighted_loss_metrics,
 )
 from ._setup import prepare
 
@@ -72,7 +84,8 @@ def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
     return np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
 
 
-@validate_params(kind=Choice(*_KINDS), n_repeats=Int(1), response=Choice(*RESPONSES))
+@validate_params(kind=Choice(*_KINDS), n_repeats=Int(1), response=Choice(*RESPONSES),
+                 n_bootstrap=Replicates())
 def permutation_importance(
     model,
     X,
@@ -82,6 +95,7 @@ def permutation_importance(
     kind: Literal["difference", "ratio"] = "difference",
     n_repeats: int = 5,
     max_samples: int | float | None = None,
+    n_bootstrap: int = 0,
     features=None,
     output=None,
     sample_weight=None,
@@ -138,6 +152,13 @@ def permutation_importance(
         Rows to use: an int count or a fraction of ``n``. One row subset, drawn without
         replacement from ``random_state``, serves the baseline and every permutation (unlike
         scikit-learn, whose baseline uses all rows).
+    n_bootstrap : int, default 0
+        Row-bootstrap replicates for intervals over the data, read from the per-row losses
+        of the same evaluations (no further model calls; the predictions of every item are
+        kept, checked against the memory budget). ``importances`` then holds the replicates
+        of the mean over repeats, ``importances_std`` their standard deviation and
+        ``intervals()`` percentile intervals; the repeats move to ``info.repeats``. Needs one
+        loss that sums over rows (not AUC, a callable or several losses).
     features : str, int or list, optional
         Features (or groups) to score; default all.
     output : int, str or list, optional
@@ -252,6 +273,16 @@ def permutation_importance(
 
     reducers = {name: spec.reducer(baseline_predictions, predictor.n_outputs)
                 for name, spec in specs.items()}
+    if n_bootstrap:
+        (name, reducer), = _bootstrappable(reducers, n_bootstrap)
+        weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap,
+                                          jax.random.fold_in(key, 1))
+        kept = evaluate(predictor, dataset, plan, Keep(), label="permutation importance",
+                        result_hint="use fewer features, repeats or rows, or n_bootstrap=0",
+                        **engine)
+        metric = weighted_loss_metrics(reducer, row_loss_terms(reducer, kept), weightings)
+        return _bootstrap_result(specs[name], metric, p, n_repeats, kind, chosen, dataset,
+                                 rows, n_bootstrap)
     # losses that decompose share one pass; AUC and callables keep whole items, one pass each
     summing = [name for name, r in reducers.items() if isinstance(r, LossSums)]
     metrics = {}
@@ -288,6 +319,39 @@ def permutation_importance(
 
     results = {name: result(specs[name], metrics[name]) for name in specs}
     return results if _several(loss) else results[next(iter(results))]
+
+
+def _bootstrappable(reducers: dict, n_bootstrap: int) -> list:
+    """The one loss that row-bootstrap replicates can reweight (a sum over rows)."""
+    if len(reducers) != 1 or not isinstance(next(iter(reducers.values())), LossSums):
+        raise ValueError(
+            f"n_bootstrap={n_bootstrap} reweights per-row losses, so it needs one loss that "
+            f"sums over rows ({ROW_LOSSES}); got {list(reducers)} with "
+            f"{[type(r).__name__ for r in reducers.values()]}. Use n_bootstrap=0 for AUC, "
+            "callables or several losses.")
+    return list(reducers.items())
+
+
+def _bootstrap_result(spec, metric, p, n_repeats, kind, chosen, dataset, rows, n_bootstrap):
+    """The result from the metric of every item under every weighting (b, 1 + B, k): the
+    repeats' importances under the case weights, and B replicates of their mean."""
+    m, k = metric.shape[1], metric.shape[2]
+    baseline = metric[0]  # (1 + B, k)
+    perturbed = metric[1:].reshape(p, n_repeats, m, k).transpose(2, 0, 3, 1)  # (1+B, p, k, r)
+    importances = spec.importance(perturbed, baseline[:, None, :, None], kind)
+    repeats, replicates = importances[0], importances[1:].mean(axis=-1)  # (p, k, r), (B, p, k)
+    return FeatureImportance(
+        method="permutation",
+        feature_names=tuple(f.name for f in chosen),
+        output_names=spec.result_names(k),
+        importances_mean=repeats.mean(axis=-1),
+        importances_std=replicates.std(axis=0),
+        importances=np.moveaxis(replicates, 0, -1),
+        info=PermutationDetails(
+            loss=spec.name, kind=kind, baseline=baseline[0], n_repeats=n_repeats,
+            n_samples=dataset.n_rows, sample_rows=rows, n_bootstrap=n_bootstrap,
+            repeats=repeats),
+    )
 
 
 @functools.lru_cache(maxsize=16)  # the same settings again give the same plan object

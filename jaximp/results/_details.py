@@ -72,6 +72,11 @@ class PermutationDetails(Details):
         Rows used.
     sample_rows : ndarray of shape (n_samples,) or None
         Indices of the rows used (``max_samples``), None for all rows.
+    n_bootstrap : int
+        Row-bootstrap replicates (0: none).
+    repeats : ndarray of shape (p, o, n_repeats) or None
+        With ``n_bootstrap``, the importance of every repeat (the result's ``importances``
+        then holds the bootstrap replicates).
     """
 
     loss: str
@@ -80,6 +85,8 @@ class PermutationDetails(Details):
     n_repeats: int
     n_samples: int
     sample_rows: np.ndarray | None = None
+    n_bootstrap: int = 0
+    repeats: np.ndarray | None = None
 
 
 @_frozen
