@@ -147,29 +147,55 @@ def test_feature_subset_keeps_other_columns_at_the_background(game):
     np.testing.assert_allclose(sv.values.sum(axis=1), joint - sv.base_values, atol=2e-6)
 
 
+_SHAP_EXACT = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+from conftest import random_mlp
+import shap
+data = np.load(sys.argv[2])
+_, f_np, _ = random_mlp(5, sizes=(5, 16, 1))
+masker = shap.maskers.Independent(data["B"], max_samples=len(data["B"]))
+theirs = shap.ExactExplainer(f_np, masker)(data["X"])
+np.savez(sys.argv[2], values=theirs.values, base_values=theirs.base_values)
+"""
+
+
+def _shap_exact(X, B, tmp_path):
+    """shap's ExactExplainer on the MLP of random_mlp(5, (5, 16, 1)), in a process of its own
+    with numba's JIT off: its kernels compile for about a minute on first use, and run in
+    milliseconds as plain Python at this size (turning the JIT off inside this process breaks
+    shap once another test has imported it)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    path = tmp_path / "shap_exact.npz"
+    np.savez(path, X=X, B=B)
+    subprocess.run([sys.executable, "-c", _SHAP_EXACT, str(pathlib.Path(__file__).parent),
+                    str(path)], check=True, env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+                   timeout=300)
+    return np.load(path)
+
+
 @pytest.mark.skipif(not HAVE_SHAP, reason="shap is not installed")
-def test_exact_equals_shap_exact_explainer(monkeypatch):
-    # shap's numba kernels compile for about a minute on first use; as plain Python they
-    # take milliseconds at this size (shap not yet imported by any other test)
-    numba = pytest.importorskip("numba")
-    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+def test_exact_equals_shap_exact_explainer(tmp_path):
     import shap
 
     rng = np.random.default_rng(4)
     f_jax, f_np, _ = random_mlp(5, sizes=(5, 16, 1))
     X = as32(rng.normal(size=(3, 5)))
     B = as32(rng.normal(size=(15, 5)))
-    explainer = shap.ExactExplainer(f_np, shap.maskers.Independent(B, max_samples=len(B)))
-    theirs = explainer(X)
+    theirs = _shap_exact(X, B, tmp_path)
     ours = shapley_values(f_jax, X, B)
-    np.testing.assert_allclose(ours.values[..., 0], theirs.values, atol=2e-6)
-    np.testing.assert_allclose(ours.base_values[0], theirs.base_values[0], atol=1e-6)
+    np.testing.assert_allclose(ours.values[..., 0], theirs["values"], atol=2e-6)
+    np.testing.assert_allclose(ours.base_values[0], theirs["base_values"][0], atol=1e-6)
     # as a shap.Explanation: the same layout as shap's own (values (n, p), base values (n,))
     mine = ours.to_shap()
     assert isinstance(mine, shap.Explanation)
-    assert mine.values.shape == theirs.values.shape == (3, 5)
-    np.testing.assert_allclose(mine.values, theirs.values, atol=2e-6)
-    np.testing.assert_allclose(mine.base_values, theirs.base_values, atol=1e-6)
+    assert mine.values.shape == theirs["values"].shape == (3, 5)
+    np.testing.assert_allclose(mine.values, theirs["values"], atol=2e-6)
+    np.testing.assert_allclose(mine.base_values, theirs["base_values"], atol=1e-6)
     np.testing.assert_array_equal(mine.data, X)
     assert list(mine.feature_names) == [f"x{j}" for j in range(5)]
     two = shapley_values(lambda Z: jnp.stack([f_jax(Z), 2 * f_jax(Z)], axis=1), X, B)
