@@ -151,3 +151,12 @@ def test_results_do_not_depend_on_the_memory_budget():
     np.testing.assert_allclose(roomy.total.importances, tight.total.importances, rtol=1e-5)
     np.testing.assert_allclose(roomy.first.importances_mean, tight.first.importances_mean,
                                rtol=1e-5, atol=1e-7)
+
+
+def test_correlated_inputs_warn_that_the_indices_assume_independence():
+    rng = np.random.default_rng(0)
+    x0 = rng.normal(size=300)
+    X = np.c_[x0, x0 + 0.3 * rng.normal(size=300), rng.normal(size=300)]
+    with pytest.warns(UserWarning, match=r"assumes independent inputs, but 'x0' and 'x1' "
+                                         r"correlate at 0\.9\d"):
+        sobol_indices(lambda A: A.sum(axis=1), X, n_bootstrap=0)

@@ -16,6 +16,7 @@ block; bootstrap intervals cost no model evaluation.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import jax
@@ -162,6 +163,27 @@ class _SobolSums(Reducer):
         return total / self.weights.sum(axis=1)[None, :, None, None]
 
 
+def _warn_if_dependent(dataset, threshold: float = 0.5) -> None:
+    """Sobol indices assume independent inputs; resampling one column of correlated data
+    scores the model off the data. Warn when two columns correlate above ``threshold``."""
+    X = dataset.X
+    spread = X.std(axis=0)
+    varying = spread > 0
+    if varying.sum() < 2:
+        return
+    corr = np.corrcoef(X[:, varying], rowvar=False)
+    np.fill_diagonal(corr, 0.0)
+    a, b = np.unravel_index(np.argmax(np.abs(corr)), corr.shape)
+    if abs(corr[a, b]) > threshold:
+        names = [name for name, keep in zip(dataset.column_names, varying) if keep]
+        warnings.warn(
+            f"sobol_indices assumes independent inputs, but {names[a]!r} and {names[b]!r} "
+            f"correlate at {corr[a, b]:.2f}: resampling one of them alone evaluates the model "
+            "off the data, and the indices are not those of the dependent inputs. "
+            "conditional_importance or sage_importance respect the dependence.",
+            UserWarning, stacklevel=3)
+
+
 @validate_params(first=Flag(), total=Flag(), n_repeats=Int(1), n_bootstrap=Replicates())
 def sobol_indices(
     model,
@@ -270,6 +292,7 @@ def sobol_indices(
     chosen = dataset.resolve(features)
     p, r = len(chosen), n_repeats
     engine = {"memory_budget": memory_budget, "progress": progress}
+    _warn_if_dependent(dataset)
 
     fa = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
     bits = key_bits(key_permutations)
