@@ -118,3 +118,29 @@ def test_host_models_and_feature_names_are_refused_with_the_fix():
         jaximp.permutation_importance(model, SEQUENCES, RNG.normal(size=30))
     with pytest.raises(ValueError, match="feature_names cannot name the positions"):
         jaximp.as_dataset(SEQUENCES, feature_names=["a"] * 15)
+
+
+def test_input_map_paints_each_feature_on_its_positions():
+    """The inverse of input_groups, in the methods' feature order: against a loop over the
+    positions, for patches, a partial mask (ungrouped positions are features of their own)
+    and no groups, with a trailing output axis."""
+    shape = (4, 6, 2)
+    patches = jaximp.input_groups(shape, patch=(2, 3))
+    values = RNG.normal(size=(len(patches), 3))
+    painted = jaximp.input_map(values, shape, patches)
+    flat = painted.reshape(-1, 3)
+    for g, columns in enumerate(patches.values()):
+        np.testing.assert_array_equal(flat[columns], np.repeat(values[g][None], len(columns), 0))
+    mask = np.full(shape, -1)
+    mask[:2, :2, :] = 0
+    regions = jaximp.input_groups(shape, mask=mask)
+    dataset = jaximp.as_dataset(RNG.normal(size=(3, *shape)), groups=regions)
+    order = [f.name for f in dataset.features]  # the methods' feature order
+    values = np.arange(len(order), dtype=float)
+    painted = jaximp.input_map(values, shape, regions).reshape(-1)
+    for feature, value in zip(dataset.features, values):
+        np.testing.assert_array_equal(painted[list(feature.columns)], value)
+    np.testing.assert_array_equal(jaximp.input_map(np.arange(48.0), shape),
+                                  np.arange(48.0).reshape(shape))
+    with pytest.raises(ValueError, match=r"one entry per feature \(4 for examples"):
+        jaximp.input_map(np.zeros(5), shape, patches)

@@ -29,7 +29,7 @@ from ._grid import (
     validate_grid_options,
 )
 from ._params import SHARED, Choice, Flag, Int, Real, Replicates, validate_params
-from ._shapes import input_groups
+from ._shapes import input_groups, input_map
 
 __all__ = [
     "Choice",
@@ -48,6 +48,7 @@ __all__ = [
     "check_n_bootstrap",
     "feature_grid",
     "input_groups",
+    "input_map",
     "is_text",
     "make_friedman1",
     "make_linear",

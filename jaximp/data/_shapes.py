@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["input_groups"]
+__all__ = ["input_groups", "input_map"]
 
 
 def input_groups(
@@ -92,3 +92,51 @@ def input_groups(
                          f"position, -1 for none); got {labels.dtype} of shape {labels.shape}.")
     return {f"{prefix or 'region'}[{label}]": positions[labels == label].tolist()
             for label in np.unique(labels) if label >= 0}
+
+
+def input_map(values, input_shape: Sequence[int], groups=None) -> np.ndarray:
+    """Per-feature values painted back onto the positions of one example.
+
+    The inverse view of :func:`input_groups`: every position takes the value of the feature it
+    belongs to, so an importance or attribution over patches, channels or mask regions shows
+    as an image (or a heat map over time). Positions outside every group are features of their
+    own, in the order the methods list features (see :func:`jaximp.as_dataset`).
+
+    Parameters
+    ----------
+    values : array of shape (p, ...)
+        One value (or a trailing block, e.g. outputs) per feature, in the result's feature
+        order: ``result.importances_mean``, ``attributions.values[i]``.
+    input_shape : tuple of int
+        The shape of one example, ``X.shape[1:]``.
+    groups : mapping of str to list of int, optional
+        The ``groups=`` the method was called with (default: every position a feature).
+
+    Returns
+    -------
+    ndarray of shape (*input_shape, ...)
+
+    Examples
+    --------
+    >>> groups = input_groups((4, 4), patch=(2, 2))
+    >>> input_map(np.arange(4.0), (4, 4), groups)
+    array([[0., 0., 1., 1.],
+           [0., 0., 1., 1.],
+           [2., 2., 3., 3.],
+           [2., 2., 3., 3.]])
+    """
+    shape = tuple(int(d) for d in input_shape)
+    size = int(np.prod(shape))
+    values = np.asarray(values)
+    # the methods' feature order: each group or lone position where its first column stands
+    members = [list(columns) for columns in (groups or {}).values()]
+    grouped = {c for columns in members for c in columns}
+    features = sorted(members + [[c] for c in range(size) if c not in grouped], key=min)
+    feature_of = np.empty(size, int)
+    for j, columns in enumerate(features):
+        feature_of[columns] = j
+    if values.shape[0] != len(features):
+        raise ValueError(f"values must hold one entry per feature ({len(features)} for "
+                         f"examples of shape {shape} with these groups); got shape "
+                         f"{values.shape}.")
+    return values[feature_of].reshape(*shape, *values.shape[1:])
