@@ -68,7 +68,8 @@ def test_feature_importance_vocabulary(results):
 def test_typed_details():
     info = jaximp.permutation_importance(lambda A: A @ np.ones(4), X, Y, n_repeats=2).info
     assert info.loss == info["loss"] == "mse" and info.n_repeats == 2
-    assert set(info) == {"loss", "kind", "baseline", "n_repeats", "n_samples", "sample_rows"}
+    assert set(info) == {"loss", "kind", "baseline", "n_repeats", "n_samples", "sample_rows",
+                         "n_bootstrap", "repeats"}
     assert dict(info)["baseline"].shape == (1,) and info.sample_rows is None
     assert repr(info).startswith("PermutationDetails(") and "baseline=array(1,)" in repr(info)
     with pytest.raises(KeyError):

@@ -34,7 +34,7 @@ from ..data import (
 )
 from ..engine import Keep, Mean, predict_rows
 from ..models import stable_apply
-from ..results import FeatureImportance, FeatureInteraction
+from ..results import FeatureImportance, FeatureInteraction, pair_values_frame
 from ._gradients import (
     METHODS,
     Attributions,
@@ -278,15 +278,8 @@ class IntegratedHessians:
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table: ``row``, ``feature_1``, ``feature_2``, ``output``, ``interaction``."""
-        n, p, _, o = self.values.shape
-        names = np.asarray(self.feature_names, object)
-        return pd.DataFrame({
-            "row": np.repeat(np.arange(n), p * p * o),
-            "feature_1": np.tile(np.repeat(names, p * o), n),
-            "feature_2": np.tile(np.repeat(names, o), n * p),
-            "output": np.tile(np.asarray(self.output_names, object), n * p * p),
-            "interaction": self.values.reshape(-1),
-        })
+        return pair_values_frame(self.values, self.feature_names, self.output_names,
+                                 "interaction")
 
     def plot(self, output: int | str = 0, ax=None, **kwargs):
         """Heat map of the mean pair interactions (:meth:`interaction`)."""

@@ -45,6 +45,7 @@ from ..results import (
     ShapleyDetails,
     ShapleyImportanceDetails,
     new_figure,
+    pair_values_frame,
 )
 from ._setup import prepare
 
@@ -258,15 +259,8 @@ class ShapleyInteractions:
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one line per (row, feature_1, feature_2, output): ``value``."""
-        n, p, _, o = self.values.shape
-        names = np.asarray(self.feature_names, object)
-        return pd.DataFrame({
-            "row": np.repeat(np.arange(n), p * p * o),
-            "feature_1": np.tile(np.repeat(names, p * o), n),
-            "feature_2": np.tile(np.repeat(names, o), n * p),
-            "output": np.tile(np.asarray(self.output_names, object), n * p * p),
-            "value": self.values.reshape(-1),
-        })
+        return pair_values_frame(self.values, self.feature_names, self.output_names,
+                                 "value")
 
     def plot(self, output: int | str = 0, ax=None):
         """Heat map of the mean absolute interaction value per pair (main effects on the

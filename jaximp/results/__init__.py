@@ -30,6 +30,7 @@ from ._results import (
     check_k,
     interval_probabilities,
     mean_and_std,
+    pair_values_frame,
     replicate_std,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "ice_rows",
     "interval_probabilities",
     "mean_and_std",
+    "pair_values_frame",
     "new_figure",
     "plot_h",
     "plot_importances",

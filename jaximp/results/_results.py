@@ -12,7 +12,7 @@ from ..data import output_index
 from ._plots import plot_importance, plot_interaction
 
 __all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "interval_probabilities",
-           "mean_and_std", "replicate_std"]
+           "mean_and_std", "pair_values_frame", "replicate_std"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -359,3 +359,18 @@ def _short_repr(result, size: str, values, names, replicates) -> str:
 def check_k(k) -> None:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive int (how many to list); got {k!r}.")
+
+
+def pair_values_frame(values: np.ndarray, feature_names, output_names,
+                      column: str = "value") -> pd.DataFrame:
+    """Tidy table of per-row pair values (n, p, p, o): ``row``, ``feature_1``, ``feature_2``,
+    ``output`` and ``column`` (Shapley interaction values, integrated Hessians)."""
+    n, p, _, o = values.shape
+    names = np.asarray(feature_names, object)
+    return pd.DataFrame({
+        "row": np.repeat(np.arange(n), p * p * o),
+        "feature_1": np.tile(np.repeat(names, p * o), n),
+        "feature_2": np.tile(np.repeat(names, o), n * p),
+        "output": np.tile(np.asarray(output_names, object), n * p * p),
+        column: values.reshape(-1),
+    })
