@@ -639,3 +639,25 @@ def test_recursion_names_and_auto_rule_follow_scikit_learn(data):
     ref = sk_partial_dependence(zero, X, [0], method="auto", grid_resolution=5)
     assert ours.output_names == ("0", "1")
     np.testing.assert_allclose(ours.average[:, 1], ref["average"][0], rtol=1e-5, atol=1e-6)
+
+
+def test_read_trees_cache_follows_a_refit():
+    """The trees read for one estimator are reused only while it holds the same trees: after
+    a refit (and a warm-started extension) the recursion PD equals scikit-learn's again."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.inspection import partial_dependence as sk_pd
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 3))
+    forest = RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0,
+                                   warm_start=True)
+    for y in (X[:, 0] ** 2, X[:, 1] - X[:, 2]):
+        forest.fit(X, y)
+        for extra in (0, 3):
+            forest.n_estimators += extra
+            forest.fit(X, y)
+            ours = jaximp.partial_dependence(forest, X, [0], method="recursion",
+                                             grid_resolution=7)
+            theirs = sk_pd(forest, X, [0], method="recursion", grid_resolution=7)
+            np.testing.assert_allclose(ours.average[:, 0], theirs["average"][0], rtol=1e-5,
+                                       atol=1e-6)

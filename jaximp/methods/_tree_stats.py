@@ -12,12 +12,18 @@ The arrays come from the tree reader (:func:`jaximp.tree_predictor`); definition
   traversal, as scikit-learn's ``method="recursion"``: a split on the feature follows the
   grid value's branch, any other split follows both branches weighted by the fraction of
   training weight that went each way; the PD is the weighted sum of the leaf values. It uses
-  the training weights stored in the trees, not the rows of ``X``.
+  the training weights stored in the trees, not the rows of ``X``. Computed on the host as
+  those weighted leaf sums, vectorized over all leaves of all trees: for one feature under the
+  plain rule ``x <= t``, each leaf's grid interval ``(lo, hi]`` gets its weighted value by a
+  cumulative sum over the sorted grid; otherwise (several features, categorical splits,
+  zero_missing, a NaN grid value) :func:`jaximp.models.split_goes_left` decides each split on
+  the set for every grid point.
 - transversal rates (:func:`transversal_rates`): see there.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 
@@ -31,7 +37,6 @@ from ..models import (
     read_boosted,
     read_trees,
     split_goes_left,
-    tree_float_dtype,
 )
 from ..results import FeatureImportance, TreeDetails, new_figure
 
@@ -156,53 +161,178 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
     )
 
 
-@functools.partial(jax.jit, static_argnames="depth")
-def _recursion_pd(params, points, columns, depth: int) -> jax.Array:
-    """Weighted-traversal PD of every tree at every grid point, (T, g, k): ``points`` (g, s)
-    hold values of the data columns ``columns`` (s,)."""
-    # scikit-learn's recursion casts the grid to float32 (under x64 too): with the thresholds
-    # rounded down to float32 the splits are exact; weights and sums stay in the values' dtype
-    # (LightGBM's thresholds are float64 under x64: its grid is compared in float64)
-    z = points.astype(params["threshold"].dtype)
-    T = params["feature"].shape[0]
-    split_fields = {name: params[name] for name in (
-        "threshold", "missing_left", "zero_missing", "is_categorical", "category_left")
-        if name in params}
+#: grid points x leaves (or split entries) evaluated at once by the recursion PD
+_RECURSION_BLOCK = 1 << 21
+
+
+#: leaf paths of recently seen node arrays (the reader hands out the same read-only arrays for
+#: an unchanged estimator), by the identity of the arrays they are read from
+_PATHS: collections.OrderedDict = collections.OrderedDict()
+_PATHS_SIZE = 8
+
+
+def _cached_leaf_paths(params, depth: int) -> dict:
+    """:func:`_leaf_paths`, reused while the same read-only arrays come back."""
+    arrays = tuple(params[name] for name in (
+        "children_left", "children_right", "weighted_n_node_samples", "feature", "threshold",
+        "value"))
+    if not all(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays):
+        return _leaf_paths(params, depth)
+    key = tuple(id(a) for a in arrays) + (depth,)
+    entry = _PATHS.get(key)
+    if entry is not None and all(a is b for a, b in zip(entry[0], arrays)):
+        return entry[1]
+    paths = _leaf_paths(params, depth)
+    _PATHS[key] = (arrays, paths)  # holds the arrays: their ids cannot be reused meanwhile
+    while len(_PATHS) > _PATHS_SIZE:
+        _PATHS.popitem(last=False)
+    return paths
+
+
+def _leaf_paths(params, depth: int) -> dict:
+    """Every reachable leaf of every tree and the splits above it, on the host: ``leaf`` (L,)
+    flat node index ``tree * N + node`` (sorted by tree), ``tree`` (L,) its tree, ``starts``
+    (T,) each tree's first leaf, and (depth, L) arrays from the leaf upwards: ``above`` the
+    flat index of the split above, ``went_left`` whether the path goes left there, ``frac``
+    the fraction of the split's training weight that takes the path, ``valid`` whether that
+    level exists (below the root), ``split_feature`` and ``split_threshold`` of the split
+    above; ``value`` (L, k) the leaf values in float64."""
+    left = np.asarray(params["children_left"])
+    right = np.asarray(params["children_right"])
+    T, N = left.shape
+    offset = np.arange(T)[:, None] * N
+    split = (left != np.arange(N)).reshape(-1)
+    parent = np.arange(T * N)  # the root (and padding) is its own parent
+    is_left = np.zeros(T * N, bool)
+    reached = np.zeros(T * N, bool)
+    reached[offset[:, 0]] = True
+    for children, side in ((left, True), (right, False)):
+        child = (children + offset).reshape(-1)[split]
+        parent[child] = np.flatnonzero(split)
+        is_left[child] = side
+        reached[child] = True
+    leaf = np.flatnonzero(~split & reached)
+    weight = np.asarray(params["weighted_n_node_samples"], np.float64).reshape(-1)
+    shape = (depth, len(leaf))
+    above, frac = np.empty(shape, np.int64), np.empty(shape)
+    went_left, valid = np.empty(shape, bool), np.empty(shape, bool)
+    node = leaf
+    for level in range(depth):
+        up = parent[node]
+        w_up = weight[up]
+        above[level], went_left[level], valid[level] = up, is_left[node], up != node
+        frac[level] = np.where(w_up > 0, weight[node] / np.where(w_up > 0, w_up, 1.0), 0.0)
+        node = up
+    tree = leaf // N
+    value = np.asarray(params["value"], np.float64)
+    return {"leaf": leaf, "tree": tree, "starts": np.searchsorted(tree, np.arange(T)),
+            "above": above, "went_left": went_left, "frac": frac, "valid": valid,
+            "split_feature": np.asarray(params["feature"]).reshape(-1)[above],
+            "split_threshold": np.asarray(params["threshold"]).reshape(-1)[above],
+            "value": value.reshape(T * N, value.shape[-1])[leaf]}
+
+
+def _bounds(threshold, went_left, on) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each leaf's interval ``(lo, hi]`` of values of one feature that reach it under the
+    plain rule ``x <= t`` (``on`` (D, L): the levels splitting on the feature), and whether
+    it has a lower bound at all (without one, ``-inf`` reaches the leaf too)."""
+    inf = np.asarray(np.inf, threshold.dtype)
+    right = on & ~went_left
+    hi = np.where(on & went_left, threshold, inf).min(axis=0, initial=inf)
+    lo = np.where(right, threshold, -inf).max(axis=0, initial=-inf)
+    return lo, hi, right.any(axis=0)
+
+
+def _pd_one_feature(paths, bounds, contrib, z, T: int) -> np.ndarray:
+    """(T, g, k) PD of one feature under the plain rule, grid ``z`` (g,) without NaN: the
+    grid points in ``(lo, hi]`` of a leaf receive its contribution, added as +c at the first
+    such point and -c past the last (in sorted grid order), then summed cumulatively."""
+    lo, hi, bounded_below = bounds
+    order = np.argsort(z, kind="stable")
+    sorted_z = z[order]
+    g, k = len(z), contrib.shape[1]
+    first = np.where(bounded_below, np.searchsorted(sorted_z, lo, side="right"), 0)
+    past = np.maximum(np.searchsorted(sorted_z, hi, side="right"), first)  # empty: nothing
+    index = np.concatenate([paths["tree"] * (g + 1) + first, paths["tree"] * (g + 1) + past])
+    diff = np.stack([np.bincount(index, np.concatenate([contrib[:, j], -contrib[:, j]]),
+                                 minlength=T * (g + 1)) for j in range(k)], axis=-1)
+    out = np.cumsum(diff.reshape(T, g + 1, k)[:, :g], axis=1)
+    result = np.empty_like(out)
+    result[:, order] = out
+    return result
+
+
+def _reach_by_intervals(fields, paths, on_slot, z) -> np.ndarray:
+    """(g, L) whether each grid point reaches each leaf, for the plain rule ``x <= t`` and
+    grid values without NaN: the splits on the set bound each leaf's values to an interval
+    ``(lo, hi]`` per feature."""
+    threshold = paths["split_threshold"]  # (D, L)
+    reach = np.ones((z.shape[0], threshold.shape[1]), bool)
+    for j, on in enumerate(on_slot):
+        lo, hi, bounded_below = _bounds(threshold, paths["went_left"], on)
+        zj = z[:, j:j + 1]
+        reach &= ((zj > lo) | ~bounded_below) & (zj <= hi)
+    return reach
+
+
+def _reach_by_rule(fields, paths, on_slot, z) -> np.ndarray:
+    """(g, L) whether each grid point reaches each leaf, by :func:`split_goes_left` at the
+    splits on the set (missing values, zero_missing and categorical splits included)."""
+    on_set = np.logical_or.reduce(on_slot)
+    slot = np.argmax(np.stack(on_slot), axis=0)  # (D, L): which column the split compares
+    entry_level, entry_leaf = np.nonzero(on_set)
+    at = paths["above"][entry_level, entry_leaf]
+    wanted = paths["went_left"][entry_level, entry_leaf]
+    xv = z[:, slot[entry_level, entry_leaf]]  # (g, E)
+    go_left = split_goes_left(fields, np.broadcast_to(at, xv.shape), xv, xp=np)
+    g, L = z.shape[0], paths["leaf"].shape[0]
+    failed = (np.arange(g)[:, None] * L + entry_leaf[None, :])[go_left != wanted[None, :]]
+    return np.bincount(failed, minlength=g * L).reshape(g, L) == 0
+
+
+def _recursion_pd(params, points, columns, depth: int) -> np.ndarray:
+    """Weighted-traversal PD of every tree at every grid point, (T, g, k) float64, on the
+    host: ``points`` (g, s) hold values of the data columns ``columns`` (s,).
+
+    The traversal is the sum over the leaves of ``value x (product of the training fractions
+    at the splits on other features) x (whether the grid point takes the leaf's side at every
+    split on the set)``, computed for all leaves of all trees at once."""
+    T, N = np.shape(params["feature"])
+    names = ("feature", "threshold", "missing_left", "zero_missing", "is_categorical",
+             "category_left")
+    fields = {name: np.asarray(params[name]).reshape((T * N,) + np.shape(params[name])[2:])
+              for name in names if name in params}
     if "category_outside_left" in params:
-        split_fields["category_outside_left"] = jnp.broadcast_to(
-            params["category_outside_left"], (T,))
-
-    def one(feature, left, right, weight, value, fields):
-        N = feature.shape[0]
-        idx = jnp.arange(N, dtype=jnp.int32)  # int32 like the node arrays, also under x64
-        split = left != idx
-        # parent of each node (the root is its own parent)
-        parent = jnp.zeros(N, jnp.int32)
-        parent = parent.at[jnp.where(split, left, N)].set(idx, mode="drop")
-        parent = parent.at[jnp.where(split, right, N)].set(idx, mode="drop")
-        is_left = jnp.zeros(N, bool).at[jnp.where(split, left, N)].set(True, mode="drop")
-        pw = weight[parent]
-        frac = jnp.where(pw > 0, weight / jnp.where(pw > 0, pw, 1.0), 0.0)
-        matches = feature[parent][:, None] == columns[None, :]  # (N, s)
-        on_set = matches.any(axis=1)  # the parent splits on a column of the set
-        slot = jnp.argmax(matches, axis=1)  # which of the point's values it compares
-
-        def factors(point):
-            zv = point[slot]  # (N,)
-            go_left = split_goes_left(fields, parent, zv)
-            follow = jnp.where(is_left, go_left, ~go_left).astype(frac.dtype)
-            f = jnp.where(on_set, follow, frac)
-            return f.at[0].set(1.0)
-
-        fac = jax.vmap(factors)(z)  # (g, N)
-        path = jax.lax.fori_loop(0, depth, lambda _, w: fac * w[:, parent],
-                                 jnp.ones_like(fac))
-        leaf_w = jnp.where(split, 0.0, path)
-        return leaf_w @ value  # (g, k)
-
-    return jax.vmap(one)(params["feature"], params["children_left"],
-                         params["children_right"], params["weighted_n_node_samples"],
-                         params["value"], split_fields)
+        fields["category_outside_left"] = np.asarray(params["category_outside_left"])
+    paths = _cached_leaf_paths(params, depth)
+    value = paths["value"]  # (L, k)
+    k = value.shape[-1]
+    # scikit-learn's recursion casts the grid to float32 (under x64 too): with the thresholds
+    # rounded down to float32 the splits are exact (LightGBM's thresholds are float64 under
+    # x64: its grid is compared in float64)
+    z = np.asarray(points).astype(fields["threshold"].dtype)
+    on_slot = [paths["valid"] & (paths["split_feature"] == c) for c in np.asarray(columns)]
+    on_set = np.logical_or.reduce(on_slot)
+    weight = np.where(paths["valid"] & ~on_set, paths["frac"], 1.0).prod(axis=0)  # (L,)
+    contrib = weight[:, None] * value  # (L, k)
+    plain = not any(name in fields for name in ("zero_missing", "is_categorical"))
+    if plain and len(on_slot) == 1 and not np.isnan(z).any():
+        bounds = _bounds(paths["split_threshold"], paths["went_left"], on_slot[0])
+        return _pd_one_feature(paths, bounds, contrib, z[:, 0], T)
+    L = len(paths["leaf"])
+    out = np.empty((T, z.shape[0], k))
+    width = fields["category_left"].shape[-1] if "category_left" in fields else 1
+    step = max(1, _RECURSION_BLOCK // max(1, L, int(on_set.sum()) * width))
+    for start in range(0, z.shape[0], step):
+        zb = z[start:start + step]
+        if plain and not np.isnan(zb).any():
+            reach = _reach_by_intervals(fields, paths, on_slot, zb)
+        else:
+            reach = _reach_by_rule(fields, paths, on_slot, zb)
+        reached = reach[:, :, None] * contrib[None]  # (g, L, k)
+        out[:, start:start + step] = np.add.reduceat(
+            reached, paths["starts"], axis=1).transpose(1, 0, 2)
+    return out
 
 
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
@@ -226,9 +356,14 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     each output's trees; no reference library offers their recursion), the weights being the
     library's cover (XGBoost: sums of hessians, which are training counts for squared error
     only; LightGBM: training counts; CatBoost: training weights).
-    The traversal weights and sums are float32 by default, about 1e-6 relative from
-    scikit-learn; under ``jax_enable_x64`` they are float64 and equal scikit-learn's to 1e-7
-    relative (the grid values are compared in float32, as scikit-learn does).
+    It is computed on the host with NumPy as the weighted leaf sums the traversal amounts to
+    (per leaf: its value times the training fractions at the splits on other features, kept
+    for the grid points that take the leaf's side at every split on the set), for all leaves
+    of all trees at once; the paths are reused while the estimator's trees are unchanged. The
+    sums are float64 over the node arrays' weights and values, which are float32 by default
+    (about 1e-6 relative from scikit-learn) and float64 under ``jax_enable_x64`` (equal to
+    scikit-learn's to 1e-7 relative); the grid values are compared in float32, as
+    scikit-learn does.
 
     Parameters
     ----------
@@ -277,7 +412,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     >>> pd_.shape
     (4, 4, 1)
     """
-    kind, _, params, depth = read_trees(estimator, recursion="estimator")
+    kind, _, params, depth = read_trees(estimator, recursion="estimator", host=True)
     dataset = as_dataset(X)
     several = not isinstance(feature, (str, int, np.integer))
     features = [dataset.feature(f) for f in (feature if several else [feature])]
@@ -306,10 +441,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     index = product_grid_index(shape, [feat.name for feat in features])
     points = np.stack([v[k] for v, k in zip(values, index)], axis=1)  # (g, s)
     columns = np.array([feat.columns[0] for feat in features], np.int32)
-    ftype = tree_float_dtype()
-    per_tree = _recursion_pd(params, jnp.asarray(points.astype(ftype)), jnp.asarray(columns),
-                             depth)
-    per_tree = np.asarray(per_tree, np.float64)  # (T, g, k)
+    per_tree = _recursion_pd(params, points, columns, depth)  # (T, g, k)
     if kind == "forest":
         average = per_tree.mean(axis=0)
     elif "tree_class" in params:  # XGBoost, LightGBM, CatBoost: init + sum per output

@@ -72,7 +72,10 @@ Definitions:
   ``missing_left``. scikit-learn casts ``X`` to float32 and compares it with the float64
   threshold; a float32 ``x`` satisfies ``x <= t`` exactly when ``x <= t32``, ``t32`` the
   largest float32 not above ``t``, so thresholds are stored rounded down to float32 and the
-  splits agree exactly without float64;
+  splits agree exactly without float64. It runs level by level over all rows and trees at
+  once (:mod:`._traversal`: trees of depth at most 10 re-laid as complete binary trees inside
+  the jitted function, so a level gathers only the split fields; deeper trees walk the
+  arrays flattened over the trees); the leaf reached is the same in every layout;
 - forests (and a single tree): the mean over trees of the leaf values, i.e. ``predict`` for
   regressors and ``predict_proba`` for classifiers;
 - gradient boosting: the raw score ``F(x) = F0 + learning_rate * sum_s tree_s(x)`` (one tree
@@ -109,8 +112,8 @@ are methods, in :mod:`jaximp.methods._tree_stats`.
 
 from __future__ import annotations
 
-import functools
 import warnings
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -126,6 +129,7 @@ from ._boosting import (
 from ._catboost import read_catboost
 from ._lightgbm import read_lightgbm
 from ._predictor import Predictor, compute_dtype, stable_apply, x64_enabled
+from ._traversal import leaf_values, split_goes_left
 from ._xgboost import read_xgboost
 
 __all__ = ["array_form", "boosted_predictor", "read_boosted", "read_trees", "split_goes_left",
@@ -233,51 +237,88 @@ def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
     return t32
 
 
-def _node_arrays(trees: list, normalize_rows: bool) -> tuple[dict, int]:
-    """Padded node arrays of the trees (see the module docstring) and the largest depth."""
+def _node_arrays(trees: list, normalize_rows: bool, host: bool = False) -> tuple[dict, int]:
+    """Padded node arrays of the trees (see the module docstring) and the largest depth;
+    NumPy arrays when ``host``, else JAX arrays. The trees' nodes are concatenated and
+    scattered into the padded arrays at once (no loop over the trees' fields)."""
     T = len(trees)
-    N = max(tree.node_count for tree in trees)
+    counts = np.array([tree.node_count for tree in trees], np.int64)
+    N = int(counts.max())
     _, n_targets, n_classes = trees[0].value.shape
     k = n_classes if normalize_rows else n_targets * n_classes
     ftype = tree_float_dtype()
+    # slot of every real node in the flattened (T * N) arrays, and its index within its tree
+    starts = np.repeat(np.arange(T, dtype=np.int64) * N - np.cumsum(counts) + counts, counts)
+    node = np.arange(int(counts.sum()), dtype=np.int64) + starts
+    own = (node % N).astype(np.int32)
+
+    def joined(name):
+        return np.concatenate([getattr(tree, name)[:tree.node_count] for tree in trees])
+
+    children_left, children_right = joined("children_left"), joined("children_right")
+    split = children_left != -1
     idx = np.broadcast_to(np.arange(N, dtype=np.int32), (T, N))
-    feature = np.zeros((T, N), np.int32)
-    threshold = np.zeros((T, N), np.float32)
-    left, right = idx.copy(), idx.copy()
-    missing_left = np.zeros((T, N), bool)
-    value = np.zeros((T, N, k), np.float64)
-    impurity = np.zeros((T, N), np.float64)
-    weight = np.zeros((T, N), np.float64)
-    for t, tree in enumerate(trees):
-        n = tree.node_count
-        split = tree.children_left[:n] != -1
-        feature[t, :n] = np.where(split, tree.feature[:n], 0)
-        threshold[t, :n] = np.where(split, _round_down_float32(tree.threshold[:n]), 0)
-        left[t, :n] = np.where(split, tree.children_left[:n], np.arange(n))
-        right[t, :n] = np.where(split, tree.children_right[:n], np.arange(n))
-        missing_left[t, :n] = np.asarray(tree.missing_go_to_left[:n], bool) & split
-        val = np.asarray(tree.value[:n], np.float64)
-        if normalize_rows:  # classifier: counts or fractions -> probabilities
-            val = val[:, 0, :]
-            total = val.sum(axis=1, keepdims=True)
-            val = val / np.where(total == 0, 1.0, total)
-        else:
-            val = val.reshape(n, -1)
-        value[t, :n] = val
-        impurity[t, :n] = tree.impurity[:n]
-        weight[t, :n] = tree.weighted_n_node_samples[:n]
+    left, right = idx.copy().reshape(-1), idx.copy().reshape(-1)
+    left[node] = np.where(split, children_left, own)
+    right[node] = np.where(split, children_right, own)
+    feature = np.zeros(T * N, np.int32)
+    feature[node] = np.where(split, joined("feature"), 0)
+    threshold = np.zeros(T * N, np.float32)
+    threshold[node] = np.where(split, _round_down_float32(joined("threshold")), 0)
+    missing_left = np.zeros(T * N, bool)
+    missing_left[node] = np.asarray(joined("missing_go_to_left"), bool) & split
+    val = np.asarray(joined("value"), np.float64)
+    if normalize_rows:  # classifier: counts or fractions -> probabilities
+        val = val[:, 0, :]
+        total = val.sum(axis=1, keepdims=True)
+        val = val / np.where(total == 0, 1.0, total)
+    else:
+        val = val.reshape(len(val), -1)
+    value = np.zeros((T * N, k), np.float64)
+    value[node] = val
+    impurity = np.zeros(T * N, np.float64)
+    impurity[node] = joined("impurity")
+    weight = np.zeros(T * N, np.float64)
+    weight[node] = joined("weighted_n_node_samples")
     depth = max(tree.max_depth for tree in trees)
+    convert = np.asarray if host else jnp.asarray
     params = {
-        "feature": jnp.asarray(feature),
-        "threshold": jnp.asarray(threshold),
-        "children_left": jnp.asarray(left),
-        "children_right": jnp.asarray(right),
-        "missing_left": jnp.asarray(missing_left),
-        "value": jnp.asarray(value.astype(ftype)),
-        "impurity": jnp.asarray(impurity.astype(ftype)),
-        "weighted_n_node_samples": jnp.asarray(weight.astype(ftype)),
+        "feature": convert(feature.reshape(T, N)),
+        "threshold": convert(threshold.reshape(T, N)),
+        "children_left": convert(left.reshape(T, N)),
+        "children_right": convert(right.reshape(T, N)),
+        "missing_left": convert(missing_left.reshape(T, N)),
+        "value": convert(value.reshape(T, N, k).astype(ftype)),
+        "impurity": convert(impurity.reshape(T, N).astype(ftype)),
+        "weighted_n_node_samples": convert(weight.reshape(T, N).astype(ftype)),
     }
     return params, int(depth)
+
+
+#: host node arrays of recently read scikit-learn estimators (weakly keyed by the estimator):
+#: an entry serves while the estimator holds the very same tree objects (a refit or
+#: warm start makes new ones) and the float dtype is the same; its arrays are read-only
+_HOST_ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _host_node_arrays(est, trees: list, normalize_rows: bool) -> tuple[dict, int]:
+    """:func:`_node_arrays` as NumPy arrays, read once per estimator and float dtype."""
+    ftype = tree_float_dtype()
+    try:
+        cached = _HOST_ARRAYS.get(est)
+    except TypeError:  # an estimator that cannot be weakly referenced
+        cached = None
+    if (cached is not None and cached[1] == ftype and len(cached[0]) == len(trees)
+            and all(a is b for a, b in zip(cached[0], trees))):
+        return dict(cached[2]), cached[3]
+    params, depth = _node_arrays(trees, normalize_rows, host=True)
+    for array in params.values():
+        array.flags.writeable = False
+    try:
+        _HOST_ARRAYS[est] = (tuple(trees), ftype, params, depth)
+    except TypeError:
+        pass
+    return dict(params), depth
 
 
 def _constant_init(est) -> bool:
@@ -303,66 +344,13 @@ def _gb_init(est) -> np.ndarray:
         return np.asarray(est._raw_predict_init(row), np.float64)[0]
 
 
-def split_goes_left(params, at, xv) -> jax.Array:
-    """Whether the values ``xv`` go left at the nodes ``at`` (an index into the (T, N) node
-    arrays, e.g. ``(tree_ids, node)``): ``xv <= threshold``, a missing value (NaN; also
-    |x| <= 1e-35 where ``zero_missing``) by ``missing_left``, a categorical split by its
-    ``category_left`` bitset (see the module docstring). The optional fields are read only
-    when present, so scikit-learn's trees compute exactly the plain rule."""
-    nan = jnp.isnan(xv)
-    missing = nan
-    if "zero_missing" in params:  # LightGBM's missing_type Zero
-        missing = nan | (params["zero_missing"][at] & (jnp.abs(xv) <= 1e-35))
-    go_left = jnp.where(missing, params["missing_left"][at], xv <= params["threshold"][at])
-    if "is_categorical" in params:
-        words = params["category_left"][at]  # (..., W) uint32
-        n_bits = 32 * words.shape[-1]
-        # truncation toward zero, as the libraries' C++ cast (clipped first: no overflow)
-        code = jnp.clip(jnp.where(nan, -1.0, xv), -1.0, float(n_bits)).astype(jnp.int32)
-        inside = (code >= 0) & (code < n_bits)
-        safe = jnp.clip(code, 0, n_bits - 1)
-        word = jnp.take_along_axis(words, (safe >> 5)[..., None], axis=-1)[..., 0]
-        bit = (word >> (safe & 31).astype(jnp.uint32)) & jnp.uint32(1)
-        in_left = jnp.where(inside, bit == 1, params["category_outside_left"])
-        category = jnp.where(nan, params["missing_left"][at], in_left)
-        go_left = jnp.where(params["is_categorical"][at], category, go_left)
-    return go_left
-
-
-@functools.partial(jax.jit, static_argnames="depth")
-def _leaves(params, X, depth: int) -> jax.Array:
-    """Leaf index of each row in each tree, int32 (m, T); rows are compared in the thresholds'
-    dtype (float32 for scikit-learn's trees, which cast ``X`` to float32 as well)."""
-    x = X.astype(params["threshold"].dtype)
-    T = params["feature"].shape[0]
-    tree_ids = jnp.arange(T)
-
-    def one(x_row):
-        def step(_, node):
-            f = params["feature"][tree_ids, node]
-            go_left = split_goes_left(params, (tree_ids, node), x_row[f])
-            return jnp.where(go_left, params["children_left"][tree_ids, node],
-                             params["children_right"][tree_ids, node])
-
-        return jax.lax.fori_loop(0, depth, step, jnp.zeros(T, jnp.int32))
-
-    return jax.vmap(one)(x)
-
-
-def _leaf_values(params, X, depth: int) -> jax.Array:
-    """Leaf values of each row in each tree, (m, T, k)."""
-    nodes = _leaves(params, X, depth)
-    T = params["feature"].shape[0]
-    return params["value"][jnp.arange(T)[None, :], nodes]
-
-
 def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple):
     """One ``apply`` per (kind, depth, link, trees x values): the engine sizes its chunks by
     the compiled memory of an ``apply``, which grows with the number of trees and values."""
 
     def make():
         def apply_trees(params, X):
-            vals = _leaf_values(params, X, depth)  # (m, T, k)
+            vals = leaf_values(params, X, depth)  # (m, T, k)
             if kind == "forest":
                 out = jnp.mean(vals, axis=1)
             else:
@@ -408,7 +396,7 @@ def _boost_apply(depth: int, link: str, two_columns: bool, size: tuple):
 
     def make():
         def apply_boosted(params, X):
-            vals = _leaf_values(params, X, depth)[..., 0]  # (m, T)
+            vals = leaf_values(params, X, depth)[..., 0]  # (m, T)
             K = params["init"].shape[0]
             raw = params["init"] + jax.ops.segment_sum(
                 vals.T, params["tree_class"], num_segments=K).T  # (m, K)
@@ -536,8 +524,9 @@ def _hist_arrays(est) -> tuple[dict, int, str]:
     return params, depth, link
 
 
-def read_trees(est, recursion: str | None = None):
-    """The kind, whether a classifier, the stacked node arrays and the depth of ``est``.
+def read_trees(est, recursion: str | None = None, host: bool = False):
+    """The kind, whether a classifier, the stacked node arrays and the depth of ``est``
+    (NumPy arrays when ``host``, e.g. for statistics computed on the host; else JAX arrays).
 
     XGBoost, LightGBM and CatBoost models are of kind ``"gb"`` and their arrays carry
     ``init`` (K,), ``tree_class`` (T,) and ``link_scale`` (see the module docstring): their
@@ -550,14 +539,19 @@ def read_trees(est, recursion: str | None = None):
     if boosting_library(est) is not None:  # the same raw score: init + sum of the trees
         boosted = read_boosted(est)
         params, depth = pack_boosted(boosted)
+        if host:
+            params = {name: np.asarray(a) for name, a in params.items()}
         return "gb", boosted.classes is not None, params, depth
     kind = _kind(est, recursion=recursion)
     if recursion is not None and kind == "gb" and not _constant_init(est):
         raise _recursion_refusal(
             est, f" with a non-constant init ({type(est.init_).__name__})", recursion)
     classifier = _is_classifier(est)
-    params, depth = _node_arrays(_trees_of(est, kind), normalize_rows=classifier
-                                 and kind == "forest")
+    trees, normalize = _trees_of(est, kind), classifier and kind == "forest"
+    if host:
+        params, depth = _host_node_arrays(est, trees, normalize)
+    else:
+        params, depth = _node_arrays(trees, normalize)
     return kind, classifier, params, depth
 
 
