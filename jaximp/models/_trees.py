@@ -344,6 +344,17 @@ def _gb_init(est) -> np.ndarray:
         return np.asarray(est._raw_predict_init(row), np.float64)[0]
 
 
+def _inverse_link(raw, link: str, two_columns: bool):
+    """Raw scores (m, K) -> predictions: ``sigmoid`` (one column, or ``(1 - p, p)`` as
+    ``predict_proba``), ``softmax``, ``exp`` or the raw scores themselves."""
+    if link == "sigmoid":
+        p = jax.nn.sigmoid(raw[:, :1])
+        return jnp.concatenate([1.0 - p, p], axis=1) if two_columns else p
+    if link == "softmax":
+        return jax.nn.softmax(raw, axis=1)
+    return jnp.exp(raw) if link == "exp" else raw
+
+
 def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple):
     """One ``apply`` per (kind, depth, link, trees x values): the engine sizes its chunks by
     the compiled memory of an ``apply``, which grows with the number of trees and values."""
@@ -357,15 +368,7 @@ def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple
                 m = vals.shape[0]
                 raw = vals[..., 0].reshape(m, -1, n_classes_gb).sum(axis=1)
                 raw = params["init"] + params["learning_rate"] * raw
-                if link == "sigmoid":
-                    p1 = jax.nn.sigmoid(raw[:, 0])
-                    out = jnp.stack([1.0 - p1, p1], axis=1)
-                elif link == "softmax":
-                    out = jax.nn.softmax(raw, axis=1)
-                elif link == "exp":
-                    out = jnp.exp(raw)
-                else:
-                    out = raw
+                out = _inverse_link(raw, link, two_columns=True)
             # float64 under x64 (float64 node values), so the engine's float64 path stays exact
             return out.astype(params["value"].dtype)
 
@@ -400,16 +403,8 @@ def _boost_apply(depth: int, link: str, two_columns: bool, size: tuple):
             K = params["init"].shape[0]
             raw = params["init"] + jax.ops.segment_sum(
                 vals.T, params["tree_class"], num_segments=K).T  # (m, K)
-            if link == "sigmoid":
-                p = jax.nn.sigmoid(params["link_scale"] * raw)
-                out = jnp.concatenate([1.0 - p, p], axis=1) if two_columns else p
-            elif link == "softmax":
-                out = jax.nn.softmax(raw, axis=1)
-            elif link == "exp":
-                out = jnp.exp(raw)
-            else:
-                out = raw
-            return out.astype(params["value"].dtype)
+            scaled = params["link_scale"] * raw if link == "sigmoid" else raw
+            return _inverse_link(scaled, link, two_columns).astype(params["value"].dtype)
 
         return jax.jit(apply_boosted)
 
