@@ -1,8 +1,29 @@
+import os
+import shutil
+import tempfile
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaximp.kernels import _streams
+
+# Most of the suite's time is XLA compilation, and tests in different files (and the two xdist
+# workers) compile many identical programs: share them through JAX's persistent compilation
+# cache in a directory made for this run (by the xdist controller, whose environment the
+# workers inherit) and removed when the run ends. Measured on the whole suite: ~7% less CPU.
+_CACHE_ENV = "PYTEST_JAXIMP_XLA_CACHE"
+_CACHE_OWNER = _CACHE_ENV not in os.environ
+if _CACHE_OWNER:
+    os.environ[_CACHE_ENV] = tempfile.mkdtemp(prefix="jaximp-xla-cache-")
+jax.config.update("jax_compilation_cache_dir", os.environ[_CACHE_ENV])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    if _CACHE_OWNER:
+        shutil.rmtree(os.environ.pop(_CACHE_ENV), ignore_errors=True)
 
 
 @jax.jit

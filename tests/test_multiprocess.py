@@ -190,7 +190,13 @@ def test_distributed_helpers_one_process_four_devices(tmp_path):
 
 def test_jaximp_two_processes_match_one_process(tmp_path):
     """PD, permutation importance and H-statistic: 2 processes x 2 devices == 1 device."""
-    (reference,) = launch("jaximp", tmp_path / "single", num_processes=1, devices_per_process=1)
+    if len(jax.devices()) == 1:  # this process is the single-device reference: no launch
+        from _multiprocess_worker import run_jaximp
+
+        reference = run_jaximp(jax)
+    else:
+        (reference,) = launch("jaximp", tmp_path / "single", num_processes=1,
+                              devices_per_process=1)
     results = launch("jaximp", tmp_path / "multi", num_processes=2, devices_per_process=2)
     assert_same(results[0], results[1], rtol=0, label="process 0 vs process 1")
     assert_same(results[0], reference, rtol=1e-5, atol=1e-7, label="2 processes vs 1 device")
