@@ -272,3 +272,39 @@ def test_a_classifier_defaults_to_accuracy():
     replaced[:, 0] = X[:, 0].mean()
     np.testing.assert_allclose(default.importances_mean[0, 0],
                                predict - (clf.predict(replaced) == y).mean(), atol=1e-12)
+
+
+def test_row_bootstrap_replicates_from_the_per_row_losses():
+    """n_bootstrap: replicates of the importance under row-bootstrap weightings of the same
+    predictions, for a replacement strategy and for generic refits, against NumPy."""
+    from jaximp.data import as_key, replicate_weights
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.normal(size=60)
+    weights, _ = replicate_weights(np.ones(60), 15, jax.random.fold_in(as_key(4), 2))
+    model = LinearRegression().fit(X, y)
+
+    def numpy_replicates(predictions):  # (1 + p, n) predictions, the full model first
+        losses = (y[None] - predictions) ** 2 @ weights[1:].T / weights[1:].sum(axis=1)
+        return (losses[1:] - losses[:1])  # (p, B)
+
+    result = jaximp.loco_importance(model, X, y, strategy="mean", n_bootstrap=15,
+                                    random_state=4)
+    replaced = [X] + [np.where(np.arange(3) == j, X.mean(axis=0), X) for j in range(3)]
+    expected = numpy_replicates(np.stack([model.predict(Z) for Z in replaced]))
+    np.testing.assert_allclose(result.importances[:, 0, :], expected, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(result.importances_std[:, 0], expected.std(axis=1), rtol=1e-6,
+                               atol=1e-9)
+
+    def fit(A, b):
+        return LinearRegression().fit(A, b)
+
+    result = jaximp.loco_importance(model, X, y, fit=fit, n_bootstrap=15, random_state=4)
+    refits = [fit(np.delete(X, j, axis=1), y).predict(np.delete(X, j, axis=1))
+              for j in range(3)]
+    expected = numpy_replicates(np.stack([fit(X, y).predict(X), *refits]))
+    np.testing.assert_allclose(result.importances[:, 0, :], expected, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match=r"n_bootstrap=5 reweights per-row losses"):
+        jaximp.loco_importance(model, X, y, strategy="mean",
+                               loss=lambda t, f: np.mean((t - f) ** 2), n_bootstrap=5)

@@ -30,12 +30,15 @@ from ..data import (
     Dataset,
     Feature,
     Flag,
+    Replicates,
     as_dataset,
     as_key,
+    replicate_weights,
+    row_weights,
     select_outputs,
     validate_params,
 )
-from ..engine import at_values, evaluate, predict_rows
+from ..engine import ROW_LOSSES, Keep, LossSums, at_values, evaluate, predict_rows
 from ..models import (
     ACTIVATIONS,
     MLP,
@@ -55,6 +58,8 @@ from ._loss import (
     logits_to_probabilities,
     probabilities,
     resolve_loss,
+    row_loss_terms,
+    weighted_loss_metrics,
 )
 from ._setup import prepare
 
@@ -237,7 +242,7 @@ def _drop_columns(X, dataset: Dataset, feature: Feature):
 
 
 @validate_params(strategy=Choice(*_STRATEGIES), kind=Choice(*_KINDS), batched=Flag(),
-                 traceable_fit=Flag(), response=Choice(*RESPONSES))
+                 traceable_fit=Flag(), response=Choice(*RESPONSES), n_bootstrap=Replicates())
 def loco_importance(
     model,
     X,
@@ -257,6 +262,7 @@ def loco_importance(
     response: str = "probability",
     X_test=None,
     y_test=None,
+    n_bootstrap: int = 0,
     feature_names=None,
     categorical=None,
     groups=None,
@@ -296,6 +302,11 @@ def loco_importance(
         and scored on ``X_test, y_test`` (with its own columns dropped for each refit), so the
         importance is a generalization loss, not a training loss. Default: scored on
         ``X, y``. The replacement strategies score the ``X, y`` they are given.
+    n_bootstrap : int, default 0
+        Row-bootstrap replicates of the importances over the scored rows, from the per-row
+        losses of the same predictions (no further model calls or refits): ``importances``
+        (p, o, B), ``importances_std`` and percentile ``intervals()``. Needs a loss that sums
+        over rows.
     loss, kind, greater_is_better, response
         As in :func:`permutation_importance`.
     features : str, int or list, optional
@@ -400,7 +411,12 @@ def loco_importance(
         reducer = spec.reducer(lambda: predict_rows(predictor, dataset, **engine),
                                predictor.n_outputs)
         plan = at_values(masks, np.r_[p, np.arange(p)], values, np.r_[p, np.arange(p)])
-        metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
+        if n_bootstrap:  # every item's predictions, for the per-row losses
+            predictions = evaluate(predictor, dataset, plan, Keep(), label="LOCO",
+                                   result_hint="use fewer features or rows, or n_bootstrap=0",
+                                   **engine)
+        else:
+            metric = evaluate(predictor, dataset, plan, reducer, label="LOCO", **engine)
         fitted["values"] = {f.name: values[j, list(f.columns)] for j, f in enumerate(chosen)}
     else:
         scored = dataset if held_out is None else held_out[0]
@@ -426,20 +442,41 @@ def loco_importance(
     if metric is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights,
                             greater_is_better)
-        if response == "logits":
+        if response == "logits" and strategy == "refit":
             predictions = probabilities(np.asarray(predictions, np.float64))
         spec.check_probabilities(np.asarray(predictions)[0], predictions.shape[-1])
         metric = spec.values(predictions)  # (1 + p, o): the full model first
     baseline, dropped = metric[0], metric[1:]
     importances = spec.importance(dropped, baseline[None], kind)
+    replicates = None
+    if n_bootstrap:
+        replicates = _bootstrap_importances(spec, predictions, dataset, kind, n_bootstrap,
+                                            jax.random.fold_in(key, 2))
     return FeatureImportance(
         method="loco" if strategy == "refit" else f"loco_{strategy}",
         feature_names=tuple(f.name for f in chosen),
         output_names=spec.result_names(baseline.shape[0]),
         importances_mean=importances,
+        importances_std=None if replicates is None else replicates.std(axis=-1),
+        importances=replicates,
         info=LocoDetails(strategy=strategy, loss=spec.name, kind=kind, baseline=baseline,
                          losses=dropped, **fitted),
     )
+
+
+def _bootstrap_importances(spec, predictions, dataset: Dataset, kind: str, n_bootstrap: int,
+                           key) -> np.ndarray:
+    """Row-bootstrap replicates (p, o, B) of the importances, from the per-row losses of the
+    predictions (1 + p, n, o) that gave them: no further model calls or refits."""
+    reducer = spec.reducer(lambda: np.asarray(predictions)[0], np.shape(predictions)[-1])
+    if not isinstance(reducer, LossSums):
+        raise ValueError(
+            f"n_bootstrap={n_bootstrap} reweights per-row losses, so it needs a loss that sums "
+            f"over rows ({ROW_LOSSES}); got {spec.name!r}. Use n_bootstrap=0.")
+    weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    metric = weighted_loss_metrics(reducer, row_loss_terms(reducer, predictions), weightings)
+    importances = spec.importance(metric[1:], metric[:1], kind)  # (p, 1 + B, o)
+    return np.moveaxis(importances[:, 1:], 1, -1)
 
 
 def _refit_masks(c: int, chosen, with_full: bool) -> np.ndarray:
