@@ -273,3 +273,35 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
         stdevs=0.2, target=0, abs=False).numpy()
     many = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=1000, output=0)
     np.testing.assert_allclose(many.values[:, :, 0], tunnel, atol=0.02)
+
+
+def test_attributions_of_images_paint_back_onto_the_image():
+    """Integrated gradients of (n, 4, 4, 1) images: image() puts each pixel's attribution (a
+    patch group's value on each of its pixels) at its position, and plot(kind="image") draws
+    it; a table's attributions are refused."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3, 4, 4, 1))
+    w = jnp.asarray(rng.normal(size=(4, 4, 1)), jnp.float32)
+
+    def linear(A):
+        return jnp.einsum("nhwc,hwc->n", A, w)
+
+    pixels = jaximp.integrated_gradients(linear, X)
+    np.testing.assert_allclose(pixels.image(row=1), X[1] * np.asarray(w), rtol=1e-5,
+                               atol=1e-6)  # IG of a linear model: x * w
+    patches = jaximp.integrated_gradients(
+        linear, X, groups=jaximp.input_groups((4, 4, 1), patch=(2, 2)))
+    painted = patches.image(row=1)
+    block = (X[1] * np.asarray(w))[:2, :2].sum()
+    np.testing.assert_allclose(painted[:2, :2], block, rtol=1e-5, atol=1e-6)
+    ax = pixels.plot(kind="image", row=1)
+    np.testing.assert_allclose(ax.images[0].get_array(), (X[1] * np.asarray(w))[..., 0],
+                               rtol=1e-5, atol=1e-6)
+    plt.close("all")
+    with pytest.raises(ValueError, match="image\\(\\) needs attributions of examples"):
+        jaximp.integrated_gradients(lambda A: A.sum(axis=1), X.reshape(3, -1)).image()

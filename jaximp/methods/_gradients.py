@@ -37,12 +37,13 @@ from ..data import (
     as_key,
     check_choice,
     mean_abs_over_rows,
+    output_index,
     select_outputs,
     validate_params,
 )
 from ..engine import Keep, at_values, evaluate
 from ..models import Predictor, stable_apply
-from ..results import FeatureImportance
+from ..results import FeatureImportance, new_figure
 from ._setup import prepare
 
 __all__ = ["Attributions", "expected_gradients", "input_x_gradient", "integrated_gradients",
@@ -433,16 +434,22 @@ class Attributions:
             "feature_value": np.repeat(self.data.reshape(-1), o),
         })
 
-    def plot(self, kind: str = "bar", output: int | str = 0, ax=None, **kwargs):
+    def plot(self, kind: str = "bar", output: int | str = 0, ax=None, row: int = 0, **kwargs):
         """``kind="bar"``: the importance (mean ``|attribution|``) with bootstrap error bars;
-        ``kind="summary"``: a point per row at its attribution, one line per feature. Returns
-        the Axes."""
-        check_choice(kind, "kind", ("bar", "summary"))
+        ``kind="summary"``: a point per row at its attribution, one line per feature;
+        ``kind="image"`` (examples with more than two axes): :meth:`image` of ``row``, summed
+        over an image's channel axis. Returns the Axes."""
+        check_choice(kind, "kind", ("bar", "summary", "image"))
         if kind == "bar":
             return self.importance().plot(output=output, ax=ax, **kwargs)
-        from ..data import output_index
-        from ..results import new_figure
-
+        if kind == "image":
+            picture = self.image(row, output)
+            picture = np.atleast_2d(picture.sum(axis=-1) if picture.ndim == 3 else picture)
+            ax = new_figure(4, 3.2)[1] if ax is None else ax
+            limit = float(np.nanmax(np.abs(picture))) or 1.0
+            shown = ax.imshow(picture, cmap="RdBu_r", vmin=-limit, vmax=limit)
+            ax.figure.colorbar(shown, ax=ax, label=f"{self.method}, row {row}")
+            return ax
         column = output_index(self.output_names, output)
         if ax is None:
             _, ax = new_figure(6, 0.4 * len(self.feature_names) + 1)
@@ -454,6 +461,17 @@ class Attributions:
         ax.set_yticks(range(len(order)), [self.feature_names[j] for j in order])
         ax.set_xlabel(f"{self.method} ({self.output_names[column]})")
         return ax
+
+    def image(self, row: int = 0, output: int | str = 0) -> np.ndarray:
+        """Row ``row``'s attributions on the positions of its example (``input_shape``), a
+        group's value on each of its positions."""
+        if "input_shape" not in self.info:
+            raise ValueError("image() needs attributions of examples with more than two axes "
+                             "(X of shape (n, h, w[, c]) or (n, t, c)); these are of a table.")
+        flat = np.full(int(np.prod(self.info["input_shape"])), np.nan)
+        for j, columns in enumerate(self.info["feature_columns"]):
+            flat[columns] = self.values[row, j, output_index(self.output_names, output)]
+        return flat.reshape(self.info["input_shape"])
 
 
 def _feature_data(dataset: Dataset) -> np.ndarray:
@@ -473,6 +491,9 @@ def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_b
     predictions = raw[:, c * o: c * o + o].astype(np.float64)
     baseline = raw[:, c * o + o: c * o + 2 * o].astype(np.float64) if with_baseline else None
     info = dict(info, sample_weight=dataset.weights)
+    if dataset.input_shape is not None:  # images, sequences: where each feature lies
+        info.update(input_shape=dataset.input_shape,
+                    feature_columns=[list(f.columns) for f in dataset.features])
     if with_baseline:
         info["completeness_gap"] = completeness_gap(values, predictions, baseline)
     return Attributions(
