@@ -437,30 +437,13 @@ def resolve_loss(
 
 
 def row_loss_terms(reducer: LossSums, preds: np.ndarray) -> np.ndarray:
-    """Per-row loss terms (b, n, k) in float64 of kept predictions (b, n, o), as
-    :class:`jaximp.LossSums` sums them: squared or absolute residuals, the log loss of the
-    true class's probability, or correctness (1/0)."""
-    p = np.asarray(preds, np.float64)[..., list(reducer.columns)]
-    name = reducer.name
-    if name in ("mse", "rmse", "mae", "r2"):
-        residual = p - np.asarray(reducer.y, np.float64).reshape(p.shape[1], -1)[None]
-        return np.abs(residual) if name == "mae" else residual * residual
-    y = np.asarray(reducer.y).astype(np.int64)
-    if reducer.labels is not None:  # one column of class labels
-        hits = p[..., :1] == np.asarray(reducer.labels)[None, None, :]
-        codes = np.where(hits.any(axis=-1), hits.argmax(axis=-1), -1)
-        proba = (codes == y[None]).astype(np.float64)
-        if name == "accuracy":
-            return proba[..., None]
-    else:
-        if p.shape[-1] == 1:  # probability of class 1 of two
-            p = np.concatenate([1 - p, p], axis=-1)
-        if name == "accuracy":
-            return (p.argmax(axis=-1) == y[None]).astype(np.float64)[..., None]
-        index = np.broadcast_to(y[None, :, None], (*p.shape[:2], 1))
-        proba = np.take_along_axis(p, index, axis=-1)[..., 0]
-    eps = np.finfo(np.float32 if np.asarray(preds).dtype == np.float32 else np.float64).eps
-    return -np.log(np.clip(proba, eps, 1 - eps))[..., None]
+    """Per-row loss terms (b, n, k) in float64 of kept predictions (b, n, o), the terms
+    :class:`jaximp.LossSums` sums (probabilities clipped as for the predictions' dtype)."""
+    preds = np.asarray(preds)
+    terms = reducer.row_terms(np.moveaxis(preds.astype(np.float64), 2, 1),
+                              reducer.row_arrays()["y"], reducer.consts(), np,
+                              eps_dtype=preds.dtype)
+    return np.moveaxis(terms, 1, 2)
 
 
 def weighted_loss_metrics(reducer: LossSums, terms: np.ndarray, weights: np.ndarray) -> np.ndarray:

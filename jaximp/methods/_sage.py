@@ -538,15 +538,8 @@ def sage_importance(
         Background subsample, sampled rows and orders.
     feature_names, categorical, groups
         Data description (see :func:`jaximp.as_dataset`); a group is one player.
-    variables : pytree, optional
-        Variables of a Flax linen module.
-    memory_budget : int, optional
-        Bytes the whole call may use beyond its result and the data (default
-        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
-        model evaluation.
-    progress : bool, optional
-        A progress line on stderr (default: in an interactive terminal, for calls of more than
-        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+    variables, memory_budget, progress
+        As in :func:`jaximp.permutation_importance`.
 
     Returns
     -------

@@ -408,13 +408,8 @@ def tree_shap(
     feature_names : sequence of str, optional
         Names for an array ``X`` (default: the model's ``feature_names_in_``, else
         ``x0, x1, ...``).
-    memory_budget : int, optional
-        Bytes the whole call may use beyond its result and the data (default
-        :func:`jaximp.default_memory_budget`); a result that cannot fit is refused before any
-        model evaluation.
-    progress : bool, optional
-        A progress line on stderr (default: in an interactive terminal, for calls of more than
-        one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+    memory_budget, progress
+        As in :func:`jaximp.permutation_importance`.
 
     Returns
     -------
