@@ -10,6 +10,7 @@ import numpy as np
 from ._explain import explain
 from .data import Dataset, as_dataset, validate_params
 from .methods import (
+    ablation_attributions,
     ale,
     booster_importance,
     conditional_importance,
@@ -28,6 +29,7 @@ from .methods import (
     partial_importance,
     pd_importance,
     pd_interaction,
+    permutation_attributions,
     permutation_importance,
     prepare,
     sage_importance,
@@ -278,6 +280,14 @@ class Explainer:
     def input_x_gradient(self, rows=None, **options):
         """:func:`jaximp.input_x_gradient` of ``rows`` (default: this data)."""
         return self._call(input_x_gradient, rows=self._rows(rows), **options)
+
+    def permutation_attributions(self, rows=None, **options):
+        """:func:`jaximp.permutation_attributions` of ``rows`` (default: this data)."""
+        return self._call(permutation_attributions, rows=self._rows(rows), **options)
+
+    def ablation_attributions(self, rows=None, **options):
+        """:func:`jaximp.ablation_attributions` of ``rows`` (default: this data)."""
+        return self._call(ablation_attributions, rows=self._rows(rows), **options)
 
     def dgsm(self, **options):
         """:func:`jaximp.dgsm` of this model and data."""

@@ -134,6 +134,14 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
     "saliency": (
         lambda ex: jaximp.Explainer(smooth_model, NUMERIC).saliency(NUMERIC[:5]),
         lambda: jaximp.saliency(smooth_model, NUMERIC[:5])),
+    "permutation_attributions": (
+        lambda ex: ex.permutation_attributions(n_repeats=2, random_state=3),
+        lambda: jaximp.permutation_attributions(model, FRAME, n_repeats=2, random_state=3,
+                                                **DATA)),
+    "ablation_attributions": (
+        lambda ex: jaximp.Explainer(smooth_model, NUMERIC).ablation_attributions(
+            NUMERIC[:6], baselines="mean"),
+        lambda: jaximp.ablation_attributions(smooth_model, NUMERIC[:6], baselines="mean")),
     "input_x_gradient": (
         lambda ex: jaximp.Explainer(smooth_model, NUMERIC).input_x_gradient(NUMERIC[:5]),
         lambda: jaximp.input_x_gradient(smooth_model, NUMERIC[:5])),

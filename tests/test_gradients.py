@@ -303,5 +303,97 @@ def test_attributions_of_images_paint_back_onto_the_image():
     np.testing.assert_allclose(ax.images[0].get_array(), (X[1] * np.asarray(w))[..., 0],
                                rtol=1e-5, atol=1e-6)
     plt.close("all")
-    with pytest.raises(ValueError, match="image\\(\\) needs attributions of examples"):
+    with pytest.raises(ValueError, match="image\\(\\) shows attributions"):
         jaximp.integrated_gradients(lambda A: A.sum(axis=1), X.reshape(3, -1)).image()
+
+
+# --------------------------------------------------------------------------------------------
+# One output per row (captum's target tensor)
+# --------------------------------------------------------------------------------------------
+
+PREDICTED = np.argmax(mlp_np(X), axis=1)  # each row's "predicted class" of the two outputs
+
+
+def test_per_row_output_is_each_rows_column_of_the_all_outputs_attributions():
+    """Row i's attributions for output[i] alone equal column output[i] of the attributions for
+    every output (the same draws, one pullback instead of two), and completeness and the
+    baseline values follow each row's output."""
+    rows = np.arange(len(X))
+    calls = {
+        "integrated_gradients": lambda **kw: jaximp.integrated_gradients(
+            mlp, X, baselines="mean", **kw),
+        "paired": lambda **kw: jaximp.integrated_gradients(
+            mlp, X, baselines=X[::-1], paired_baselines=True, **kw),
+        "expected_gradients": lambda **kw: jaximp.expected_gradients(mlp, X, n_samples=8, **kw),
+        "smoothgrad": lambda **kw: jaximp.smoothgrad(mlp, X, stdev=0.3, **kw),
+        "saliency": lambda **kw: jaximp.saliency(mlp, X, **kw),
+        "input_x_gradient": lambda **kw: jaximp.input_x_gradient(mlp, X, **kw),
+    }
+    for name, call in calls.items():
+        every, per_row = call(), call(output=PREDICTED)
+        assert per_row.values.shape == (len(X), 4, 1), name
+        assert per_row.output_names == ("output per row",), name
+        np.testing.assert_array_equal(per_row.info["output_per_row"], PREDICTED)
+        np.testing.assert_allclose(per_row.values[:, :, 0], every.values[rows, :, PREDICTED],
+                                   rtol=1e-6, atol=1e-7, err_msg=name)
+        np.testing.assert_allclose(per_row.predictions[:, 0], mlp_np(X)[rows, PREDICTED],
+                                   atol=2e-6, err_msg=name)
+        if every.baseline_values is not None:
+            np.testing.assert_allclose(per_row.baseline_values[:, 0],
+                                       every.baseline_values[rows, PREDICTED], atol=1e-6)
+    # completeness of the per-row output against a float64 reference
+    ig = jaximp.integrated_gradients(mlp, X, output=PREDICTED)
+    target = mlp_np(X)[rows, PREDICTED] - mlp_np(np.zeros((1, 4)))[0, PREDICTED]
+    gap = np.abs(ig.values[:, :, 0].sum(axis=1) - target).mean() / np.abs(target).mean()
+    np.testing.assert_allclose(ig.info["completeness_gap"][0], gap, rtol=1e-3, atol=1e-7)
+    assert gap < 1e-5
+    # a pandas Series and a JAX array work as well; importance() reads the one column
+    series = jaximp.saliency(mlp, X, output=pd.Series(PREDICTED))
+    jax_array = jaximp.saliency(mlp, X, output=jnp.asarray(PREDICTED))
+    np.testing.assert_array_equal(series.values, jax_array.values)
+    assert series.importance(n_bootstrap=0).output_names == ("output per row",)
+
+
+def test_against_captum_with_a_target_per_row():
+    torch, net = _torch_twin()
+    from captum.attr import InputXGradient, IntegratedGradients, Saliency
+
+    inputs = torch.tensor(X, dtype=torch.float32)
+    target = torch.tensor(PREDICTED)
+    ours = jaximp.integrated_gradients(mlp, X, output=PREDICTED)
+    theirs = IntegratedGradients(net).attribute(inputs, target=target,
+                                                n_steps=50).detach().numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    paired = RNG.normal(size=X.shape)
+    ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
+                                       output=PREDICTED, method="riemann_middle", n_steps=20)
+    theirs = IntegratedGradients(net).attribute(
+        inputs, baselines=torch.tensor(paired, dtype=torch.float32), target=target,
+        n_steps=20, method="riemann_middle").detach().numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    for abs_ in (True, False):
+        ours = jaximp.saliency(mlp, X, output=PREDICTED, abs=abs_)
+        theirs = Saliency(net).attribute(inputs, target=target, abs=abs_).numpy()
+        assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    ours = jaximp.input_x_gradient(mlp, X, output=PREDICTED)
+    theirs = InputXGradient(net).attribute(inputs, target=target).detach().numpy()
+    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+
+
+def test_a_bad_per_row_output_is_refused_with_the_fix():
+    for bad, error, message in [
+        (PREDICTED[:10], ValueError, r"must have shape \(64,\); got shape \(10,\)"),
+        (PREDICTED[:, None], ValueError, r"must have shape \(64,\); got shape \(64, 1\)"),
+        (PREDICTED.astype(float), TypeError, "must hold integer output indices"),
+        (PREDICTED.astype(bool), TypeError, "must hold integer output indices"),
+        (PREDICTED + 1, ValueError, r"indices in \[0, 1\] for a model with 2 outputs; got 2"),
+        (PREDICTED - 1, ValueError, r"got -1 at row \d+"),
+    ]:
+        for method in (jaximp.integrated_gradients, jaximp.saliency):
+            with pytest.raises(error, match=message):
+                method(mlp, X, output=bad)
+    # methods without per-row outputs say which ones take them
+    with pytest.raises(TypeError, match="taken by the per-row attributions only"):
+        jaximp.dgsm(mlp, X, output=PREDICTED)
+    with pytest.raises(TypeError, match="taken by the per-row attributions only"):
+        jaximp.permutation_importance(mlp, X, mlp_np(X), output=PREDICTED)

@@ -56,6 +56,8 @@ CALLS = {
     "expected_gradients": lambda f, model, **kw: f(model, X, **kw),
     "smoothgrad": lambda f, model, **kw: f(model, X, **kw),
     "saliency": lambda f, model, **kw: f(model, X, **kw),
+    "permutation_attributions": lambda f, model, **kw: f(model, X, **kw),
+    "ablation_attributions": lambda f, model, **kw: f(model, X, **kw),
     "input_x_gradient": lambda f, model, **kw: f(model, X, **kw),
     "dgsm": lambda f, model, **kw: f(model, X, **kw),
     "gradient_interactions": lambda f, model, **kw: f(model, X, **kw),

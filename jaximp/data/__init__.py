@@ -29,13 +29,14 @@ from ._grid import (
     validate_grid_options,
 )
 from ._params import SHARED, Choice, Flag, Int, Real, Replicates, validate_params
-from ._shapes import input_groups, input_map
+from ._shapes import InputLayout, input_groups, input_map
 
 __all__ = [
     "Choice",
     "Dataset",
     "Feature",
     "Flag",
+    "InputLayout",
     "Int",
     "Real",
     "Replicates",

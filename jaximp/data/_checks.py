@@ -25,6 +25,13 @@ def select_outputs(
     """Indices of the outputs a user asked for (``None``: all of them)."""
     if output is None:
         return list(range(len(output_names)))
+    if isinstance(output, (np.ndarray, jax.Array)) or type(output).__name__ == "Series":
+        raise TypeError(
+            "output as an array (one output index per row, captum's target tensor) is taken "
+            "by the per-row attributions only (integrated_gradients, expected_gradients, "
+            "smoothgrad, saliency, input_x_gradient, permutation_attributions, "
+            f"ablation_attributions); here pass an output index or name, or a list of them "
+            f"(outputs {list(output_names)[:5]}).")
     wanted = [output] if isinstance(output, (int, str, np.integer)) else list(output)
     indices = []
     for item in wanted:

@@ -235,7 +235,8 @@ class Seed(_Rule):
 
 
 class Output(_Rule):
-    """The model outputs to explain: an index or a name, a list of them, or None (all)."""
+    """The model outputs to explain: an index or a name, a list of them, or None (all); or an
+    array of one output index per row, which the per-row attributions check and take."""
 
     error = TypeError
 
@@ -250,6 +251,8 @@ class Output(_Rule):
     def accepts(self, value) -> bool:
         if isinstance(value, (list, tuple)):
             return len(value) > 0 and all(self._one(item) for item in value)
+        if isinstance(value, (np.ndarray, jax.Array)) or type(value).__name__ == "Series":
+            return True  # one output index per row: checked by the methods that take it
         return self._one(value)
 
     def expected(self) -> str:

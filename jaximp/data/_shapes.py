@@ -7,11 +7,12 @@ or perturbs a group as one feature. :func:`input_groups` builds the ``groups=`` 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["input_groups", "input_map"]
+__all__ = ["InputLayout", "input_groups", "input_map"]
 
 
 def input_groups(
@@ -100,7 +101,8 @@ def input_map(values, input_shape: Sequence[int], groups=None) -> np.ndarray:
     The inverse view of :func:`input_groups`: every position takes the value of the feature it
     belongs to, so an importance or attribution over patches, channels or mask regions shows
     as an image (or a heat map over time). Positions outside every group are features of their
-    own, in the order the methods list features (see :func:`jaximp.as_dataset`).
+    own, in the order the methods list features (see :func:`jaximp.as_dataset`). Results of
+    such examples paint themselves (``result.image()``, through their :class:`InputLayout`).
 
     Parameters
     ----------
@@ -125,18 +127,94 @@ def input_map(values, input_shape: Sequence[int], groups=None) -> np.ndarray:
            [2., 2., 3., 3.],
            [2., 2., 3., 3.]])
     """
-    shape = tuple(int(d) for d in input_shape)
-    size = int(np.prod(shape))
-    values = np.asarray(values)
-    # the methods' feature order: each group or lone position where its first column stands
-    members = [list(columns) for columns in (groups or {}).values()]
-    grouped = {c for columns in members for c in columns}
-    features = sorted(members + [[c] for c in range(size) if c not in grouped], key=min)
-    feature_of = np.empty(size, int)
-    for j, columns in enumerate(features):
-        feature_of[columns] = j
-    if values.shape[0] != len(features):
-        raise ValueError(f"values must hold one entry per feature ({len(features)} for "
-                         f"examples of shape {shape} with these groups); got shape "
-                         f"{values.shape}.")
-    return values[feature_of].reshape(*shape, *values.shape[1:])
+    return InputLayout.from_groups(input_shape, groups).paint(values)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class InputLayout:
+    """Where each feature of a result lies in one example of more than one axis.
+
+    The methods explain an X of shape ``(n, *input_shape)`` as flat rows (C order); a feature
+    is a group of flat positions. Results of such data carry their layout in
+    ``info["input_layout"]`` and paint per-feature values back onto the example
+    (``result.image()``); results of tables carry none.
+
+    Attributes
+    ----------
+    input_shape : tuple of int
+        The shape of one example, ``X.shape[1:]``.
+    feature_columns : tuple of tuple of int, length p
+        The flat positions of each of the result's features, in its feature order.
+
+    Examples
+    --------
+    >>> layout = InputLayout.from_groups((2, 3), {"left": [0, 3]})
+    >>> layout.feature_columns
+    ((0, 3), (1,), (2,), (4,), (5,))
+    >>> layout.paint(np.array([9.0, 1, 2, 4, 5]))
+    array([[9., 1., 2.],
+           [9., 4., 5.]])
+    """
+
+    input_shape: tuple[int, ...]
+    feature_columns: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        shape = tuple(int(d) for d in self.input_shape)
+        columns = tuple(tuple(int(c) for c in cols) for cols in self.feature_columns)
+        size = int(np.prod(shape))
+        if not shape or any(d < 1 for d in shape):
+            raise ValueError(f"input_shape must be a tuple of positive sizes; got "
+                             f"{self.input_shape!r}.")
+        flat = [c for cols in columns for c in cols]
+        if any(not cols for cols in columns) or len(set(flat)) != len(flat) \
+                or not all(0 <= c < size for c in flat):
+            raise ValueError(f"feature_columns must give each feature distinct positions in "
+                             f"0..{size - 1} (examples of shape {shape}); got {columns!r:.80}.")
+        object.__setattr__(self, "input_shape", shape)
+        object.__setattr__(self, "feature_columns", columns)
+
+    def __repr__(self) -> str:
+        return f"InputLayout({self.input_shape}, {self.n_features} features)"
+
+    @classmethod
+    def from_groups(cls, input_shape: Sequence[int], groups=None) -> InputLayout:
+        """The layout of every feature the methods list for these ``groups=``: each group,
+        and each position outside every group, ordered by its first position."""
+        size = int(np.prod([int(d) for d in input_shape]))
+        members = [list(columns) for columns in (groups or {}).values()]
+        grouped = {c for columns in members for c in columns}
+        features = sorted(members + [[c] for c in range(size) if c not in grouped], key=min)
+        return cls(tuple(input_shape), tuple(tuple(columns) for columns in features))
+
+    @classmethod
+    def of(cls, dataset, features=None) -> InputLayout | None:
+        """The layout of ``features`` (default: all) of a :class:`Dataset`; None for a
+        table (a dataset without ``input_shape``)."""
+        if dataset.input_shape is None:
+            return None
+        chosen = dataset.features if features is None else features
+        return cls(dataset.input_shape, tuple(f.columns for f in chosen))
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_columns)
+
+    def paint(self, values) -> np.ndarray:
+        """Per-feature ``values`` (shape (p, ...)) on the positions of one example: shape
+        ``(*input_shape, ...)``, a feature's value on each of its positions; positions of no
+        feature (a result over some features only) are NaN."""
+        values = np.asarray(values)
+        p = self.n_features
+        if values.ndim == 0 or values.shape[0] != p:
+            raise ValueError(f"values must hold one entry per feature ({p} for examples of "
+                             f"shape {self.input_shape} with these groups); got shape "
+                             f"{values.shape}.")
+        size = int(np.prod(self.input_shape))
+        feature_of = np.full(size, p)  # p: no feature, the NaN row below
+        for j, columns in enumerate(self.feature_columns):
+            feature_of[list(columns)] = j
+        if np.any(feature_of == p):
+            blank = np.full((1, *values.shape[1:]), np.nan)
+            values = np.concatenate([values.astype(np.result_type(values, np.float64)), blank])
+        return values[feature_of].reshape(*self.input_shape, *values.shape[1:])

@@ -41,6 +41,7 @@ from ._pd import (
 from ._pd_importance import pd_importance, pd_interaction
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._permutation import permutation_importance
+from ._perturbation_attributions import ablation_attributions, permutation_attributions
 from ._sage import SageImportance, sage_importance
 from ._sensitivity import sensitivity_importance
 from ._setup import prepare
@@ -78,6 +79,7 @@ __all__ = [
     "SobolIndices",
     "TransversalRates",
     "Trends",
+    "ablation_attributions",
     "ale",
     "ale_importance",
     "ale_interaction",
@@ -108,6 +110,7 @@ __all__ = [
     "partial_importance",
     "pd_importance",
     "pd_interaction",
+    "permutation_attributions",
     "permutation_importance",
     "prepare",
     "sage_importance",

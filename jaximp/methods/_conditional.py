@@ -76,7 +76,7 @@ from ._samplers import (
     strata_codes,
     within_strata,
 )
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["ConditionalImportance", "conditional_importance"]
 
@@ -348,7 +348,7 @@ categorical, groups, variables, memory_budget, progress
         importances_mean=mean,
         importances_std=std,
         importances=values,
-        info=info,
+        info=keep_layout(info, dataset, chosen),
     )
 
 

@@ -15,13 +15,14 @@ function sizes the blocks, so no ``jax.checkpoint`` is needed for memory.
 Conventions follow captum (Kokhlikyan et al. 2020): ``n_steps=50`` and Gauss-Legendre nodes
 for integrated gradients (``method`` takes captum's names, with its nodes and weights), zero
 baselines by default, ``abs=True`` for saliency, absolute noise standard deviations for
-SmoothGrad.
+SmoothGrad. ``output`` may also be captum's per-row ``target``: an integer array with one
+output index per row (e.g. each row's predicted class), carried as one more column, so each
+row costs one pullback per step whatever the number of outputs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -36,23 +37,27 @@ from ..data import (
     as_dataset,
     as_key,
     check_choice,
-    mean_abs_over_rows,
-    output_index,
     select_outputs,
     validate_params,
 )
 from ..engine import Keep, at_values, evaluate
 from ..models import Predictor, stable_apply
-from ..results import FeatureImportance, new_figure
+from ._attributions import (
+    Attributions,
+    build_attributions,
+    completeness_gap,
+    feature_membership,
+    row_outputs,
+    warn_incomplete,
+)
 from ._setup import prepare
 
-__all__ = ["Attributions", "expected_gradients", "input_x_gradient", "integrated_gradients",
-           "saliency", "smoothgrad"]
+__all__ = ["Attributions", "completeness_gap", "expected_gradients", "feature_membership",
+           "input_x_gradient", "integrated_gradients", "saliency", "smoothgrad"]
 
 METHODS = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right",
            "riemann_middle")
 _ROW_SPLIT = 4096  # the row number travels as two float columns, exact up to 2**36 rows
-COMPLETENESS_TOLERANCE = 0.01
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,6 +70,18 @@ def gradient_setup(model, X, method_name: str, *, output, feature_names, groups,
     """Validated data and model for a gradient method: refuses host models and categorical
     or integer inputs with the method to use instead. Returns the dataset, the predictor,
     the chosen outputs and the engine options."""
+    dataset, predictor, out_idx, _, engine = attribution_setup(
+        model, X, method_name, output=output, feature_names=feature_names, groups=groups,
+        sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+        progress=progress, per_row_output=False)
+    return dataset, predictor, out_idx, engine
+
+
+def attribution_setup(model, X, method_name: str, *, output, feature_names, groups,
+                      sample_weight, variables, memory_budget, progress, per_row_output=True):
+    """:func:`gradient_setup`, also taking ``output`` as one output index per row: returns
+    the dataset, the predictor, the chosen outputs (empty for per-row ones), the per-row
+    output indices (n,) or None, and the engine options."""
     source_kinds = _integer_columns(X)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, groups=groups, sample_weight=sample_weight,
@@ -88,9 +105,11 @@ def gradient_setup(model, X, method_name: str, *, output, feature_names, groups,
             "instead of differentiating; or cast the columns to float if they are continuous "
             "quantities."
         )
-    out_idx = select_outputs(predictor.output_names, output)
+    per_row = row_outputs(output, predictor.output_names, dataset.n_rows) if per_row_output \
+        else None
+    out_idx = [] if per_row is not None else select_outputs(predictor.output_names, output)
     engine = {"memory_budget": memory_budget, "progress": progress}
-    return dataset, predictor, out_idx, engine
+    return dataset, predictor, out_idx, per_row, engine
 
 
 def _integer_columns(X) -> list[str]:
@@ -101,15 +120,6 @@ def _integer_columns(X) -> list[str]:
     if dtype is not None and np.dtype(dtype).kind in "biu":
         return [f"all (X has dtype {np.dtype(dtype)})"]
     return []
-
-
-def feature_membership(dataset: Dataset) -> np.ndarray:
-    """(p, c) 0/1 matrix: feature (or group) j holds column k. A group's attribution is the
-    sum of its columns' (completeness is kept)."""
-    member = np.zeros((len(dataset.features), dataset.X.shape[1]))
-    for j, feat in enumerate(dataset.features):
-        member[j, list(feat.columns)] = 1.0
-    return member
 
 
 def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,15 +177,19 @@ def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> n
     return values
 
 
-def engine_rows(dataset: Dataset, with_row_numbers: bool) -> Dataset:
-    """The dataset the derived predictor is evaluated on: X, with two more columns holding
-    each row's number when the derived predictor draws random numbers per row."""
-    if not with_row_numbers:
+def engine_rows(dataset: Dataset, with_row_numbers: bool, per_row=None, *more) -> Dataset:
+    """The dataset the derived predictor is evaluated on: X, then the columns of ``more``
+    (e.g. per-row baselines), two columns holding each row's number when the derived
+    predictor draws random numbers per row, and last each row's output index (``per_row``)."""
+    if not (with_row_numbers or more or per_row is not None):
         return dataset
-    n = dataset.n_rows
-    rows = np.arange(n)
-    X = np.column_stack([dataset.X, rows // _ROW_SPLIT, rows % _ROW_SPLIT])
-    return as_dataset(X)
+    rows = np.arange(dataset.n_rows)
+    columns = [dataset.X, *more]
+    if with_row_numbers:
+        columns += [rows // _ROW_SPLIT, rows % _ROW_SPLIT]
+    if per_row is not None:
+        columns.append(per_row)
+    return as_dataset(np.column_stack(columns))
 
 
 def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Dataset, reducer,
@@ -204,10 +218,25 @@ def gradients(fn, Z):
     return value, grads
 
 
-def selected(predictor: Predictor, base, out_idx):
-    """The model restricted to the chosen outputs, as a function of rows."""
+def selected(predictor: Predictor, base, out_idx, row_output=None):
+    """The model restricted to the chosen outputs, as a function of rows (m, c) -> (m, o);
+    with ``row_output`` (m,) indices, row ``i``'s own output alone (m, 1)."""
+    if row_output is not None:
+        return lambda Z: jnp.take_along_axis(predictor.apply(base, Z), row_output[:, None], 1)
     columns = jnp.asarray(out_idx)
     return lambda Z: predictor.apply(base, Z)[:, columns]
+
+
+def split_row_output(Z, per_row: bool):
+    """A block's columns without the trailing output index, and the index (m,) int32 (None
+    without per-row outputs)."""
+    if not per_row:
+        return Z, None
+    return Z[:, :-1], Z[:, -1].astype(jnp.int32)
+
+
+def _n_out(out_idx, per_row: bool) -> int:
+    return 1 if per_row else len(out_idx)
 
 
 def _pack(attributions, *columns):
@@ -235,11 +264,12 @@ def expected_draws(row_keys, n_samples: int, n_background: int):
     return jax.vmap(one)(row_keys)
 
 
-def _integrated_apply(predictor, out_idx, n_pairs):
+def _integrated_apply(predictor, out_idx, n_pairs, per_row):
     def make():
-        def apply(params, X):
+        def apply(params, Z):
             base, baselines, alphas, weights, which = params
-            fn = selected(predictor, base, out_idx)
+            X, row_output = split_row_output(Z, per_row)
+            fn = selected(predictor, base, out_idx, row_output)
             X = X.astype(baselines.dtype)
 
             def step(total, k):
@@ -248,22 +278,26 @@ def _integrated_apply(predictor, out_idx, n_pairs):
                 _, g = gradients(fn, b + alphas[k] * delta)
                 return total + weights[k] * g * delta[None], None
 
-            o = len(out_idx)
+            o = _n_out(out_idx, per_row)
             total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_pairs))
-            f_b = jnp.broadcast_to(fn(baselines).mean(axis=0), (X.shape[0], o))
+            f_b = predictor.apply(base, baselines).mean(axis=0)  # (all outputs,)
+            f_b = (f_b[row_output][:, None] if per_row
+                   else jnp.broadcast_to(f_b[jnp.asarray(out_idx)], (X.shape[0], o)))
             return _pack(total, fn(X), f_b)
 
         return apply
 
-    return stable_apply(("integrated-gradients", predictor.apply, tuple(out_idx), n_pairs), make)
+    return stable_apply(("integrated-gradients", predictor.apply, tuple(out_idx), n_pairs,
+                         per_row), make)
 
 
-def _paired_apply(predictor, out_idx, c, n_steps):
+def _paired_apply(predictor, out_idx, c, n_steps, per_row):
     """Integrated gradients against per-row baselines: rows (m, 2c) hold x, then b."""
     def make():
         def apply(params, Z):
             base, alphas, weights = params
-            fn = selected(predictor, base, out_idx)
+            Z, row_output = split_row_output(Z, per_row)
+            fn = selected(predictor, base, out_idx, row_output)
             X, b = Z[:, :c].astype(alphas.dtype), Z[:, c:].astype(alphas.dtype)
             delta = X - b
 
@@ -271,21 +305,22 @@ def _paired_apply(predictor, out_idx, c, n_steps):
                 _, g = gradients(fn, b + alphas[k] * delta)
                 return total + weights[k] * g, None
 
-            o = len(out_idx)
+            o = _n_out(out_idx, per_row)
             total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_steps))
             return _pack(total * delta[None], fn(X), fn(b))
 
         return apply
 
     return stable_apply(("paired-integrated-gradients", predictor.apply, tuple(out_idx), c,
-                         n_steps), make)
+                         n_steps, per_row), make)
 
 
-def _expected_apply(predictor, out_idx, c, n_samples, n_background):
+def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row):
     def make():
         def apply(params, Z):
             base, background, key_data = params
-            fn = selected(predictor, base, out_idx)
+            Z, row_output = split_row_output(Z, per_row)
+            fn = selected(predictor, base, out_idx, row_output)
             X = Z[:, :c].astype(background.dtype)
             index, alpha = expected_draws(_row_keys(key_data, Z, c), n_samples, n_background)
 
@@ -296,22 +331,24 @@ def _expected_apply(predictor, out_idx, c, n_samples, n_background):
                 _, g = gradients(fn, b + alpha[:, k, None] * delta)
                 return (total + g * delta[None], f_b + fn(b)), None
 
-            o = len(out_idx)
+            o = _n_out(out_idx, per_row)
             init = (jnp.zeros((o, *X.shape), X.dtype), jnp.zeros((X.shape[0], o), X.dtype))
             (total, f_b), _ = jax.lax.scan(step, init, jnp.arange(n_samples))
             return _pack(total / n_samples, fn(X), f_b / n_samples)
 
         return apply
 
-    key = ("expected-gradients", predictor.apply, tuple(out_idx), c, n_samples, n_background)
+    key = ("expected-gradients", predictor.apply, tuple(out_idx), c, n_samples, n_background,
+           per_row)
     return stable_apply(key, make)
 
 
-def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs):
+def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs, per_row):
     def make():
         def apply(params, Z):
             base, stdev, key_data = params
-            fn = selected(predictor, base, out_idx)
+            Z, row_output = split_row_output(Z, per_row)
+            fn = selected(predictor, base, out_idx, row_output)
             X = Z[:, :c].astype(stdev.dtype)
             keys = _row_keys(key_data, Z, c)
             noise_keys = jax.vmap(lambda key: jax.random.split(key, n_samples))(keys)
@@ -324,21 +361,23 @@ def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs):
                 g = jnp.abs(g) if absolute else g
                 return total + (g * noisy[None] if by_inputs else g), None
 
-            o = len(out_idx)
+            o = _n_out(out_idx, per_row)
             total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype),
                                     jnp.arange(n_samples))
             return _pack(total / n_samples, fn(X))
 
         return apply
 
-    key = ("smoothgrad", predictor.apply, tuple(out_idx), c, n_samples, absolute, by_inputs)
+    key = ("smoothgrad", predictor.apply, tuple(out_idx), c, n_samples, absolute, by_inputs,
+           per_row)
     return stable_apply(key, make)
 
 
-def _local_apply(predictor, out_idx, kind):
+def _local_apply(predictor, out_idx, kind, per_row):
     def make():
-        def apply(params, X):
-            fn = selected(predictor, params, out_idx)
+        def apply(params, Z):
+            X, row_output = split_row_output(Z, per_row)
+            fn = selected(predictor, params, out_idx, row_output)
             value, g = gradients(fn, X.astype(jnp.result_type(X, jnp.float32)))
             if kind == "abs":
                 g = jnp.abs(g)
@@ -348,172 +387,8 @@ def _local_apply(predictor, out_idx, kind):
 
         return apply
 
-    return stable_apply(("local-gradient", predictor.apply, tuple(out_idx), kind), make)
-
-
-# ---------------------------------------------------------------------------------------------
-# The result.
-# ---------------------------------------------------------------------------------------------
-
-
-def completeness_gap(values, predictions, baseline_values) -> np.ndarray:
-    """Relative completeness gap per output: ``mean_i |sum_j a_ij - (f(x_i) - f(b_i))| /
-    mean_i |f(x_i) - f(b_i)|`` (0 when every difference is 0)."""
-    target = predictions - baseline_values  # (n, o)
-    gap = np.abs(values.sum(axis=1) - target).mean(axis=0)
-    scale = np.abs(target).mean(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(scale > 0, gap / np.where(scale > 0, scale, 1), gap)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Attributions:
-    """Per-row gradient attributions, per feature (or group) and model output.
-
-    Attributes
-    ----------
-    values : ndarray of shape (n, p, o)
-        Attribution of feature ``j`` at row ``i`` for output ``k`` (a group's is the sum of
-        its columns').
-    data : ndarray of shape (n, p)
-        The rows' feature values (NaN for a group of several columns).
-    feature_names : tuple of str, length p
-    output_names : tuple of str, length o
-    method : str
-        ``"integrated_gradients"``, ``"expected_gradients"``, ``"smoothgrad"``,
-        ``"saliency"`` or ``"input_x_gradient"``.
-    predictions : ndarray of shape (n, o)
-        ``f(x_i)``.
-    baseline_values : ndarray of shape (n, o) or None
-        ``f`` at the baselines (integrated gradients: the mean over the baselines; expected
-        gradients: the mean over each row's drawn baselines), None for the other methods.
-    info : dict
-        Settings (``n_steps``, ``method``, ``n_samples``, ...), ``completeness_gap`` (o,) for
-        integrated and expected gradients (see :func:`completeness_gap`) and
-        ``sample_weight``.
-    """
-
-    values: np.ndarray
-    data: np.ndarray
-    feature_names: tuple[str, ...]
-    output_names: tuple[str, ...]
-    method: str
-    predictions: np.ndarray
-    baseline_values: np.ndarray | None = None
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        n, p, _o = self.values.shape
-        gap = self.info.get("completeness_gap")
-        extra = "" if gap is None else f", completeness gap {float(np.max(gap)):.2e}"
-        return (f"Attributions({self.method!r}, {n} rows x {p} features, outputs "
-                f"{list(self.output_names)}{extra})")
-
-    def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
-        """Mean absolute attribution over the rows (weighted by the sample weights, if any),
-        with ``n_bootstrap`` bootstrap replicates over the rows for intervals (0: none)."""
-        n = self.values.shape[0]
-        point, std, replicates = mean_abs_over_rows(
-            self.values, self.info.get("sample_weight"), n_bootstrap, as_key(random_state))
-        return FeatureImportance(
-            method=self.method, feature_names=self.feature_names,
-            output_names=self.output_names, importances_mean=point, importances_std=std,
-            importances=replicates,
-            info={"n_rows": n, "n_bootstrap": int(n_bootstrap), "measure": "mean |attribution|"},
-        )
-
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy table, one line per (row, feature, output): ``row``, ``feature``, ``output``,
-        ``attribution``, ``feature_value``."""
-        n, p, o = self.values.shape
-        return pd.DataFrame({
-            "row": np.repeat(np.arange(n), p * o),
-            "feature": np.tile(np.repeat(np.asarray(self.feature_names, object), o), n),
-            "output": np.tile(np.asarray(self.output_names, object), n * p),
-            "attribution": self.values.reshape(-1),
-            "feature_value": np.repeat(self.data.reshape(-1), o),
-        })
-
-    def plot(self, kind: str = "bar", output: int | str = 0, ax=None, row: int = 0, **kwargs):
-        """``kind="bar"``: the importance (mean ``|attribution|``) with bootstrap error bars;
-        ``kind="summary"``: a point per row at its attribution, one line per feature;
-        ``kind="image"`` (examples with more than two axes): :meth:`image` of ``row``, summed
-        over an image's channel axis. Returns the Axes."""
-        check_choice(kind, "kind", ("bar", "summary", "image"))
-        if kind == "bar":
-            return self.importance().plot(output=output, ax=ax, **kwargs)
-        if kind == "image":
-            picture = self.image(row, output)
-            picture = np.atleast_2d(picture.sum(axis=-1) if picture.ndim == 3 else picture)
-            ax = new_figure(4, 3.2)[1] if ax is None else ax
-            limit = float(np.nanmax(np.abs(picture))) or 1.0
-            shown = ax.imshow(picture, cmap="RdBu_r", vmin=-limit, vmax=limit)
-            ax.figure.colorbar(shown, ax=ax, label=f"{self.method}, row {row}")
-            return ax
-        column = output_index(self.output_names, output)
-        if ax is None:
-            _, ax = new_figure(6, 0.4 * len(self.feature_names) + 1)
-        order = np.argsort(np.abs(self.values[:, :, column]).mean(axis=0), kind="stable")
-        for position, j in enumerate(order):
-            values = self.values[:, j, column]
-            ax.scatter(values, np.full(values.shape, position), s=6, alpha=0.6)
-        ax.axvline(0.0, color="grey", lw=0.8)
-        ax.set_yticks(range(len(order)), [self.feature_names[j] for j in order])
-        ax.set_xlabel(f"{self.method} ({self.output_names[column]})")
-        return ax
-
-    def image(self, row: int = 0, output: int | str = 0) -> np.ndarray:
-        """Row ``row``'s attributions on the positions of its example (``input_shape``), a
-        group's value on each of its positions."""
-        if "input_shape" not in self.info:
-            raise ValueError("image() needs attributions of examples with more than two axes "
-                             "(X of shape (n, h, w[, c]) or (n, t, c)); these are of a table.")
-        flat = np.full(int(np.prod(self.info["input_shape"])), np.nan)
-        for j, columns in enumerate(self.info["feature_columns"]):
-            flat[columns] = self.values[row, j, output_index(self.output_names, output)]
-        return flat.reshape(self.info["input_shape"])
-
-
-def _feature_data(dataset: Dataset) -> np.ndarray:
-    out = np.full((dataset.n_rows, len(dataset.features)), np.nan)
-    for j, feat in enumerate(dataset.features):
-        if len(feat.columns) == 1:
-            out[:, j] = dataset.X[:, feat.columns[0]]
-    return out
-
-
-def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_baseline):
-    """Unpack the derived predictor's (n, c*o + o [+ o]) outputs into an Attributions."""
-    n, c = dataset.X.shape
-    o = len(out_idx)
-    values = raw[:, : c * o].reshape(n, c, o).astype(np.float64)
-    values = np.einsum("pc,nco->npo", feature_membership(dataset), values)
-    predictions = raw[:, c * o: c * o + o].astype(np.float64)
-    baseline = raw[:, c * o + o: c * o + 2 * o].astype(np.float64) if with_baseline else None
-    info = dict(info, sample_weight=dataset.weights)
-    if dataset.input_shape is not None:  # images, sequences: where each feature lies
-        info.update(input_shape=dataset.input_shape,
-                    feature_columns=[list(f.columns) for f in dataset.features])
-    if with_baseline:
-        info["completeness_gap"] = completeness_gap(values, predictions, baseline)
-    return Attributions(
-        values=values, data=_feature_data(dataset), feature_names=dataset.feature_names,
-        output_names=tuple(predictor.output_names[i] for i in out_idx), method=method,
-        predictions=predictions, baseline_values=baseline, info=info,
-    )
-
-
-def _warn_incomplete(result: Attributions, fix: str) -> None:
-    gap = result.info["completeness_gap"]
-    if np.max(gap) > COMPLETENESS_TOLERANCE:
-        import warnings
-
-        warnings.warn(
-            f"{result.method}: the attributions miss completeness by a relative gap of "
-            f"{float(np.max(gap)):.2%} (> {COMPLETENESS_TOLERANCE:.0%}): mean |sum of "
-            f"attributions - (f(x) - f(baseline))| / mean |f(x) - f(baseline)|. {fix}",
-            RuntimeWarning, stacklevel=4,
-        )
+    return stable_apply(("local-gradient", predictor.apply, tuple(out_idx), kind, per_row),
+                        make)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,11 +396,11 @@ def _warn_incomplete(result: Attributions, fix: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-
 @validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag())
 def integrated_gradients(
     model, X, *, baselines=None, n_steps: int = 50, method: str = "gausslegendre",
-    paired_baselines: bool = False, output=None, feature_names=None, groups=None, sample_weight=None, variables=None,
+    paired_baselines: bool = False, output=None, feature_names=None, groups=None,
+    sample_weight=None, variables=None,
     memory_budget: int | None = None, progress: bool | None = None,
 ) -> Attributions:
     """Integrated gradients (Sundararajan et al. 2017):
@@ -548,8 +423,13 @@ def integrated_gradients(
 "riemann_middle"}, default "gausslegendre"
         captum's approximations with its nodes and weights (:func:`quadrature`; captum's
         ``riemann_trapezoid`` weights sum to ``1 - 1/n_steps``).
-    output : int, str or list, optional
-        Model outputs to explain (default all).
+    output : int, str, list or integer array of shape (n,), optional
+        Model outputs to explain (default all). An integer array gives one output index per
+        row (captum's ``target`` tensor, e.g. each row's predicted class): row ``i`` is
+        explained for output ``output[i]`` alone, one gradient per step whatever the number
+        of outputs; the result then has one output column, ``"output per row"``, and keeps
+        the array as ``info["output_per_row"]`` (completeness and ``baseline_values`` follow
+        each row's output).
     feature_names, groups, sample_weight, variables
         As in :func:`jaximp.permutation_importance`; a group's attribution is the sum of its
         columns'. Categorical features, integer columns and host models are refused.
@@ -574,36 +454,36 @@ def integrated_gradients(
     ...                  atol=1e-5))
     True
     """
-    dataset, predictor, out_idx, engine = gradient_setup(
+    dataset, predictor, out_idx, per_row, engine = attribution_setup(
         model, X, "integrated_gradients", output=output, feature_names=feature_names,
         groups=groups, sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress)
     base = resolve_baselines(baselines, dataset)
     alphas, weights = quadrature(method, n_steps)
     n, c = dataset.X.shape
-    o = len(out_idx)
+    o, by_row = _n_out(out_idx, per_row is not None), per_row is not None
     dtype = np.dtype(predictor.dtype)
     if paired_baselines:
         if base.shape[0] != n:
             raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "
                              f"per row of X; got {base.shape[0]} baseline row(s).")
         params = (predictor.params, jnp.asarray(alphas, dtype), jnp.asarray(weights, dtype))
-        raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps), params, c * o + 2 * o,
-                          predictor, as_dataset(np.column_stack([dataset.X, base])), Keep(),
-                          "integrated gradients", engine)[0]
+        raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps, by_row), params,
+                          c * o + 2 * o, predictor, engine_rows(dataset, False, per_row, base),
+                          Keep(), "integrated gradients", engine)[0]
     else:
         b = base.shape[0]
         params = (predictor.params, jnp.asarray(base, dtype),
                   jnp.asarray(np.tile(alphas, b), dtype),
                   jnp.asarray(np.tile(weights, b) / b, dtype),
                   jnp.asarray(np.repeat(np.arange(b), n_steps), jnp.int32))
-        raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps), params,
-                          c * o + 2 * o, predictor, dataset, Keep(), "integrated gradients",
-                          engine)[0]
+        raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps, by_row), params,
+                          c * o + 2 * o, predictor, engine_rows(dataset, False, per_row),
+                          Keep(), "integrated gradients", engine)[0]
     result = build_attributions(raw, dataset, predictor, out_idx, "integrated_gradients",
                                 {"n_steps": n_steps, "method": method, "baselines": base},
-                                with_baseline=True)
-    _warn_incomplete(result, "Raise n_steps or use method='gausslegendre'.")
+                                with_baseline=True, per_row=per_row)
+    warn_incomplete(result, "Raise n_steps or use method='gausslegendre'.")
     return result
 
 
@@ -646,7 +526,7 @@ def expected_gradients(
     >>> eg.values.shape
     (50, 2, 1)
     """
-    dataset, predictor, out_idx, engine = gradient_setup(
+    dataset, predictor, out_idx, per_row, engine = attribution_setup(
         model, X, "expected_gradients", output=output, feature_names=feature_names,
         groups=groups, sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress)
@@ -656,13 +536,15 @@ def expected_gradients(
     key = as_key(random_state)
     dtype = np.dtype(predictor.dtype)
     params = (predictor.params, jnp.asarray(bg, dtype), jax.random.key_data(key))
-    apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0])
-    o = len(out_idx)
-    raw = run_derived(apply, params, c * o + 2 * o, predictor, engine_rows(dataset, True),
-                      Keep(), "expected gradients", engine)[0]
+    by_row = per_row is not None
+    apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0], by_row)
+    o = _n_out(out_idx, by_row)
+    raw = run_derived(apply, params, c * o + 2 * o, predictor,
+                      engine_rows(dataset, True, per_row), Keep(), "expected gradients",
+                      engine)[0]
     return build_attributions(raw, dataset, predictor, out_idx, "expected_gradients",
                               {"n_samples": n_samples, "n_background": bg.shape[0]},
-                              with_baseline=True)
+                              with_baseline=True, per_row=per_row)
 
 
 @validate_params(n_samples=Int(1), abs=Flag(), multiply_by_inputs=Flag())
@@ -700,7 +582,7 @@ def smoothgrad(
     >>> bool(np.allclose(sg.values[:, :, 0], [1.0, 2.0]))  # a linear model's gradient
     True
     """
-    dataset, predictor, out_idx, engine = gradient_setup(
+    dataset, predictor, out_idx, per_row, engine = attribution_setup(
         model, X, "smoothgrad", output=output, feature_names=feature_names, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
@@ -711,27 +593,31 @@ def smoothgrad(
                          f"{stdev!r:.60}.")
     params = (predictor.params, jnp.asarray(sd, np.dtype(predictor.dtype)),
               jax.random.key_data(as_key(random_state)))
-    apply = _smooth_apply(predictor, out_idx, c, n_samples, bool(abs), bool(multiply_by_inputs))
-    o = len(out_idx)
-    raw = run_derived(apply, params, c * o + o, predictor, engine_rows(dataset, True), Keep(),
-                      "smoothgrad", engine)[0]
+    by_row = per_row is not None
+    apply = _smooth_apply(predictor, out_idx, c, n_samples, bool(abs), bool(multiply_by_inputs),
+                          by_row)
+    o = _n_out(out_idx, by_row)
+    raw = run_derived(apply, params, c * o + o, predictor, engine_rows(dataset, True, per_row),
+                      Keep(), "smoothgrad", engine)[0]
     info = {"stdev": sd.copy(), "n_samples": n_samples, "abs": bool(abs),
             "multiply_by_inputs": bool(multiply_by_inputs)}
     return build_attributions(raw, dataset, predictor, out_idx, "smoothgrad", info,
-                              with_baseline=False)
+                              with_baseline=False, per_row=per_row)
 
 
 def _local(model, X, method, kind, output, feature_names, groups, sample_weight, variables,
            memory_budget, progress, info):
-    dataset, predictor, out_idx, engine = gradient_setup(
+    dataset, predictor, out_idx, per_row, engine = attribution_setup(
         model, X, method, output=output, feature_names=feature_names, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
-    c, o = dataset.X.shape[1], len(out_idx)
-    raw = run_derived(_local_apply(predictor, out_idx, kind), predictor.params, c * o + o,
-                      predictor, dataset, Keep(), method, engine)[0]
+    by_row = per_row is not None
+    c, o = dataset.X.shape[1], _n_out(out_idx, by_row)
+    raw = run_derived(_local_apply(predictor, out_idx, kind, by_row), predictor.params,
+                      c * o + o, predictor, engine_rows(dataset, False, per_row), Keep(), method,
+                      engine)[0]
     return build_attributions(raw, dataset, predictor, out_idx, method, info,
-                              with_baseline=False)
+                              with_baseline=False, per_row=per_row)
 
 
 @validate_params(abs=Flag())

@@ -61,7 +61,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["loco_importance"]
 
@@ -459,8 +459,9 @@ def loco_importance(
         importances_mean=importances,
         importances_std=None if replicates is None else replicates.std(axis=-1),
         importances=replicates,
-        info=LocoDetails(strategy=strategy, loss=spec.name, kind=kind, baseline=baseline,
-                         losses=dropped, **fitted),
+        info=keep_layout(LocoDetails(strategy=strategy, loss=spec.name, kind=kind,
+                                     baseline=baseline, losses=dropped, **fitted),
+                         dataset, chosen),
     )
 
 

@@ -8,6 +8,8 @@ curves; the model is not evaluated again.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaximp.kernels import _pd_stats as K
@@ -28,7 +30,7 @@ from ..results import (
 )
 from ._pd import compute_pd
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["pd_importance", "pd_interaction"]
 
@@ -184,9 +186,11 @@ def pd_importance(
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
-    return importance_from_pds(chosen, results, replicated, weights, counts, ice=bool(ice),
-                               measure=measure, average=average, trim=trim,
-                               n_bootstrap=n_bootstrap)
+    importance = importance_from_pds(chosen, results, replicated, weights, counts,
+                                     ice=bool(ice), measure=measure, average=average,
+                                     trim=trim, n_bootstrap=n_bootstrap)
+    return dataclasses.replace(importance,
+                               info=keep_layout(importance.info, dataset, chosen))
 
 
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),

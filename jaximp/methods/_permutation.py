@@ -49,7 +49,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -311,10 +311,10 @@ def permutation_importance(
             importances_mean=mean,
             importances_std=std,
             importances=importances,
-            info=PermutationDetails(
+            info=keep_layout(PermutationDetails(
                 loss=spec.name, kind=kind, baseline=baseline, n_repeats=n_repeats,
                 n_samples=dataset.n_rows, sample_rows=rows,
-            ),
+            ), dataset, chosen),
         )
 
     results = {name: result(specs[name], metrics[name]) for name in specs}
@@ -347,10 +347,10 @@ def _bootstrap_result(spec, metric, p, n_repeats, kind, chosen, dataset, rows, n
         importances_mean=repeats.mean(axis=-1),
         importances_std=replicates.std(axis=0),
         importances=np.moveaxis(replicates, 0, -1),
-        info=PermutationDetails(
+        info=keep_layout(PermutationDetails(
             loss=spec.name, kind=kind, baseline=baseline[0], n_repeats=n_repeats,
             n_samples=dataset.n_rows, sample_rows=rows, n_bootstrap=n_bootstrap,
-            repeats=repeats),
+            repeats=repeats), dataset, chosen),
     )
 
 

@@ -30,7 +30,7 @@ from ..data import (
 from ..engine import Spread, at_drawn_rows, at_values, evaluate, key_bits, rng_stream
 from ..results import FeatureImportance, SensitivityDetails
 from ._loss import check_target, class_labels, one_hot_targets
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["sensitivity_importance"]
 
@@ -193,7 +193,8 @@ def sensitivity_importance(
         return FeatureImportance(
             method="sensitivity_max", feature_names=names, output_names=outputs,
             importances_mean=d_p / d_y,
-            info=SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y, n_values=n_values),
+            info=keep_layout(SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y,
+                                                n_values=n_values), dataset, chosen),
         )
 
     prob = None if dataset.weights is None else w / w.sum()
@@ -222,6 +223,7 @@ def sensitivity_importance(
         importances_mean=importances.mean(axis=-1),
         importances_std=importances.std(axis=-1),
         importances=importances,
-        info=SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y, n_repeats=n_repeats,
-                                n_pairs=n_pairs),
+        info=keep_layout(SensitivityDetails(variant=variant, D_p=d_p, D_y=d_y,
+                                            n_repeats=n_repeats, n_pairs=n_pairs),
+                         dataset, chosen),
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import SHARED, Dataset, as_dataset
+from ..data import SHARED, Dataset, InputLayout, as_dataset
 from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
+from ..results import with_input_layout
 
-__all__ = ["prepare"]
+__all__ = ["keep_layout", "prepare"]
 
 
 def prepare(
@@ -58,3 +59,11 @@ def prepare(
             "the NaN as they are.)"
         )
     return dataset, predictor
+
+
+def keep_layout(info, dataset: Dataset, features=None):
+    """``info`` (a dict or typed details) holding ``info["input_layout"]``, where each of
+    ``features`` (default: all of the dataset's; the result's features, in its order) lies
+    in an example, when X had more than two axes; ``info`` unchanged for a table. Called
+    where a method builds a per-feature result, so that it paints itself (``image()``)."""
+    return with_input_layout(info, InputLayout.of(dataset, features))

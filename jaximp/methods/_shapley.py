@@ -44,10 +44,13 @@ from ..results import (
     FeatureInteraction,
     ShapleyDetails,
     ShapleyImportanceDetails,
+    input_image,
     new_figure,
     pair_values_frame,
+    plot_input_map,
+    with_input_layout,
 )
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
            "EXACT_AUTO_LIMIT", "EXACT_LIMIT", "INTERACTION_LIMIT"]
@@ -121,8 +124,21 @@ class ShapleyValues:
         return FeatureImportance(
             method="shapley", feature_names=self.feature_names, output_names=self.output_names,
             importances_mean=mean, importances_std=std, importances=replicates,
-            info=ShapleyImportanceDetails(estimator=self.method, base_values=self.base_values,
-                                          n_rows=self.values.shape[0]))
+            info=with_input_layout(ShapleyImportanceDetails(
+                estimator=self.method, base_values=self.base_values,
+                n_rows=self.values.shape[0]), self.info.get("input_layout")))
+
+    def image(self, row: int = 0, output: int | str = 0) -> np.ndarray:
+        """Row ``row``'s Shapley values on the positions of its example (X of shape
+        ``(n, h, w[, c])`` or ``(n, t, c)``): shape ``input_shape``, a feature's (patch's,
+        channel's, time step's) value on each of its positions, NaN where no feature was a
+        player. Raises ValueError for the values of a table."""
+        n = self.values.shape[0]
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not -n <= row < n:
+            raise ValueError(f"row must be the index of an explained row (below {n}); got "
+                             f"{row!r}.")
+        column = output_index(self.output_names, output)
+        return input_image(self.info, self.values[row, :, column], "Shapley values")
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one line per (row, feature, output): columns ``row``, ``feature``,
@@ -162,14 +178,22 @@ class ShapleyValues:
         return shap.Explanation(values=np.array(values), base_values=np.array(base),
                                 data=np.array(self.data), feature_names=list(self.feature_names))
 
-    def plot(self, kind: str = "summary", feature=None, output: int | str = 0, ax=None):
+    def plot(self, kind: str = "summary", feature=None, output: int | str = 0, ax=None,
+             row: int = 0, sequence: bool = False, channel_axis: int = -1):
         """``kind="summary"``: one row of points per feature (most important on top), a point
         per explained row at its Shapley value, coloured by the feature's value (rank scale),
         vertically jittered where points crowd. ``kind="dependence"``: Shapley value of
-        ``feature`` against its value. Returns the Axes."""
+        ``feature`` against its value. ``kind="image"``: :meth:`image` of ``row`` with a
+        diverging colour map centred on zero; an ``(h, w, c)`` example shows the mean over its
+        channel axis (``channel_axis``), ``sequence=True`` draws ``(t, c)`` as a heat map over
+        time (see :meth:`FeatureImportance.plot`). Returns the Axes."""
 
-        check_choice(kind, "kind", ("summary", "dependence"))
+        check_choice(kind, "kind", ("summary", "dependence", "image"))
         column = output_index(self.output_names, output)
+        if kind == "image":
+            return plot_input_map(self.image(row, column), ax, sequence=sequence,
+                                  channel_axis=channel_axis, label=f"Shapley value, row "
+                                  f"{row} ({self.output_names[column]})")
         if ax is None:
             height = 0.4 * len(self.feature_names) + 1 if kind == "summary" else 3.5
             _, ax = new_figure(6, height)
@@ -433,8 +457,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
                  resolve_budget(memory_budget))
-    info = ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
-                          sample_weight=dataset.weights)
+    info = keep_layout(ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
+                                      sample_weight=dataset.weights), dataset, players)
     names = tuple(f.name for f in players)
     return game, names, tuple(predictor.output_names), data, info, key_rest
 
@@ -620,7 +644,8 @@ def shapley_values(
         errors = None
     else:
         values, errors, base = _sampled(game, p, n_permutations, key)
-        info = dataclasses.replace(info, n_permutations=n_permutations)
+        info = with_input_layout(dataclasses.replace(info, n_permutations=n_permutations),
+                                 info.input_layout)
     return ShapleyValues(values, base, data, names, output_names, errors, method, info)
 
 

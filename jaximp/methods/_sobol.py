@@ -41,7 +41,7 @@ from ..engine import (
     rng_stream,
 )
 from ..results import Details, FeatureImportance, mean_and_std
-from ._setup import prepare
+from ._setup import keep_layout, prepare
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
 
@@ -324,7 +324,8 @@ def sobol_indices(
             _, std = mean_and_std(replicates)
         return FeatureImportance(method=f"sobol_{kind}", feature_names=names,
                                  output_names=outputs, importances_mean=values[..., 0],
-                                 importances_std=std, importances=replicates)
+                                 importances_std=std, importances=replicates,
+                                 info=keep_layout({}, dataset, chosen))
 
     details = SobolDetails(variance=variance[0, out_idx], n_repeats=r, n_bootstrap=n_bootstrap)
     return SobolIndices(result("first") if first else None,

@@ -23,15 +23,25 @@ from ._details import (
     TrendsDetails,
     WeightDetails,
 )
-from ._plots import ice_rows, new_figure, plot_h, plot_importances, plot_pd, plot_pds
+from ._plots import (
+    ice_rows,
+    new_figure,
+    plot_h,
+    plot_importances,
+    plot_input_map,
+    plot_pd,
+    plot_pds,
+)
 from ._results import (
     FeatureImportance,
     FeatureInteraction,
     check_k,
+    input_image,
     interval_probabilities,
     mean_and_std,
     pair_values_frame,
     replicate_std,
+    with_input_layout,
 )
 
 __all__ = [
@@ -58,13 +68,16 @@ __all__ = [
     "WeightDetails",
     "check_k",
     "ice_rows",
+    "input_image",
     "interval_probabilities",
     "mean_and_std",
     "pair_values_frame",
     "new_figure",
     "plot_h",
     "plot_importances",
+    "plot_input_map",
     "plot_pd",
     "plot_pds",
     "replicate_std",
+    "with_input_layout",
 ]

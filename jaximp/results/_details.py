@@ -21,7 +21,13 @@ __all__ = ["ALECurveDetails", "ALEDetails", "DecorrelationDetails", "Details", "
 
 
 class Details(collections.abc.Mapping):
-    """Base of the typed details: fields as attributes and as a read-only mapping."""
+    """Base of the typed details: fields as attributes and as a read-only mapping.
+
+    Details of examples with more than one axis (images, sequences) also hold
+    ``input_layout`` (a :class:`jaximp.data.InputLayout`, set by the methods through
+    :func:`with_input_layout`), which tables' details lack."""
+
+    input_layout = None  # not a field: only results of images and sequences list it
 
     def __getitem__(self, name: str) -> Any:
         if not isinstance(name, str) or name not in self._names():
@@ -35,7 +41,8 @@ class Details(collections.abc.Mapping):
         return len(self._names())
 
     def _names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(self))
+        names = tuple(f.name for f in dataclasses.fields(self))
+        return names if self.input_layout is None else (*names, "input_layout")
 
     def __repr__(self) -> str:
         def short(value):

@@ -12,13 +12,14 @@ importing jaximp does not import it.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..data import check_bool, check_choice, check_int, output_index, select_outputs
 
-__all__ = ["plot_importances"]
+__all__ = ["plot_importances", "plot_input_map"]
 
 TOP = 30
 """Bar charts of more features (or pairs) than this show only the strongest ``TOP`` by default."""
@@ -252,6 +253,51 @@ def _interaction_heatmap(result, column: int, ax, top, what: str):
     ax.set_aspect("equal")
     ax.set_title(_title(what, result.output_names[column], len(chosen), len(names),
                         "features"))
+    return ax
+
+
+def plot_input_map(picture, ax=None, *, label: str, sequence: bool = False,
+                   channel_axis: int = -1):
+    """Values on the positions of one example (``result.image()``), drawn with ``imshow``.
+
+    An ``(h, w)`` example is an image; an ``(h, w, c)`` one shows the mean over its channel
+    axis (``channel_axis``, default last: a patch spanning every channel shows its own value);
+    ``sequence=True`` draws a ``(t, c)`` example as a heat map over time (time across, one
+    line per channel). Signed values (any below zero) use a diverging colour map centred on
+    zero, others a sequential one from zero; positions of no feature stay blank. Returns the
+    Axes; its image's array is the 2-D map drawn."""
+    check_bool(sequence, "sequence")
+    picture = np.asarray(picture, dtype=np.float64)
+    if picture.ndim == 3:
+        axis = check_int(channel_axis, "channel_axis", minimum=-3)
+        if axis > 2:
+            raise ValueError(f"channel_axis must index the 3 axes of the examples; got {axis}.")
+        with warnings.catch_warnings():  # positions of no feature: NaN, blank if all are
+            warnings.simplefilter("ignore", RuntimeWarning)
+            picture = np.nanmean(picture, axis=axis)
+    elif picture.ndim != 2:
+        raise ValueError(f"an image needs examples of 2 or 3 axes; these have shape "
+                         f"{picture.shape}. Draw result.image() yourself, e.g. one slice.")
+    if sequence:
+        picture = picture.T  # (c, t): time across
+    if ax is None:
+        rows, cols = picture.shape
+        scale = 4.0 / max(rows, cols)
+        _, ax = new_figure(max(3.0, cols * scale) + 1.2 if not sequence else 6.0,
+                           max(2.0, rows * scale) if not sequence else 0.3 * rows + 1.5)
+    finite = picture[np.isfinite(picture)]
+    if finite.size and finite.min() < 0:
+        limit = float(np.abs(finite).max())
+        style = {"cmap": "RdBu_r", "vmin": -limit, "vmax": limit}
+    else:
+        style = {"cmap": "viridis", "vmin": 0.0, "vmax": float(finite.max()) if finite.size
+                 and finite.max() > 0 else 1.0}
+    shown = ax.imshow(picture, aspect="auto" if sequence else "equal",
+                      interpolation="nearest", **style)
+    if sequence:
+        ax.set_xlabel("time step")
+        ax.set_ylabel("channel")
+    ax.figure.colorbar(shown, ax=ax, label=label)
     return ax
 
 

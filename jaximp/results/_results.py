@@ -8,11 +8,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import output_index
-from ._plots import plot_importance, plot_interaction
+from ..data import InputLayout, check_choice, output_index
+from ._details import Details
+from ._plots import plot_importance, plot_input_map, plot_interaction
 
-__all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "interval_probabilities",
-           "mean_and_std", "pair_values_frame", "replicate_std"]
+__all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "input_image",
+           "interval_probabilities", "mean_and_std", "pair_values_frame", "replicate_std",
+           "with_input_layout"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,8 +121,10 @@ class FeatureImportance:
         return [self.feature_names[i] for i in order[:k]]
 
     def plot(self, output: int | str = 0, ax=None, top: int | None = None,
-             style: str = "bar", errors: str = "auto"):
-        """Horizontal bars (or dots) of one output's importances, strongest at the top.
+             style: str = "bar", errors: str = "auto", kind: str = "bar",
+             sequence: bool = False, channel_axis: int = -1):
+        """Horizontal bars (or dots) of one output's importances, strongest at the top; or,
+        for examples with more axes, the importances as an image.
 
         Parameters
         ----------
@@ -134,6 +138,12 @@ class FeatureImportance:
         errors : {"auto", "std", "interval", "none"}, default "auto"
             Error bars: ``importances_std`` (``"std"``), the 95% percentile interval over
             ``importances`` (``"interval"``), or the first of these the result has.
+        kind : {"bar", "image"}, default "bar"
+            ``"image"``: :meth:`image` drawn on the example's positions (results of X of
+            shape ``(n, h, w[, c])`` or ``(n, t, c)``): an ``(h, w, c)`` image shows the mean
+            over its channel axis (``channel_axis``, default last), ``sequence=True`` draws a
+            ``(t, c)`` example as a heat map over time. Signed values use a diverging colour
+            map centred on zero.
 
         Returns
         -------
@@ -144,7 +154,21 @@ class FeatureImportance:
         Signed results (e.g. Olden's) are ranked by magnitude and coloured by sign (negative
         red), with a line at zero. :func:`jaximp.plot_importances` compares several methods.
         """
+        check_choice(kind, "kind", ("bar", "image"))
+        if kind == "image":
+            name = self.output_names[output_index(self.output_names, output)]
+            return plot_input_map(self.image(output), ax, label=f"{self.method} importance "
+                                  f"({name})", sequence=sequence,
+                                  channel_axis=channel_axis)
         return plot_importance(self, output=output, ax=ax, top=top, style=style, errors=errors)
+
+    def image(self, output: int | str = 0) -> np.ndarray:
+        """One output's importances on the positions of an example (X of shape
+        ``(n, h, w[, c])`` or ``(n, t, c)``): shape ``input_shape``, a feature's (patch's,
+        channel's, time step's) importance on each of its positions, NaN where no feature
+        was computed. Raises ValueError for a table's result."""
+        values = self.importances_mean[:, output_index(self.output_names, output)]
+        return input_image(self.info, values, f"{self.method} importance")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -311,6 +335,30 @@ class FeatureInteraction:
             replicates=None if self.replicates is None else self.replicates[index],
             info=info,
         )
+
+
+def with_input_layout(info, layout: InputLayout | None):
+    """``info`` (a dict or typed :class:`Details`) that also holds ``info["input_layout"]``,
+    the feature geometry of examples with more than one axis; ``info`` itself for a table
+    (``layout`` None)."""
+    if layout is None:
+        return info
+    if isinstance(info, Details):
+        info = dataclasses.replace(info)  # a copy: details are frozen and may be shared
+        object.__setattr__(info, "input_layout", layout)
+        return info
+    return {**(info or {}), "input_layout": layout}
+
+
+def input_image(info, values, what: str) -> np.ndarray:
+    """Per-feature ``values`` (p, ...) painted on the example's positions through
+    ``info["input_layout"]``; a clear ValueError for a table's result."""
+    layout = info.get("input_layout") if info is not None else None
+    if layout is None:
+        raise ValueError(f"image() shows {what} on the positions of examples with more than "
+                         "two axes (X of shape (n, h, w[, c]) or (n, t, c)); this result is of "
+                         "a table (X of shape (n, p)). Use plot() for bars.")
+    return layout.paint(values)
 
 
 def mean_and_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
