@@ -14,7 +14,8 @@ from jaximp.kernels import _streams
 
 import jaximp
 import jaximp.engine._engine
-from jaximp.engine._engine import _bucket, _sizes, evaluate, predict_rows
+from jaximp.engine._device_arrays import bucket as _bucket
+from jaximp.engine._engine import _sizes, evaluate, predict_rows
 from jaximp.engine._plans import (
     at_coded_values,
     at_drawn_rows,

@@ -262,20 +262,60 @@ def test_the_data_goes_to_the_device_once(explainer):
 
 
 def test_an_equal_plan_built_again_reuses_its_device_tables():
-    from jaximp.engine import _engine
+    from jaximp.engine import _device_arrays
 
     def plan():
         return jaximp.at_values(np.eye(2, dtype=bool), [0, 1], np.ones((2, 2)), [0, 1])
 
     first, second = plan(), plan()
     assert first is not second
-    tables = _engine._plan_tables(first, 8, np.float32, None)
-    assert _engine._plan_tables(second, 8, np.float32, None)[0] is tables[0]
+    tables = _device_arrays.plan_tables(first, 8, np.float32, None)
+    assert _device_arrays.plan_tables(second, 8, np.float32, None)[0] is tables[0]
     other = jaximp.at_values(np.eye(2, dtype=bool), [0, 1], 2 * np.ones((2, 2)), [0, 1])
-    assert _engine._plan_tables(other, 8, np.float32, None)[0] is not tables[0]
+    assert _device_arrays.plan_tables(other, 8, np.float32, None)[0] is not tables[0]
 
 
 def test_sobol_indices_refuse_the_weights_of_a_weighted_explainer(explainer):
     with pytest.raises(ValueError, match="sobol_indices resamples the rows of X .* takes no "
                                          "case weights"):
         explainer.sobol_indices()
+
+
+def test_device_rows_are_used_in_place_and_a_warm_call_sends_nothing():
+    """X given as a jax.Array feeds the engine from its own device buffer, and a repeated call
+    of partial dependence, permutation importance or ALE makes no transfer at all (every
+    argument of the compiled chunks is kept on the device, results are read explicitly)."""
+    X = jnp.asarray(NUMERIC, jnp.float32)
+    ex = jaximp.Explainer(smooth_model, X, np.asarray(smooth_model(X)) + 0.1)
+    calls = {
+        "pd": (lambda: ex.partial_dependence(0, grid_resolution=9),
+               lambda: jaximp.partial_dependence(smooth_model, NUMERIC, 0, grid_resolution=9)),
+        "pfi": (lambda: ex.permutation_importance(n_repeats=3),
+                lambda: jaximp.permutation_importance(smooth_model, NUMERIC, ex.y,
+                                                      n_repeats=3)),
+        "ale": (lambda: ex.ale(1), lambda: jaximp.ale(smooth_model, NUMERIC, 1)),
+    }
+    for name, (bound, function) in calls.items():
+        first = bound()
+        with jax.transfer_guard("disallow"):
+            again = bound()
+        _same(first, again)
+        _same(again, function())
+    rows = [v for k, v in ex.dataset._memo.items() if k[0] == "device rows"]
+    assert rows and all(np.array_equal(np.asarray(r[0, :N]), np.asarray(X)) for r in rows)
+
+
+def test_a_cached_plan_follows_every_option_and_the_targets():
+    """The plans an Explainer keeps are keyed by every option they read: a different grid,
+    loss, target or random state never reuses another's plan."""
+    ex = jaximp.Explainer(model, FRAME, Y, **DATA)
+    for grid_resolution in (5, 6, 5):
+        _same(ex.partial_dependence("a", grid_resolution=grid_resolution, kind="both"),
+              jaximp.partial_dependence(model, FRAME, "a", grid_resolution=grid_resolution,
+                                        kind="both", **DATA))
+    other = jaximp.Explainer(model, FRAME, Y + 1.0, **DATA)
+    for explainer, targets in ((ex, Y), (other, Y + 1.0), (ex, Y)):
+        for loss in ("mse", "mae"):
+            _same(explainer.permutation_importance(loss=loss, n_repeats=2),
+                  jaximp.permutation_importance(model, FRAME, targets, loss=loss, n_repeats=2,
+                                                **DATA))

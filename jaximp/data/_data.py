@@ -6,6 +6,7 @@ import dataclasses
 import functools
 from typing import Mapping, Sequence
 
+import jax
 import numpy as np
 import pandas as pd
 
@@ -52,6 +53,9 @@ class Dataset:
     # the shape of one example when X had more than two axes (images, sequences): X holds each
     # example flattened to one row, and the model gets rows of this shape back
     input_shape: tuple[int, ...] | None = None
+    # the rows as the user gave them on a device (a jax.Array on one device), flattened like
+    # X: the engine uses them in place instead of sending X's host copy back to the device
+    device_X: object = None
     # what is computed from the data once and asked again (sorted columns, grids, the
     # device copy): kept for the dataset's lifetime, e.g. an Explainer's
     _memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
@@ -99,7 +103,8 @@ class Dataset:
         elif source is not None:
             source = np.asarray(source)[rows]
         weights = None if self.weights is None else self.weights[rows]
-        return dataclasses.replace(self, X=self.X[rows], weights=weights, source=source)
+        return dataclasses.replace(self, X=self.X[rows], weights=weights, source=source,
+                                   device_X=None)
 
     @property
     def n_rows(self) -> int:
@@ -403,4 +408,12 @@ def as_dataset(
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."
             )
-    return Dataset(values, tuple(names), tuple(features), weights, X, input_shape)
+    return Dataset(values, tuple(names), tuple(features), weights, X, input_shape,
+                   _on_one_device(X))
+
+
+def _on_one_device(X):
+    """``X`` flattened to rows when it is a ``jax.Array`` on one device, else None."""
+    if isinstance(X, jax.Array) and X.is_fully_addressable and len(X.devices()) == 1:
+        return X.reshape(X.shape[0], -1)
+    return None

@@ -16,12 +16,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import hashlib
 import math
 import os
 import sys
 import time
 import weakref
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +32,16 @@ from jaximp.kernels import _streams
 
 from ..data import SHARED, Dataset, as_dataset, validate_params
 from ..models import Predictor
+from ._device_arrays import (
+    bucket,
+    device_rows,
+    kept_on_device,
+    layout_rows,
+    pad_items,
+    plan_tables,
+    source_index,
+    source_rows,
+)
 from ._distributed import (
     agree_min,
     global_mesh,
@@ -48,10 +58,8 @@ __all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-# device tables of recent plans by content, so that an equal plan built again reuses them
-_TABLES_BY_CONTENT: "collections.OrderedDict" = collections.OrderedDict()
-_TABLES_BY_CONTENT_SIZE = 64
+_LAUNCHES_KEPT = 8  # per pinned dataset: each holds its reducer's per-row arrays on the devices
+_SOURCE_ROWS_BYTES = 16 << 20  # the largest table of drawn source rows an Explainer keeps
 _PROBE_ROWS = 1024
 # On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
 # several times faster than one huge batch; accelerators take one block per chunk. Within that
@@ -154,14 +162,6 @@ class ProgressMeter:
                   f"~{eta:.1f}s left", end=end, file=sys.stderr, flush=True)
 
 
-def _bucket(size: int, minimum: int = 8) -> int:
-    """``size`` rounded up to a multiple of an eighth of its power of two (at most 12.5% more),
-    so that a new size often reuses a compiled chunk."""
-    size = max(int(size), minimum)
-    step = max(1, 1 << max(0, (size - 1).bit_length() - 4))
-    return -(-size // step) * step
-
-
 @dataclasses.dataclass(frozen=True)
 class _Sizes:
     """Chunk geometry: items and per-device rows of one block, blocks of one chunk."""
@@ -195,7 +195,7 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     block_total = max(1, min(block_rows, rows_fit))
     rows_per_block = max(1, block_total // (n_devices * group))
     if rows_per_block >= n_local:  # every row in one block: put several items in it
-        rows_per_block = min(_bucket(n_local), rows_per_block)
+        rows_per_block = min(bucket(n_local), rows_per_block)
         items_per_block = _items_per_block(
             n_items, block_total // max(1, rows_per_block * n_devices),
             rows_fit // max(1, rows_per_block * n_devices), group)
@@ -388,24 +388,13 @@ def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, l
 # ---------------------------------------------------------------------------------------------
 
 
-def _source_index(index: str, key, streams, g, n, radices, cdf=None):
-    """Source data rows (ib, ...) for items with stream labels (ib, s) at global rows g;
-    ``radices`` (2,) of the permutations from ``_streams.feistel_radices(n)``."""
-    seeds = jax.vmap(lambda s: _streams.seed_of(key, s))(streams)
-    if index == "permutation":
-        return jax.vmap(lambda seed: _streams.feistel_permutation(seed, g, n, radices))(seeds)
-    if cdf is None:
-        return jax.vmap(lambda seed: _streams.uniform_rows(seed, g, n))(seeds)
-    return jax.vmap(lambda seed: _streams.weighted_rows(seed, g, cdf, n))(seeds)
-
-
 def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
-                    mesh, dtype, single_column: bool):
+                    mesh, dtype, single_column: bool, source_rows: bool = False):
     """The jitted evaluation of one chunk, cached per model apply function and geometry."""
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
     key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
            np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
-           single_column)
+           single_column, source_rows)
     if key in cache:
         return cache[key]
     apply, o = predictor.apply, predictor.n_outputs
@@ -431,8 +420,12 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
             idx = tables["item_index"][items][:, None, None] + jnp.moveaxis(picked, 2, 0)
             values = tables["table"][idx]  # (ib, D, rbl, c)
         else:
-            src = _source_index(index, tables["key"], tables["stream"][items], g, n,
-                                counts[3:], tables.get("cdf"))  # (ib, D, rbl) global rows
+            if "source_rows" in tables:  # an Explainer's permutations, drawn once
+                src = jax.lax.dynamic_slice_in_dim(tables["source_rows"][items], row0, rbl,
+                                                   axis=1)[:, None, :]  # (ib, 1, rbl)
+            else:
+                src = source_index(index, tables["key"], tables["stream"][items], g, n,
+                                    counts[3:], tables.get("cdf"))  # (ib, D, rbl) global rows
             if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
                 src = (src // n_local) * X.shape[1] + src % n_local
             flat_X = X.reshape(-1, X.shape[-1])
@@ -477,82 +470,52 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
     return cache[key]
 
 
-def _layout(array: np.ndarray, n_devices: int, n_local: int, n_local_pad: int, dtype=None):
-    """(n, ...) -> (devices, n_local_pad, ...): device d holds rows d*n_local .. +n_local.
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """Everything a JAX evaluation sends to the devices, and how its chunks are cut."""
 
-    Padding rows repeat row 0, so a model sees only real rows (their weight is 0)."""
-    array = np.asarray(array)
-    dtype = array.dtype if dtype is None else np.dtype(dtype)
-    if n_devices == 1 and array.shape[0] == n_local_pad:
-        return array.astype(dtype, copy=False)[None]
-    out = np.empty((n_devices, n_local_pad, *array.shape[1:]), dtype)
-    for d in range(n_devices):  # rows cast to ``dtype`` as they are copied: one pass
-        part = array[d * n_local:(d + 1) * n_local]
-        out[d, : part.shape[0]] = part
-        out[d, part.shape[0]:] = array[0]
-    return out
-
-
-def _pad_items(array: np.ndarray, size: int) -> np.ndarray:
-    """``array`` with zero rows appended up to ``size`` rows."""
-    out = np.zeros((size, *array.shape[1:]), array.dtype)
-    out[: array.shape[0]] = array
-    return out
-
-
-def _plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
-    """The plan's tables padded to ``items_pad`` items, replicated on the devices (kept for
-    the plan's lifetime: a plan is immutable, and a method asked again with the same
-    settings builds the same plan object), and whether every mask replaces one column."""
-    per_plan = _PLAN_TABLES.setdefault(plan, {})
-    key = (items_pad, np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
-    if key in per_plan:
-        return per_plan[key]
-    content = _plan_digest(plan)  # an equal plan built again (a method asked again)
-    if content is not None and (content, key) in _TABLES_BY_CONTENT:
-        _TABLES_BY_CONTENT.move_to_end((content, key))
-        per_plan[key] = _TABLES_BY_CONTENT[content, key]
-        return per_plan[key]
-    tables = {"masks": plan.masks, "item_mask": _pad_items(plan.item_mask, items_pad)}
-    if plan.table is not None:
-        tables["table"] = np.pad(plan.table, ((0, _bucket(len(plan.table), 1)
-                                               - len(plan.table)), (0, 0))).astype(dtype)
-    for name in ("item_index", "item_code"):
-        value = getattr(plan, name)
-        if value is not None:
-            tables[name] = _pad_items(value, items_pad)
-    if plan.item_stream is not None:
-        tables["stream"] = _pad_items(plan.item_stream, items_pad)
-        tables["key"] = plan.key_bits
-    if plan.draw_cdf is not None:
-        tables["cdf"] = plan.draw_cdf.astype(np.float32)
-    # every mask replaces at most one column: data-row replacements gather just that column
-    single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
-    if single_column:
-        tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
-    per_plan[key] = replicate(tables, mesh), bool(single_column)
-    if content is not None:
-        _TABLES_BY_CONTENT[content, key] = per_plan[key]
-        if len(_TABLES_BY_CONTENT) > _TABLES_BY_CONTENT_SIZE:
-            _TABLES_BY_CONTENT.popitem(last=False)
-    return per_plan[key]
-
-
-def _plan_digest(plan: Plan) -> bytes | None:
-    """A digest of a small plan's arrays (None past 1 MiB: hashing would cost more than the
-    copy it saves)."""
-    arrays = [(field.name, getattr(plan, field.name)) for field in dataclasses.fields(plan)]
-    arrays = [(name, a) for name, a in arrays if isinstance(a, np.ndarray)]
-    if sum(a.nbytes for _, a in arrays) > 1 << 20:
-        return None
-    digest = hashlib.blake2b(plan.index.encode(), digest_size=16)
-    for name, a in arrays:
-        digest.update(f"{name}{a.dtype.str}{a.shape}".encode())
-        digest.update(np.ascontiguousarray(a).data)
-    return digest.digest()
+    chunk: Any
+    sizes: Any
+    n_row_chunks: int
+    n_item_chunks: int
+    n_local: int
+    n_dev: int
+    mesh: Any
+    arrays: tuple  # (X_dev, tables, rowdata, consts, counts): the chunks' arguments
+    offsets: list  # (first item, first row) of each chunk, as int32 scalars
 
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
+    # The plan is a pure function of global shapes and a budget agreed by every process.
+    budget = agree_min(budget)
+    if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
+        # objects (a method's cached plan) sends nothing and plans nothing again
+        launches = data.memo("launches", collections.OrderedDict)
+        key = (id(plan), id(reducer), id(predictor), budget,
+               None if devices is None else tuple(devices))
+        if key not in launches:  # the entry holds the three objects, so ids are not reused
+            launches[key] = (plan, reducer, predictor,
+                             _launch(predictor, data, plan, reducer, budget, devices))
+            if len(launches) > _LAUNCHES_KEPT:
+                launches.popitem(last=False)
+        launches.move_to_end(key)
+        launch = launches[key][3]
+    else:
+        launch = _launch(predictor, data, plan, reducer, budget, devices)
+    params = predictor.params
+    if data.pinned and (launch.mesh is not None or not all(
+            isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
+        mesh_key = None if launch.mesh is None else tuple(launch.mesh.devices.flat)
+        params = kept_on_device(data, ("params", mesh_key), params,
+                                 lambda: replicate(params, launch.mesh))
+    elif not data.pinned:
+        params = (params if launch.mesh is None and len(launch.offsets) == 1
+                  else replicate(params, launch.mesh))
+    return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
+                     reducer, progress, label)
+
+
+def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     X = data.X
     n, c = X.shape
     o = predictor.n_outputs
@@ -568,52 +531,66 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
         block_rows = _CPU_KEEP_BLOCK_ROWS if reducer.combine == "keep" else _CPU_BLOCK_ROWS
         block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
         row_unit = _CPU_ROW_TILE * _cpu_threads()
-    # The plan is a pure function of global shapes and a budget agreed by every process.
-    budget = agree_min(budget)
     n_local = math.ceil(n / n_dev)
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
                    block_rows, reducer.group, row_unit)
     n_row_chunks = math.ceil(n_local / sizes.rows_per_chunk)
     n_local_pad = n_row_chunks * sizes.rows_per_chunk
     n_item_chunks = math.ceil(plan.n_items / sizes.items_per_chunk)
-    items_pad = _bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)
+    items_pad = bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)
     items_pad = math.ceil(items_pad / sizes.items_per_chunk) * sizes.items_per_chunk
 
-    if mesh is None and n_item_chunks * n_row_chunks == 1:
-        # one call: its host arguments go with it, cheaper than a device_put first
-        put_rows = put_whole = (lambda tree: tree)
-    else:
-        put_rows = (lambda a: shard_rows(a, mesh))
-        put_whole = (lambda a: replicate(a, mesh))
-    tables, single_column = _plan_tables(plan, items_pad, dtype, mesh)
+    tables, single_column = plan_tables(plan, items_pad, dtype, mesh)
     # cast to the device's dtype here: a NumPy cast costs less than the one in the jit call
-    rowdata = {k: _layout(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
+    rowdata = {k: layout_rows(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
                for k, v in reducer.row_arrays().items()}
     if plan.row_codes is not None:
-        rowdata["_codes"] = _layout(plan.row_codes.T, n_dev, n_local, n_local_pad)
-    if data.pinned:  # the device copy is made once per layout and kept (an Explainer's data)
-        layout = ("device rows", n_dev, n_local_pad, dtype.str,
-                  None if mesh is None else tuple(mesh.devices.flat))
-        X_dev, rowdata = data.memo(layout, lambda: shard_rows(
-            _layout(X, n_dev, n_local, n_local_pad, dtype), mesh)), put_rows(rowdata)
-    else:
-        X_dev, rowdata = put_rows((_layout(X, n_dev, n_local, n_local_pad, dtype), rowdata))
-    consts = {k: _pad_items(v, items_pad) if k == "item_code" else v
+        rowdata["_codes"] = layout_rows(plan.row_codes.T, n_dev, n_local, n_local_pad)
+    consts = {k: pad_items(v, items_pad) if k == "item_code" else v
               for k, v in reducer.consts().items()}
     # the permutations' radices, found on the host (on the device, a sequential search)
     counts = np.asarray([n, n_local, plan.n_items, *_streams.feistel_radices(n)], np.int32)
-    # small arrays in one transfer
-    consts, params, counts = put_whole((consts, predictor.params, counts))
-    chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column)
+    offsets = [(np.int32(ic * sizes.items_per_chunk), np.int32(rc * sizes.rows_per_chunk))
+               for ic in range(n_item_chunks) for rc in range(n_row_chunks)]
+    if data.pinned:  # the rows go to the devices once per layout and stay
+        rows_key = ("device rows", n_dev, n_local_pad, dtype.str,
+                  None if mesh is None else tuple(mesh.devices.flat))
+        X_dev = data.memo(rows_key, lambda: device_rows(data, n_dev, n_local, n_local_pad,
+                                                        dtype, mesh))
+        mesh_key = rows_key[-1]
+        if (plan.index in ("permutation", "draw") and mesh is None
+                and 4 * items_pad * n_local_pad <= _SOURCE_ROWS_BYTES):
+            tables = dict(tables, source_rows=source_rows(plan.index, tables, n, n_local_pad))
+        rowdata = kept_on_device(data, ("rows", mesh_key), rowdata,
+                                  lambda: shard_rows(rowdata, mesh))
+        consts, counts, offsets = kept_on_device(
+            data, ("whole", mesh_key), (consts, counts, offsets),
+            lambda: replicate((consts, counts, offsets), mesh))
+    elif mesh is None and n_item_chunks * n_row_chunks == 1:
+        # one call: its host arguments go with it, cheaper than a device_put first
+        X_dev = layout_rows(X, n_dev, n_local, n_local_pad, dtype)
+    else:
+        X_dev, rowdata = shard_rows((layout_rows(X, n_dev, n_local, n_local_pad, dtype), rowdata),
+                                    mesh)
+        consts, counts = replicate((consts, counts), mesh)
+    chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
+                            "source_rows" in tables)
+    return _Launch(chunk, sizes, n_row_chunks, n_item_chunks, n_local, n_dev, mesh,
+                   (X_dev, tables, rowdata, consts, counts), offsets)
 
-    b = plan.n_items
+
+def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress, label):
+    """Run a launch's chunks, a few in flight, and fold their outputs on the host."""
+    sizes, n_row_chunks = launch.sizes, launch.n_row_chunks
+    X_dev, tables, rowdata, consts, counts = launch.arrays
     keep = reducer.combine == "keep"
     if keep:
-        result = np.zeros((b, n, o), dtype)
+        result = np.zeros((b, n, o), X_dev.dtype)
     else:
         per_chunk = sizes.items_per_chunk // reducer.group
-        result = np.zeros((n_item_chunks * per_chunk, *reducer.partial_shape(o)), np.float64)
-    meter = ProgressMeter(n_item_chunks * n_row_chunks, progress, label)
+        result = np.zeros((launch.n_item_chunks * per_chunk, *reducer.partial_shape(o)),
+                          np.float64)
+    meter = ProgressMeter(len(launch.offsets), progress, label)
     pending: collections.deque = collections.deque()
 
     def collect():
@@ -625,7 +602,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
             out = multihost_utils.process_allgather(out, tiled=True)
         block = to_host(out)
         if keep:
-            _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev)
+            _write_kept(result, block, sizes, i0, r0, n, launch.n_local, launch.n_dev)
         else:  # (item blocks * row blocks, per block, ...) -> sum over row blocks
             block = block.astype(np.float64)
             if sizes.row_blocks > 1:
@@ -636,15 +613,12 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
             result[g0:g0 + block.shape[0]] += block
         meter.update()
 
-    for ic in range(n_item_chunks):
-        i0 = ic * sizes.items_per_chunk
-        for rc in range(n_row_chunks):
-            r0 = rc * sizes.rows_per_chunk
-            out = chunk(params, X_dev, tables, rowdata, consts, counts, np.int32(i0),
-                        np.int32(r0))
-            pending.append(((i0, r0), out))
-            if len(pending) > 2:  # keep the devices busy while the host folds
-                collect()
+    for k, (i0, r0) in enumerate(launch.offsets):
+        out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, i0, r0)
+        pending.append(((k // n_row_chunks * sizes.items_per_chunk,
+                         k % n_row_chunks * sizes.rows_per_chunk), out))
+        if len(pending) > 2:  # keep the devices busy while the host folds
+            collect()
     while pending:
         collect()
     if keep:
@@ -671,7 +645,7 @@ def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):
 # ---------------------------------------------------------------------------------------------
 
 
-_host_indices = jax.jit(_source_index, static_argnums=0)
+_host_indices = jax.jit(source_index, static_argnums=0)
 
 
 def _run_host(predictor, data, plan, reducer, budget, progress, label):
@@ -694,7 +668,7 @@ def _run_host(predictor, data, plan, reducer, budget, progress, label):
                   for k, v in reducer.row_arrays().items()}
     consts = reducer.consts()
     if "item_code" in consts:
-        consts["item_code"] = _pad_items(consts["item_code"], math.ceil(b / ib) * ib)
+        consts["item_code"] = pad_items(consts["item_code"], math.ceil(b / ib) * ib)
     if keep:
         result = np.zeros((b, n, o), np.float64)
     else:

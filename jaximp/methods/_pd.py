@@ -26,7 +26,7 @@ from ..data import (
 )
 from ..engine import Keep, Mean, at_values, check_collapse, evaluate
 from ..models import Predictor
-from ._setup import prepare
+from ._setup import cached_stage, prepare
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
@@ -308,6 +308,45 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         deciles=tuple(_deciles(dataset, f) for f in chosen))
 
 
+def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentiles, keep, w):
+    """The grids of ``feature_sets`` and the engine plan and reducer of their PDs."""
+    c = dataset.X.shape[1]
+    grid = resolve_grid(grid, dataset)
+    grids: dict[str, tuple[np.ndarray, tuple]] = {}
+    masks, item_mask, values = [], [], []
+    shapes = []
+    for s, features in enumerate(feature_sets):
+        names = [f.name for f in features]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a feature set lists a feature twice: {names}.")
+        mask = np.zeros(c, bool)
+        per_feature = []
+        for feat in features:
+            if feat.name not in grids:
+                strategy, explicit = grid_option(grid, feat.name)
+                grids[feat.name] = feature_grid(
+                    dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
+                    percentiles=percentiles, values=explicit,
+                )
+                if not feat.is_categorical:
+                    check_collapse(feat.name, grids[feat.name][0], predictor.dtype,
+                                   "grid points", stacklevel=6)
+            mask[list(feat.columns)] = True
+            per_feature.append(grids[feat.name][0])
+        shape = tuple(len(g) for g in per_feature)
+        index = product_grid_index(shape, names)
+        block = np.zeros((index.shape[1], c))
+        for feat, rows, k in zip(features, per_feature, index):
+            block[:, list(feat.columns)] = rows[k]
+        values.append(block)
+        item_mask.append(np.full(block.shape[0], s))
+        masks.append(mask)
+        shapes.append(shape)
+    values = np.concatenate(values)
+    plan = at_values(np.stack(masks), np.concatenate(item_mask), values, np.arange(len(values)))
+    return plan, Keep() if keep else Mean(w[None]), grids, shapes
+
+
 def compute_pd(
     dataset: Dataset,
     predictor: Predictor,
@@ -332,45 +371,20 @@ def compute_pd(
     averages from the first weighting.
     """
     out_idx = select_outputs(predictor.output_names, output)  # refused before any evaluation
-    c = dataset.X.shape[1]
-    grid = resolve_grid(grid, dataset)
-    grids: dict[str, tuple[np.ndarray, tuple]] = {}
-    masks, item_mask, values = [], [], []
-    shapes = []
-    for s, features in enumerate(feature_sets):
-        names = [f.name for f in features]
-        if len(set(names)) != len(names):
-            raise ValueError(f"a feature set lists a feature twice: {names}.")
-        mask = np.zeros(c, bool)
-        per_feature = []
-        for feat in features:
-            if feat.name not in grids:
-                strategy, explicit = grid_option(grid, feat.name)
-                grids[feat.name] = feature_grid(
-                    dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
-                    percentiles=percentiles, values=explicit,
-                )
-                if not feat.is_categorical:
-                    check_collapse(feat.name, grids[feat.name][0], predictor.dtype,
-                                   "grid points", stacklevel=4)
-            mask[list(feat.columns)] = True
-            per_feature.append(grids[feat.name][0])
-        shape = tuple(len(g) for g in per_feature)
-        index = product_grid_index(shape, names)
-        block = np.zeros((index.shape[1], c))
-        for feat, rows, k in zip(features, per_feature, index):
-            block[:, list(feat.columns)] = rows[k]
-        values.append(block)
-        item_mask.append(np.full(block.shape[0], s))
-        masks.append(mask)
-        shapes.append(shape)
     keep = kind in ("individual", "both")
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
-    weightings = w[None] if weightings is None else np.asarray(weightings, np.float64)
-    values = np.concatenate(values)
-    plan = at_values(np.stack(masks), np.concatenate(item_mask), values, np.arange(len(values)))
+    stage = cached_stage(
+        dataset, ("partial dependence", tuple(tuple(f.name for f in fs) for fs in feature_sets),
+                  keep, grid, grid_resolution, percentiles, predictor.dtype),
+        lambda: _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution,
+                         percentiles, keep, w),
+        uncached=weightings is not None)
+    plan, reducer, grids, shapes = stage
+    if weightings is not None:
+        reducer = Mean(np.asarray(weightings, np.float64))
+    weightings = reducer.weights if not keep else w[None]
     out = evaluate(
-        predictor, dataset, plan, Keep() if keep else Mean(weightings),
+        predictor, dataset, plan, reducer,
         memory_budget=memory_budget, progress=progress, devices=devices,
         label="partial dependence",
         result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",

@@ -49,7 +49,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import keep_layout, prepare
+from ._setup import cached_stage, digest, keep_layout, prepare
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -251,28 +251,35 @@ def permutation_importance(
     rows = _sample_rows(max_samples, n, bits)
     if rows is not None:
         dataset, target = dataset.take(rows), target[rows]
-    specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
-                                greater_is_better) for name, each in losses.items()}
     chosen = dataset.resolve(features)
     feature_ids = dataset.positions(chosen)
     c, p = dataset.X.shape[1], len(chosen)
     engine = dict(memory_budget=memory_budget, progress=progress)
 
-    checked = [(feat.name, column) for feat in chosen for column in feat.columns]
-    check_collapse_columns([name for name, _ in checked], dataset.X,
-                           [column for _, column in checked], predictor.dtype,
-                           "permuted values", stacklevel=3)
-    plan = _plan(c, tuple(feat.columns for feat in chosen), tuple(feature_ids), n_repeats,
-                 tuple(bits))
-    base: list = []  # the predictions on the intact data, computed once if needed
+    def build():
+        specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
+                                    greater_is_better) for name, each in losses.items()}
+        checked = [(feat.name, column) for feat in chosen for column in feat.columns]
+        check_collapse_columns([name for name, _ in checked], dataset.X,
+                               [column for _, column in checked], predictor.dtype,
+                               "permuted values", stacklevel=5)
+        plan = _plan(c, tuple(feat.columns for feat in chosen), tuple(feature_ids),
+                     n_repeats, tuple(bits))
+        base: list = []  # the predictions on the intact data, computed once if needed
 
-    def baseline_predictions():
-        if not base:
-            base.append(predict_rows(predictor, dataset, **engine))
-        return base[0]
+        def baseline_predictions():
+            if not base:
+                base.append(predict_rows(predictor, dataset, **engine))
+            return base[0]
 
-    reducers = {name: spec.reducer(baseline_predictions, predictor.n_outputs)
-                for name, spec in specs.items()}
+        reducers = {name: spec.reducer(baseline_predictions, predictor.n_outputs)
+                    for name, spec in specs.items()}
+        return specs, plan, reducers
+
+    specs, plan, reducers = cached_stage(
+        dataset, ("permutation importance", tuple(losses.items()), output, greater_is_better,
+                  predictor, tuple(feature_ids), n_repeats, tuple(bits), digest(target)),
+        build, uncached=rows is not None)
     if n_bootstrap:
         (name, reducer), = _bootstrappable(reducers, n_bootstrap)
         weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import hashlib
+
 import numpy as np
 
 from ..data import SHARED, Dataset, InputLayout, as_dataset
@@ -9,7 +12,9 @@ from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
-__all__ = ["keep_layout", "prepare"]
+__all__ = ["cached_stage", "digest", "keep_layout", "prepare"]
+
+_STAGES_KEPT = 16
 
 
 def prepare(
@@ -67,3 +72,32 @@ def keep_layout(info, dataset: Dataset, features=None):
     in an example, when X had more than two axes; ``info`` unchanged for a table. Called
     where a method builds a per-feature result, so that it paints itself (``image()``)."""
     return with_input_layout(info, InputLayout.of(dataset, features))
+
+
+def cached_stage(dataset: Dataset, key: tuple, build, *, uncached: bool = False):
+    """``build()``: a method's plan and reducer for its options ``key``, kept on an
+    Explainer's (pinned) dataset, so that a repeated call reuses them, and with them the
+    engine's device arrays and compiled chunk. ``key`` must name everything ``build`` reads
+    besides the dataset; options that are not hashable (explicit arrays) build anew."""
+    if uncached or not dataset.pinned:
+        return build()
+    try:
+        hash(key)
+    except TypeError:
+        return build()
+    stages = dataset.memo("method stages", collections.OrderedDict)
+    if key not in stages:
+        stages[key] = build()
+        if len(stages) > _STAGES_KEPT:
+            stages.popitem(last=False)
+    stages.move_to_end(key)
+    return stages[key]
+
+
+def digest(array) -> bytes | None:
+    """A short digest of an array's contents (None for None), for :func:`cached_stage` keys."""
+    if array is None:
+        return None
+    array = np.ascontiguousarray(array)
+    return hashlib.blake2b(f"{array.dtype.str}{array.shape}".encode() + array.data.tobytes(),
+                           digest_size=16).digest()

@@ -1,0 +1,174 @@
+"""What the engine sends to the devices: the data rows in their device layout, a plan's
+tables, the source rows of permutation and draw plans, and the small arrays an Explainer's
+repeated calls keep there instead of sending them again."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import hashlib
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaximp.kernels import _streams
+
+from ._distributed import replicate, shard_rows
+from ._plans import Plan
+
+__all__ = ["bucket", "device_rows", "kept_on_device", "layout_rows", "pad_items", "plan_tables",
+           "source_index", "source_rows"]
+
+_PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# device tables of recent plans by content, so that an equal plan built again reuses them
+_TABLES_BY_CONTENT: "collections.OrderedDict" = collections.OrderedDict()
+_TABLES_BY_CONTENT_SIZE = 64
+
+
+def bucket(size: int, minimum: int = 8) -> int:
+    """``size`` rounded up to a multiple of an eighth of its power of two (at most 12.5% more),
+    so that a new size often reuses a compiled chunk."""
+    size = max(int(size), minimum)
+    step = max(1, 1 << max(0, (size - 1).bit_length() - 4))
+    return -(-size // step) * step
+
+
+def source_index(index: str, key, streams, g, n, radices, cdf=None):
+    """Source data rows (ib, ...) for items with stream labels (ib, s) at global rows g;
+    ``radices`` (2,) of the permutations from ``_streams.feistel_radices(n)``."""
+    seeds = jax.vmap(lambda s: _streams.seed_of(key, s))(streams)
+    if index == "permutation":
+        return jax.vmap(lambda seed: _streams.feistel_permutation(seed, g, n, radices))(seeds)
+    if cdf is None:
+        return jax.vmap(lambda seed: _streams.uniform_rows(seed, g, n))(seeds)
+    return jax.vmap(lambda seed: _streams.weighted_rows(seed, g, cdf, n))(seeds)
+
+
+def layout_rows(array: np.ndarray, n_devices: int, n_local: int, n_local_pad: int, dtype=None):
+    """(n, ...) -> (devices, n_local_pad, ...): device d holds rows d*n_local .. +n_local.
+
+    Padding rows repeat row 0, so a model sees only real rows (their weight is 0)."""
+    array = np.asarray(array)
+    dtype = array.dtype if dtype is None else np.dtype(dtype)
+    if n_devices == 1 and array.shape[0] == n_local_pad:
+        return array.astype(dtype, copy=False)[None]
+    out = np.empty((n_devices, n_local_pad, *array.shape[1:]), dtype)
+    for d in range(n_devices):  # rows cast to ``dtype`` as they are copied: one pass
+        part = array[d * n_local:(d + 1) * n_local]
+        out[d, : part.shape[0]] = part
+        out[d, part.shape[0]:] = array[0]
+    return out
+
+
+def pad_items(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` with zero rows appended up to ``size`` rows."""
+    out = np.zeros((size, *array.shape[1:]), array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+def plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
+    """The plan's tables padded to ``items_pad`` items, replicated on the devices (kept for
+    the plan's lifetime: a plan is immutable, and a method asked again with the same
+    settings builds the same plan object), and whether every mask replaces one column."""
+    per_plan = _PLAN_TABLES.setdefault(plan, {})
+    key = (items_pad, np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
+    if key in per_plan:
+        return per_plan[key]
+    content = _plan_digest(plan)  # an equal plan built again (a method asked again)
+    if content is not None and (content, key) in _TABLES_BY_CONTENT:
+        _TABLES_BY_CONTENT.move_to_end((content, key))
+        per_plan[key] = _TABLES_BY_CONTENT[content, key]
+        return per_plan[key]
+    tables = {"masks": plan.masks, "item_mask": pad_items(plan.item_mask, items_pad)}
+    if plan.table is not None:
+        tables["table"] = np.pad(plan.table, ((0, bucket(len(plan.table), 1)
+                                               - len(plan.table)), (0, 0))).astype(dtype)
+    for name in ("item_index", "item_code"):
+        value = getattr(plan, name)
+        if value is not None:
+            tables[name] = pad_items(value, items_pad)
+    if plan.item_stream is not None:
+        tables["stream"] = pad_items(plan.item_stream, items_pad)
+        tables["key"] = plan.key_bits
+    if plan.draw_cdf is not None:
+        tables["cdf"] = plan.draw_cdf.astype(np.float32)
+    # every mask replaces at most one column: data-row replacements gather just that column
+    single_column = plan.index in ("permutation", "draw") and plan.masks.sum(axis=1).max() <= 1
+    if single_column:
+        tables["column"] = np.argmax(plan.masks, axis=1).astype(np.int32)
+    per_plan[key] = replicate(tables, mesh), bool(single_column)
+    if content is not None:
+        _TABLES_BY_CONTENT[content, key] = per_plan[key]
+        if len(_TABLES_BY_CONTENT) > _TABLES_BY_CONTENT_SIZE:
+            _TABLES_BY_CONTENT.popitem(last=False)
+    return per_plan[key]
+
+
+def _plan_digest(plan: Plan) -> bytes | None:
+    """A digest of a small plan's arrays (None past 1 MiB: hashing would cost more than the
+    copy it saves)."""
+    arrays = [(field.name, getattr(plan, field.name)) for field in dataclasses.fields(plan)]
+    arrays = [(name, a) for name, a in arrays if isinstance(a, np.ndarray)]
+    if sum(a.nbytes for _, a in arrays) > 1 << 20:
+        return None
+    digest = hashlib.blake2b(plan.index.encode(), digest_size=16)
+    for name, a in arrays:
+        digest.update(f"{name}{a.dtype.str}{a.shape}".encode())
+        digest.update(np.ascontiguousarray(a).data)
+    return digest.digest()
+
+
+@functools.partial(jax.jit, static_argnames=("index", "n_rows"))
+def _source_rows_of(index, key, streams, radices, cdf, n, n_rows):
+    g = jnp.arange(n_rows)
+    g = jnp.where(g < n, g, 0)
+    return source_index(index, key, streams, g[None, :], n, radices, cdf)[:, 0, :]
+
+
+def source_rows(index: str, tables: dict, n: int, n_rows: int):
+    """The source row of every (item, row) of a permutation or draw plan, (items, n_rows):
+    the draws the chunks would make, made once for an Explainer's repeated calls."""
+    radices = jnp.asarray(_streams.feistel_radices(n), jnp.int32)
+    return _source_rows_of(index, tables["key"], tables["stream"], radices, tables.get("cdf"),
+                           jnp.int32(n), n_rows)
+
+
+def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh):
+    """The dataset's rows in the engine's device layout. Rows the user gave as a
+    ``jax.Array`` on one device are padded there: they never travel through the host."""
+    given = data.device_X
+    if given is None or mesh is not None or n_dev != 1:
+        return shard_rows(layout_rows(data.X, n_dev, n_local, n_local_pad, dtype), mesh)
+    rows = given.astype(dtype)
+    if n_local_pad > rows.shape[0]:  # padding repeats row 0, as layout does
+        rows = jnp.concatenate([rows, jnp.broadcast_to(
+            rows[:1], (n_local_pad - rows.shape[0], rows.shape[1]))])
+    return rows[None]
+
+
+def kept_on_device(data, kind, tree, put):
+    """``put()`` of a small pytree, kept per dataset and content: an Explainer's repeated
+    call then sends nothing to the devices. Contents past 1 MiB are sent again each call
+    (hashing them costs more than the copy)."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    if sum(np.asarray(leaf).nbytes for leaf in leaves) > 1 << 20:
+        return put()
+    digest = hashlib.blake2b(repr(kind).encode(), digest_size=16)
+    for leaf in leaves:
+        leaf = np.asarray(leaf)
+        digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
+        digest.update(np.ascontiguousarray(leaf).data)
+    kept = data.memo("device arguments", collections.OrderedDict)
+    key = digest.digest()
+    if key not in kept:
+        kept[key] = put()
+        if len(kept) > _TABLES_BY_CONTENT_SIZE:
+            kept.popitem(last=False)
+    kept.move_to_end(key)
+    return kept[key]
+
+
