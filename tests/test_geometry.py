@@ -218,6 +218,8 @@ def test_other_importance_methods_keep_the_layout():
                                                      n_repeats=2),
         "conditional": jaximp.conditional_importance(model, IMAGES, y, groups=groups,
                                                      n_repeats=2),
+        "sage": jaximp.sage_importance(model, IMAGES, y, groups=groups, estimator="exact",
+                                       background_size=8),
     }
     sobol = jaximp.sobol_indices(model, IMAGES, groups=groups, n_repeats=2, n_bootstrap=0)
     results.update(sobol_first=sobol.first, sobol_total=sobol.total)
