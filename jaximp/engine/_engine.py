@@ -584,6 +584,12 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
     sizes, n_row_chunks = launch.sizes, launch.n_row_chunks
     X_dev, tables, rowdata, consts, counts = launch.arrays
     keep = reducer.combine == "keep"
+    if not keep and len(launch.offsets) == 1 and sizes.row_blocks == 1 and progress is not True:
+        # one chunk of one row block (small calls): its items' totals as they come
+        block = to_host(launch.chunk(params, X_dev, tables, rowdata, consts, counts,
+                                     *launch.offsets[0]))
+        totals = block.astype(np.float64).reshape(-1, *block.shape[2:])
+        return reducer.finalize(totals[: math.ceil(b / reducer.group)])
     if keep:
         result = np.zeros((b, n, o), X_dev.dtype)
     else:

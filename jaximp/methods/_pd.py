@@ -248,9 +248,9 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
     """Deciles of a numeric feature's values (the rug of a PD plot); None for levels."""
     if feature.is_categorical:
         return None
-    deciles = mquantiles(dataset.sorted_column(feature.columns[0]), np.arange(1, 10) / 10,
-                         assume_sorted=True)
-    return tuple(deciles.tolist())
+    column = feature.columns[0]
+    return dataset.memo(("deciles", column), lambda: tuple(mquantiles(
+        dataset.sorted_column(column), np.arange(1, 10) / 10, assume_sorted=True).tolist()))
 
 
 def _recursion_by_default(model) -> bool:
