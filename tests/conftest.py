@@ -2,11 +2,18 @@ import os
 import shutil
 import tempfile
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import pytest
-from jaximp.kernels import _streams
+# Most of the suite's time is XLA compiling small programs that then run for microseconds:
+# compile them at LLVM's lowest optimization level (-19% CPU on the PD and H tests). The
+# arithmetic is the same (no fast-math either way); subprocess tests that set their own
+# XLA_FLAGS keep the default level.
+os.environ["XLA_FLAGS"] = " ".join(
+    [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
+
+import jax  # noqa: E402 (after XLA_FLAGS, which the backend reads when it starts)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from jaximp.kernels import _streams  # noqa: E402
 
 # Most of the suite's time is XLA compilation, and tests in different files (and the two xdist
 # workers) compile many identical programs: share them through JAX's persistent compilation
