@@ -246,10 +246,15 @@ def test_bootstrap_replicates_reweight_the_same_bins(data):
     weights, _ = replicate_weights(w, 3, as_key(7))
     for j in range(3):
         _, centred = ref_ale_numeric(smooth, X, 0, result.edges[0], weights[j + 1])
-        np.testing.assert_allclose(result.replicates[j], centred, atol=3e-5)
+        np.testing.assert_allclose(result.replicates[..., j], centred, atol=3e-5)
+    assert result.replicates.shape == (*result.centred.shape, 3)  # replicates last
     low, high = result.intervals()
     assert np.all(low <= high)
-    assert {"lower", "upper"} <= set(result.to_frame().columns)
+    np.testing.assert_allclose(result.intervals(0.9),
+                               np.quantile(result.replicates, [0.05, 0.95], axis=-1))
+    frame = result.to_frame()
+    np.testing.assert_allclose(frame["q025"], low[:, 0])
+    np.testing.assert_allclose(frame["q975"], high[:, 0])
 
 
 def test_importance_closed_form_and_bootstrap(data):
@@ -313,7 +318,7 @@ def test_alibi_agrees_on_uncentred_curve(data):
 
 
 def test_bins_centring_equals_alibi():
-    """centring="bins" is ALEPlot's, iml's and alibi's convention. Reference: alibi 0.9.6,
+    """centered="bins" is ALEPlot's, iml's and alibi's convention. Reference: alibi 0.9.6,
     ``alibi.explainers.ale.ale_num(f, X, 0, min_bin_points=5)`` on this X and f (float64 NumPy
     model); its edges ``q`` are passed as jaximp's bins."""
     i = np.arange(40.0)
@@ -328,7 +333,8 @@ def test_bins_centring_equals_alibi():
     def f(Z):
         return Z[:, 0] ** 3 + Z[:, 0] * Z[:, 1] + jnp.exp(Z[:, 2])
 
-    by_bins = ale(f, X, "x0", bins=q, centring="bins")
+    by_bins = ale(f, X, "x0", bins=q, centered="bins")
+    assert by_bins.info["centered"] == "bins"
     np.testing.assert_allclose(by_bins.centred[:, 0], alibi_values, atol=2e-6)
     by_rows = ale(f, X, "x0", bins=q)
     np.testing.assert_allclose(by_bins.uncentred, by_rows.uncentred)
@@ -344,7 +350,7 @@ def test_bins_centring_of_pairs_bootstrap_and_categorical(data):
     X, _ = data
     f = lambda Z: Z[:, 0] * Z[:, 1] + jnp.sin(Z[:, 2])  # noqa: E731
     rows = ale(f, X, ("x0", "x1"), bins=4, n_bootstrap=3)
-    bins = ale(f, X, ("x0", "x1"), bins=4, n_bootstrap=3, centring="bins")
+    bins = ale(f, X, ("x0", "x1"), bins=4, n_bootstrap=3, centered="bins")
     u = rows.uncentred
     np.testing.assert_allclose(bins.uncentred, u)
     counts = bins.bin_weights.astype(np.float64)  # (k1, k2), the full data's cells
@@ -352,12 +358,34 @@ def test_bins_centring_of_pairs_bootstrap_and_categorical(data):
     mean = np.einsum("ab,abo->o", counts, corners) / counts.sum()
     np.testing.assert_allclose(bins.centred, rows.uncentred - mean, atol=1e-12)
     np.testing.assert_allclose(bins.info["spread"], rows.info["spread"])
-    np.testing.assert_allclose(bins.replicates - bins.replicates[:, :1, :1],
-                               rows.replicates - rows.replicates[:, :1, :1], atol=1e-12)
+    np.testing.assert_allclose(bins.replicates - bins.replicates[:1, :1],
+                               rows.replicates - rows.replicates[:1, :1], atol=1e-12)
     Xc = np.column_stack([np.arange(len(X)) % 3, X[:, :2]])
     g = lambda Z: Z[:, 0] ** 2 + Z[:, 1]  # noqa: E731
-    levels = [ale(g, Xc, "x0", categorical=["x0"], centring=c).centred for c in ("rows", "bins")]
+    levels = [ale(g, Xc, "x0", categorical=["x0"], centered=c).centred for c in ("rows", "bins")]
     np.testing.assert_allclose(levels[0], levels[1])
+
+
+def test_old_centring_keyword_still_works_and_warns(data):
+    """centring= is the deprecated spelling of centered=: same values, same result, a
+    DeprecationWarning naming the new keyword; both at once or a bad value are refused."""
+    X, _ = data
+    def f(Z):
+        return Z[:, 0] ** 3 + Z[:, 1]
+
+    with pytest.warns(DeprecationWarning, match=r"ale\(centring=\.\.\.\) is deprecated; use "
+                                                r"centered=\.\.\."):
+        old = ale(f, X, "x0", bins=5, centring="bins")
+    new = ale(f, X, "x0", bins=5, centered="bins")
+    np.testing.assert_array_equal(old.centred, new.centred)
+    assert not np.allclose(new.centred, ale(f, X, "x0", bins=5).centred)  # "bins" took effect
+    with pytest.raises(TypeError, match="got both centring= and centered="):
+        ale(f, X, "x0", centring="bins", centered="rows")
+    with pytest.raises(ValueError, match=r"centered must be one of \('rows', 'bins'\); got "
+                                         r"True\. ALE curves are always centred"):
+        ale(f, X, "x0", centered=True)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="centered must be"):
+        ale(f, X, "x0", centring="mean")
 
 
 # ----------------------------------------------------------------------------- edge
@@ -391,7 +419,7 @@ def test_repr_frame_and_plots(data):
     one = ale(smooth_jax, X, "x0", bins=5, n_bootstrap=3)
     assert repr(one).startswith("AccumulatedLocalEffects(x0: first-order, 5 bins")
     assert list(one.to_frame().columns) == ["value", "count", "output", "ale", "ale_uncentred",
-                                            "lower", "upper"]
+                                            "q025", "q975"]
     ax = one.plot()
     curve = [line for line in ax.get_lines() if len(line.get_xdata()) == len(one.edges[0])]
     np.testing.assert_allclose(curve[0].get_ydata(), one.centred[:, 0])

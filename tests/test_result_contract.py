@@ -168,8 +168,9 @@ def test_the_newer_result_types_share_the_vocabulary():
     check_details(curve.info, D.ALECurveDetails)
     check_repr(curve, "AccumulatedLocalEffects(x0:")
     assert curve.intervals(0.9).shape == (2, *curve.centred.shape)
-    np.testing.assert_allclose(curve.std(), curve.replicates.std(axis=0))
-    assert {"value", "output", "ale", "lower", "upper"} <= set(curve.to_frame().columns)
+    assert curve.replicates.shape == (*curve.centred.shape, 3)  # replicates last
+    np.testing.assert_allclose(curve.std(), curve.replicates.std(axis=-1))
+    assert {"value", "output", "ale", "q025", "q975"} <= set(curve.to_frame().columns)
     ax = curve.plot()
     drawn = [line for line in ax.lines if len(line.get_xdata()) == len(curve.edges[0])]
     assert len(drawn) == 1 and np.allclose(drawn[0].get_ydata(), curve.centred[:, 0])
@@ -203,8 +204,9 @@ def test_the_newer_result_types_share_the_vocabulary():
     check_details(trend.info, D.TrendsDetails)
     check_repr(trend, "Trends(2 estimators x 4 features, 3 bootstrap subsets")
     np.testing.assert_allclose(trend.std(), trend.values_std)
-    assert trend.intervals().shape == (2, 2, 4)
-    assert list(trend.to_frame().columns) == ["feature", "estimator", "value", "std", "p_value"]
+    assert trend.intervals().shape == (2, 2, 4, 1)
+    assert list(trend.to_frame().columns) == ["feature", "estimator", "output", "value", "std",
+                                              "q025", "q975", "p_value"]
     assert len(trend.plot()) == 2
 
     partial = jaximp.partial_importance(model, X, Y, 0, grid_resolution=5)

@@ -90,16 +90,20 @@ def test_data_trends_match_scipy_and_float64_ols():
     shap = X - X.mean(axis=0)
     result = trends(None, X, y, shapley=shap, methods=["pearson", "spearman", "linear"])
     assert result.estimators == ("pearson", "spearman", "linear")
+    assert result.output_names == ("y",) and result.values.shape == (3, 3, 1)  # (e, p, o)
+    assert result.p_values.shape == result.info["linear_t"].shape == (3, 1)
     pearson = [stats.pearsonr(X[:, j], y)[0] for j in range(3)]
     spearman = [stats.spearmanr(X[:, j], y)[0] for j in range(3)]
-    np.testing.assert_allclose(result.values[0], pearson, atol=1e-6)
-    np.testing.assert_allclose(result.values[1], spearman, atol=1e-6)
+    np.testing.assert_allclose(result.values[0, :, 0], pearson, atol=1e-6)
+    np.testing.assert_allclose(result.values[1, :, 0], spearman, atol=1e-6)
     coef, p_values = ols_reference(X, y)
-    np.testing.assert_allclose(result.values[2], coef, rtol=1e-4)
-    np.testing.assert_allclose(result.p_values, p_values, rtol=1e-3, atol=1e-12)
+    np.testing.assert_allclose(result.values[2, :, 0], coef, rtol=1e-4)
+    np.testing.assert_allclose(result.p_values[:, 0], p_values, rtol=1e-3, atol=1e-12)
     frame = result.to_frame()
-    assert list(frame.columns) == ["feature", "estimator", "value", "std", "p_value"]
-    assert len(frame) == 9 and frame["std"].isna().all()
+    assert list(frame.columns) == ["feature", "estimator", "output", "value", "std", "p_value"]
+    assert len(frame) == 9 and frame["std"].isna().all() and (frame["output"] == "y").all()
+    np.testing.assert_allclose(frame.query("estimator == 'pearson'")["value"], pearson,
+                               atol=1e-6)
     np.testing.assert_allclose(frame.query("estimator == 'linear'")["p_value"], p_values,
                                rtol=1e-3, atol=1e-12)
 
@@ -119,7 +123,7 @@ def test_shapley_trends_accept_arrays_objects_and_functions():
                           (lambda model, X_: shap, 0)]:
         result = trends(object(), frame, y, shapley=given, methods=methods, output=output)
         assert result.feature_names == ("a", "b", "c")
-        np.testing.assert_allclose(result.values, expected, atol=1e-6)
+        np.testing.assert_allclose(result.values[..., 0], expected, atol=1e-6)
 
 
 def test_bootstrap_without_and_with_refits():
@@ -131,9 +135,15 @@ def test_bootstrap_without_and_with_refits():
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(full.values_std, 0.0, atol=1e-5)
     half = trends(None, X, y, shapley=shap, methods=methods, n_bootstrap=4, subsample=0.5)
-    assert half.replicates.shape == (3, 3, 4)
+    assert half.replicates.shape == (3, 3, 1, 4)  # (e, p, o, r): replicates last
     np.testing.assert_allclose(half.values_std, half.replicates.std(axis=-1))
     assert np.all(half.values_std[0] > 0)
+    frame = half.to_frame()
+    low, high = np.quantile(half.replicates, [0.025, 0.975], axis=-1)
+    np.testing.assert_allclose(frame["q025"], low.reshape(-1))
+    np.testing.assert_allclose(frame["q975"], high.reshape(-1))
+    assert list(frame.columns) == ["feature", "estimator", "output", "value", "std", "q025",
+                                   "q975", "p_value"]
 
     calls = []
 
@@ -167,7 +177,8 @@ def test_syn2_linear_coefficient_gets_the_sign_wrong():
     forest = RandomForestRegressor(20, max_depth=4, random_state=0, n_jobs=1).fit(X, y)
     shap = brute_force_shapley(forest.predict, X, X[:30])
     result = trends(forest, X, y, shapley=shap, feature_names=NAMES)
-    value = {e: dict(zip(NAMES, result.values[k])) for k, e in enumerate(result.estimators)}
+    value = {e: dict(zip(NAMES, result.values[k, :, 0]))
+             for k, e in enumerate(result.estimators)}
     assert value["pearson"]["A0"] > 0.8 and value["spearman"]["A0"] > 0.8
     assert value["linear"]["A0"] < 0
     assert value["shapley_pearson"]["A0"] > 0.5 and value["shapley_spearman"]["A0"] > 0.5

@@ -28,7 +28,16 @@ from ._grid import (
     resolve_grid,
     validate_grid_options,
 )
-from ._params import SHARED, Choice, Flag, Int, Real, Replicates, validate_params
+from ._params import (
+    SHARED,
+    Choice,
+    Flag,
+    Int,
+    Real,
+    Replicates,
+    renamed_keywords,
+    validate_params,
+)
 from ._shapes import InputLayout, input_groups, input_map
 
 __all__ = [
@@ -58,6 +67,7 @@ __all__ = [
     "numeric_matrix",
     "output_index",
     "product_grid_index",
+    "renamed_keywords",
     "replicate_weights",
     "resolve_feature_sets",
     "resolve_grid",

@@ -17,12 +17,13 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import warnings
 
 import jax
 import numpy as np
 
 __all__ = ["SHARED", "Budget", "Choice", "Flag", "Int", "Output", "Progress", "Real", "Replicates",
-           "Seed", "validate_params"]
+           "Seed", "renamed_keywords", "validate_params"]
 
 
 class _Rule:
@@ -317,5 +318,56 @@ def validate_params(**table: _Rule):
 
         checked.__jaximp_params__ = rules
         return checked
+
+    return decorate
+
+
+def renamed_keywords(**renames: str):
+    """Keep old keyword spellings working: ``old=value`` is passed on as ``new=value`` with a
+    :class:`DeprecationWarning` that names the new spelling.
+
+    Parameters
+    ----------
+    **renames : str
+        Old keyword name to new keyword name; every new name must be a parameter of the
+        decorated function, no old name may be one. Put the decorator outside
+        :func:`validate_params`, so the new name's rule checks the value.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(colour="color")
+    ... def f(*, color="red"):
+    ...     return color
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     f(colour="blue"), str(caught[0].message)
+    ('blue', 'f(colour=...) is deprecated; use color=... (same values).')
+    """
+
+    def decorate(function):
+        parameters = inspect.signature(function).parameters
+        bad = sorted(old for old, new in renames.items()
+                     if new not in parameters or old in parameters)
+        if bad:
+            raise TypeError(f"{function.__name__}: cannot rename {bad}: the new names must be "
+                            "parameters and the old ones not.")
+
+        @functools.wraps(function)
+        def renamed(*args, **kwargs):
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise TypeError(f"{function.__name__}() got both {old}= and {new}=; "
+                                    f"{old} is the deprecated spelling of {new}: pass {new} "
+                                    "alone.")
+                warnings.warn(f"{function.__name__}({old}=...) is deprecated; use {new}=... "
+                              "(same values).", DeprecationWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        renamed.__jaximp_renamed__ = dict(renames)
+        return renamed
 
     return decorate

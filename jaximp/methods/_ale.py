@@ -26,6 +26,7 @@ from ..data import (
     Replicates,
     as_key,
     check_int,
+    renamed_keywords,
     replicate_weights,
     resolve_pairs,
     row_weights,
@@ -89,13 +90,15 @@ class AccumulatedLocalEffects:
         Sum of the case weights in each bin.
     derivative : bool
         Whether the steps are mean partial derivatives times bin widths.
-    replicates : ndarray of shape (r, ...) or None
-        The centred curve of each bootstrap replicate (same bins).
+    replicates : ndarray of shape (..., r) or None
+        The centred curve of each bootstrap replicate (same bins), replicates last: the shape
+        of ``centred`` plus one axis of r.
     info : ALECurveDetails
         ``rug``: about 500 of the feature's values (every (n / 500)-th row), sorted;
         ``spread``: (o,) the weighted standard deviation of the centred effect over the rows
         (:func:`ale_importance` / :func:`ale_interaction`), ``spread_replicates``: (o, r) the
-        same per bootstrap replicate, or None; ``n_bootstrap``.
+        same per bootstrap replicate, or None; ``n_bootstrap``; ``centered`` (``"rows"`` or
+        ``"bins"``, see :func:`ale`).
     """
 
     feature_names: tuple[str, ...]
@@ -115,7 +118,7 @@ class AccumulatedLocalEffects:
         shape = " x ".join(str(len(e) - (0 if k != "continuous" else 1)) for e, k in
                            zip(self.edges, self.feature_kinds))
         values = self.centred[..., 0]
-        extra = f", {self.replicates.shape[0]} replicates" if self.replicates is not None else ""
+        extra = f", {self.replicates.shape[-1]} replicates" if self.replicates is not None else ""
         return (f"AccumulatedLocalEffects({' x '.join(self.feature_names)}: {order}, "
                 f"{shape} {'levels' if self.feature_kinds[0] != 'continuous' else 'bins'}, "
                 f"outputs {list(self.output_names)}, centred in [{values.min():.4g}, "
@@ -127,21 +130,20 @@ class AccumulatedLocalEffects:
 
         if self.replicates is None:
             raise ValueError("this ALE has no bootstrap replicates; rerun with n_bootstrap >= 2.")
-        return np.quantile(self.replicates, interval_probabilities(confidence), axis=0)
+        return np.quantile(self.replicates, interval_probabilities(confidence), axis=-1)
 
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation of the centred curve over the bootstrap replicates, the shape of
         ``centred``; ``ddof=1`` is R's ``sd()``."""
         from ..results import replicate_std
 
-        replicates = None if self.replicates is None else np.moveaxis(self.replicates, 0, -1)
-        return replicate_std(replicates, ddof, "ale")
+        return replicate_std(self.replicates, ddof, "ale")
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one row per curve point and output: ``value`` (``value_1``,
         ``value_2`` for a pair), ``output``, ``ale`` (centred), ``ale_uncentred``, ``count``
-        (rows in the bin ending at the point; NaN at the first edge), and ``lower``/``upper``
-        (95% band) with bootstrap replicates."""
+        (rows in the bin ending at the point; NaN at the first edge), and ``q025``, ``q975``
+        (the 95% percentile band, as every result's frame) with bootstrap replicates."""
         frames = []
         band = None if self.replicates is None else self.intervals()
         if len(self.feature_names) == 2:
@@ -162,8 +164,8 @@ class AccumulatedLocalEffects:
             frame["ale"] = self.centred[..., j].reshape(size)
             frame["ale_uncentred"] = self.uncentred[..., j].reshape(size)
             if band is not None:
-                frame["lower"] = band[0][..., j].reshape(size)
-                frame["upper"] = band[1][..., j].reshape(size)
+                frame["q025"] = band[0][..., j].reshape(size)
+                frame["q975"] = band[1][..., j].reshape(size)
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
@@ -230,11 +232,11 @@ def _power_of_two(size: int) -> int:
 
 
 def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weights: np.ndarray,
-             out_idx: list[int], derivative: bool, engine: dict, centring: str = "rows"
+             out_idx: list[int], derivative: bool, engine: dict, centered: str = "rows"
              ) -> list[AccumulatedLocalEffects]:
     """Every spec's ALE in one engine call; ``weights`` (1 + r, n): the case weights, then one
     weighting per bootstrap replicate. The spreads come from the curves centred over the rows
-    whatever ``centring`` the returned curves use."""
+    whatever centring (``centered``) the returned curves use."""
     # sizes rounded up (groups and weightings that stay empty), so that nearby bin and replicate
     # counts reuse one compiled evaluation
     n_groups = _power_of_two(max(int(np.prod(s.n_bins)) for s in specs))
@@ -283,7 +285,7 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
             k = s.n_bins[0]
             counts = np.bincount(s.codes[0], minlength=k)
             bin_w = np.bincount(s.codes[0], weights[0], k)
-        if centring == "bins" and s.kind != "categorical":  # a categorical curve's two
+        if centered == "bins" and s.kind != "categorical":  # a categorical curve's two
             centred = bin_centred(uncentred, weight)  # conventions agree: level means
         edges = tuple(s.edges) if s.kind != "categorical" else (s.labels,)
         results.append(AccumulatedLocalEffects(
@@ -291,11 +293,11 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
             feature_kinds=tuple(f.kind for f in s.features),
             edges=edges, output_names=names, uncentred=uncentred[0], centred=centred[0],
             counts=counts, bin_weights=bin_w, derivative=derivative,
-            replicates=centred[1:] if weights.shape[0] > 1 else None,
+            replicates=np.moveaxis(centred[1:], 0, -1) if weights.shape[0] > 1 else None,
             info=ALECurveDetails(
                 rug=_rug(dataset, s), spread=spread[0],
                 spread_replicates=spread[1:].T if weights.shape[0] > 1 else None,
-                n_bootstrap=weights.shape[0] - 1),
+                n_bootstrap=weights.shape[0] - 1, centered=centered),
         ))
     return results
 
@@ -349,7 +351,13 @@ def _check_derivative_specs(specs: list[ALESpec]) -> None:
             )
 
 
-@validate_params(derivative=Flag(), n_bootstrap=Replicates(), centring=Choice(*CENTRINGS))
+_CENTERED_FIX = ("ALE curves are always centred (the curve before centring is .uncentred); "
+                 "centered picks how: 'rows', or 'bins' as ALEPlot, iml and alibi.")
+
+
+@renamed_keywords(centring="centered")
+@validate_params(derivative=Flag(), n_bootstrap=Replicates(),
+                 centered=Choice(*CENTRINGS, fix=_CENTERED_FIX))
 def ale(
     model,
     X,
@@ -357,7 +365,7 @@ def ale(
     *,
     bins=20,
     derivative: bool = False,
-    centring: str = "rows",
+    centered: str = "rows",
     output=None,
     sample_weight=None,
     n_bootstrap: int = 0,
@@ -400,7 +408,7 @@ def ale(
     and its weighted mean over the rows is subtracted, so a linear model's ALE is exactly its
     coefficient times the centred feature. ALEPlot, iml and alibi subtract instead the
     bin-weighted mean of each bin's two end values, which differs by a constant
-    (``centring="bins"``).
+    (``centered="bins"``).
 
     Second order (a numeric pair): the second differences over the cells of the two features'
     bins are averaged per cell (an empty cell takes the nearest non-empty cell's value, cells at
@@ -430,13 +438,16 @@ def ale(
     derivative : bool, default False
         Steps from the model's partial derivatives at the rows (JAX models, one numeric
         feature).
-    centring : {"rows", "bins"}, default "rows"
-        How ``centred`` is centred. ``"rows"``: the curve (surface) interpolated at every row
-        has weighted mean 0. ``"bins"``: ALEPlot's, iml's and alibi's convention, minus the
-        mean over bins of each bin's average of its two end values (a pair: of its four
-        corners), weighted by the bins' row weights. The two differ by a constant; they agree
-        for categorical features. ``replicates`` are centred the same way; ``uncentred`` and
-        the importances read from the curve's spread over the rows do not depend on it.
+    centered : {"rows", "bins"}, default "rows"
+        How ``centred`` is centred (ALE is always centred, so where partial dependence's
+        ``centered`` is a bool, here it names the centring). ``"rows"``: the curve (surface)
+        interpolated at every row has weighted mean 0. ``"bins"``: ALEPlot's, iml's and
+        alibi's convention, minus the mean over bins of each bin's average of its two end
+        values (a pair: of its four corners), weighted by the bins' row weights. The two
+        differ by a constant; they agree for categorical features. ``replicates`` are centred
+        the same way; ``uncentred`` and the importances read from the curve's spread over the
+        rows do not depend on it. The former spelling ``centring=`` still works and warns
+        (``DeprecationWarning``).
     output : int, str or list, optional
         Model outputs to keep (default all).
     sample_weight : array of shape (n,), optional
@@ -500,7 +511,7 @@ def ale(
     if derivative:
         _check_derivative_specs([spec])
     return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine,
-                    centring)[0]
+                    centered)[0]
 
 
 @validate_params(derivative=Flag(), n_bootstrap=Replicates())

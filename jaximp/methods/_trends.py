@@ -36,7 +36,7 @@ import pandas as pd
 
 from jaximp.kernels import _decorrelation as K
 
-from ..data import as_key, check_n_bootstrap, numeric_matrix
+from ..data import as_key, check_n_bootstrap, numeric_matrix, select_outputs
 from ..engine import key_bits, rng_stream
 from ..results import TrendsDetails, new_figure
 from ._loss import check_target
@@ -58,15 +58,17 @@ class Trends:
     feature_names : tuple of str, length p
     estimators : tuple of str, length e
         The estimators computed, in the order of ``jaximp.methods._trends.ESTIMATORS``.
-    values : ndarray of shape (e, p)
+    output_names : tuple of str, length o
+        The targets: ``("y",)``, one (an output axis as every result keeps).
+    values : ndarray of shape (e, p, o)
         Estimates on all rows.
-    values_std : ndarray of shape (e, p) or None
+    values_std : ndarray of shape (e, p, o) or None
         Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``); NaN for
         the transversal rates when the model is not refitted (they do not depend on the rows).
         None without bootstrap.
-    replicates : ndarray of shape (e, p, r) or None
+    replicates : ndarray of shape (e, p, o, r) or None
         The estimates on each subset.
-    p_values : ndarray of shape (p,) or None
+    p_values : ndarray of shape (p, o) or None
         Two-sided p-values of the linear-model coefficients (when ``"linear"`` was computed).
     info : TrendsDetails
         ``n_bootstrap``, ``subsample``, ``refit``, ``skipped`` (estimators left out, with why),
@@ -75,6 +77,7 @@ class Trends:
 
     feature_names: tuple[str, ...]
     estimators: tuple[str, ...]
+    output_names: tuple[str, ...]
     values: np.ndarray
     values_std: np.ndarray | None = None
     replicates: np.ndarray | None = None
@@ -86,31 +89,37 @@ class Trends:
                   if self.replicates is not None else "")
         head = "; ".join(
             f"{name}: " + ", ".join(f"{f}={v:+.2f}" for f, v in
-                                    zip(self.feature_names[:3], self.values[e, :3]))
+                                    zip(self.feature_names[:3], self.values[e, :3, 0]))
             + (", ..." if len(self.feature_names) > 3 else "")
             for e, name in enumerate(self.estimators[:2]))
         return (f"Trends({len(self.estimators)} estimators x {len(self.feature_names)} "
                 f"features{spread}; {head})")
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy table, one row per (feature, estimator): ``feature``, ``estimator``, ``value``,
-        ``std`` (NaN without bootstrap) and ``p_value`` (the linear coefficient's; NaN for the
-        other estimators)."""
-        e, p = self.values.shape
-        sd = self.values_std if self.values_std is not None else np.full((e, p), np.nan)
-        p_value = np.full((e, p), np.nan)
+        """Tidy table, one row per (estimator, feature, output): ``feature``, ``estimator``,
+        ``output``, ``value``, ``std`` (NaN without bootstrap), ``q025``, ``q975`` (the 95%
+        percentile interval over the subsets, with bootstrap) and ``p_value`` (the linear
+        coefficient's; NaN for the other estimators)."""
+        e, p, o = self.values.shape
+        sd = self.values_std if self.values_std is not None else np.full((e, p, o), np.nan)
+        p_value = np.full((e, p, o), np.nan)
         if self.p_values is not None and "linear" in self.estimators:
             p_value[self.estimators.index("linear")] = self.p_values
-        return pd.DataFrame({
-            "feature": np.tile(np.asarray(self.feature_names, dtype=object), e),
-            "estimator": np.repeat(np.asarray(self.estimators, dtype=object), p),
+        frame = pd.DataFrame({
+            "feature": np.tile(np.repeat(np.asarray(self.feature_names, dtype=object), o), e),
+            "estimator": np.repeat(np.asarray(self.estimators, dtype=object), p * o),
+            "output": np.tile(np.asarray(self.output_names, dtype=object), e * p),
             "value": self.values.reshape(-1),
             "std": sd.reshape(-1),
-            "p_value": p_value.reshape(-1),
         })
+        if self.replicates is not None:
+            low, high = self.intervals()
+            frame["q025"], frame["q975"] = low.reshape(-1), high.reshape(-1)
+        frame["p_value"] = p_value.reshape(-1)
+        return frame
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
-        """Percentile intervals over the bootstrap subsets, shape (2, e, p)."""
+        """Percentile intervals over the bootstrap subsets, shape (2, e, p, o)."""
         from ..results import interval_probabilities
 
         if self.replicates is None:
@@ -119,25 +128,25 @@ class Trends:
         return np.quantile(self.replicates, interval_probabilities(confidence), axis=-1)
 
     def std(self, ddof: int = 0) -> np.ndarray:
-        """Standard deviation over the bootstrap subsets, shape (e, p); ``ddof=0`` equals
+        """Standard deviation over the bootstrap subsets, shape (e, p, o); ``ddof=0`` equals
         ``values_std``, ``ddof=1`` is R's ``sd()``."""
         from ..results import replicate_std
 
         return replicate_std(self.replicates, ddof, "trends")
 
-    def plot(self, axes=None):
-        """One dot plot per estimator (features down, value across, error bars of one sd, a
-        line at 0); returns the array of Axes."""
-
-        e, p = self.values.shape
+    def plot(self, output: int | str = 0, axes=None):
+        """One dot plot per estimator for one output (features down, value across, error bars
+        of one sd, a line at 0); returns the array of Axes."""
+        j = select_outputs(self.output_names, output)[0]
+        e, p, _ = self.values.shape
         if axes is None:
             _, axes = new_figure(2.2 * e + 1, 0.3 * p + 1.2, ncols=e, sharey=True,
                                    squeeze=False)
             axes = axes[0]
         positions = np.arange(p)[::-1]
         for k, ax in enumerate(np.ravel(axes)[:e]):
-            err = None if self.values_std is None else np.nan_to_num(self.values_std[k])
-            ax.errorbar(self.values[k], positions, xerr=err, fmt="o", color="tab:blue",
+            err = None if self.values_std is None else np.nan_to_num(self.values_std[k, :, j])
+            ax.errorbar(self.values[k, :, j], positions, xerr=err, fmt="o", color="tab:blue",
                         ecolor="tab:gray", capsize=2)
             ax.axvline(0.0, color="k", lw=0.6)
             ax.set_title(self.estimators[k], fontsize=9)
@@ -294,7 +303,8 @@ def trends(
     Returns
     -------
     Trends
-        ``values`` (e, p), ``sd`` and ``replicates`` over the subsets, ``p_values`` of the linear
+        ``values`` (e, p, o) with one output (o = 1, the target ``y``), ``values_std`` and
+        ``replicates`` (e, p, o, r) over the subsets, ``p_values`` (p, o) of the linear
         coefficients, ``to_frame()`` and ``plot()``.
 
     References
@@ -310,7 +320,7 @@ def trends(
     >>> y = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=200)
     >>> shap = X * np.array([1.0, -2.0])   # Shapley values of the linear model (centred X)
     >>> t = trends(None, X, y, shapley=shap, methods=["pearson", "linear", "shapley_pearson"])
-    >>> np.sign(t.values)
+    >>> np.sign(t.values[..., 0])   # (estimators, features) of the one output
     array([[ 1., -1.],
            [ 1., -1.],
            [ 1., -1.]])
@@ -409,12 +419,13 @@ def trends(
     linear = "linear" in kept
     info = TrendsDetails(n_bootstrap=n_bootstrap, subsample=subsample, refit=fit is not None,
                          skipped={e: why for e, why in skipped.items() if e in estimators},
-                         linear_t=t if linear else None)
-    p_values = _two_sided_p(t, df) if linear else None
+                         linear_t=t[:, None] if linear else None)
+    p_values = _two_sided_p(t, df)[:, None] if linear else None  # (p, o = 1)
     sd = None
     if replicates is not None:
-        replicates = replicates[keep]
+        replicates = replicates[keep][:, :, None]  # (e, p, o = 1, r)
         with np.errstate(invalid="ignore"):
             sd = replicates.std(axis=-1)
-    return Trends(feature_names=names, estimators=kept, values=values[keep], values_std=sd,
-                  replicates=replicates, p_values=p_values, info=info)
+    return Trends(feature_names=names, estimators=kept, output_names=("y",),
+                  values=values[keep][:, :, None], values_std=sd, replicates=replicates,
+                  p_values=p_values, info=info)

@@ -357,12 +357,15 @@ class ALECurveDetails(Details):
     spread_replicates : ndarray of shape (o, r) or None
         The same per bootstrap replicate.
     n_bootstrap : int
+    centered : str
+        How the curve is centred: ``"rows"`` or ``"bins"`` (see :func:`jaximp.ale`).
     """
 
     rug: np.ndarray | None
     spread: np.ndarray
     spread_replicates: np.ndarray | None
     n_bootstrap: int
+    centered: str = "rows"
 
 
 @_frozen
@@ -437,7 +440,7 @@ class TrendsDetails(Details):
         Whether the model was refitted on each subset.
     skipped : dict
         Estimators left out, with the reason.
-    linear_t : ndarray of shape (p,) or None
+    linear_t : ndarray of shape (p, o) or None
         t statistics of the linear-model coefficients, when computed.
     """
 
