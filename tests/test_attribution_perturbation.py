@@ -10,6 +10,8 @@ import pytest
 from conftest import engine_permutations
 
 import jaximp
+
+from _torch_twin import max_relative, torch_twin
 from jaximp.methods._perturbation_attributions import source_rows
 
 RNG = np.random.default_rng(1)
@@ -185,22 +187,6 @@ def test_bad_inputs_are_refused_with_the_fix():
 # --------------------------------------------------------------------------------------------
 
 
-def _torch_twin():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("captum")
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    with torch.no_grad():
-        net[0].weight.copy_(torch.tensor(W1.T, dtype=torch.float32))
-        net[0].bias.copy_(torch.tensor(B1, dtype=torch.float32))
-        net[2].weight.copy_(torch.tensor(W2.T, dtype=torch.float32))
-        net[2].bias.copy_(torch.tensor(B2, dtype=torch.float32))
-    return torch, net
-
-
-def _max_relative(a, b):
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-
-
 def _our_permutation(sources, columns, torch):
     """A captum perm_func that permutes the rows as jaximp did: it recognizes the feature by
     its mask and takes row i's masked values from row sources[j, 0, i]."""
@@ -214,7 +200,7 @@ def _our_permutation(sources, columns, torch):
 
 
 def test_against_captum_feature_permutation_and_ablation():
-    torch, net = _torch_twin()
+    torch, net = torch_twin([(W1, B1), (W2, B2)])
     from captum.attr import FeatureAblation, FeaturePermutation
 
     inputs = torch.tensor(X, dtype=torch.float32)
@@ -230,7 +216,7 @@ def test_against_captum_feature_permutation_and_ablation():
         theirs = theirs.attribute(inputs, target=target, feature_mask=mask).numpy()
         # captum spreads a group's attribution over each of its columns
         first = [cols[0] for cols in columns]
-        assert _max_relative(ours.values[:, :, 0], theirs[:, first]) < 1e-5
+        assert max_relative(ours.values[:, :, 0], theirs[:, first]) < 1e-5
         for baselines in (None, 0.25, X[::-1]):
             ours = jaximp.ablation_attributions(mlp, X, baselines=baselines, groups=groups,
                                                 output=PREDICTED)
@@ -238,8 +224,8 @@ def test_against_captum_feature_permutation_and_ablation():
                      else torch.tensor(baselines.copy(), dtype=torch.float32))
             theirs = FeatureAblation(net).attribute(inputs, baselines=given, target=target,
                                                     feature_mask=mask).numpy()
-            assert _max_relative(ours.values[:, :, 0], theirs[:, first]) < 1e-5
+            assert max_relative(ours.values[:, :, 0], theirs[:, first]) < 1e-5
     # one output for every row, as captum's int target
     ours = jaximp.ablation_attributions(mlp, X, output=1)
     theirs = FeatureAblation(net).attribute(inputs, target=1).numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 import jaximp
+
+from _torch_twin import max_relative, torch_twin
 from jaximp.methods._gradients import expected_gradient_draws, quadrature
 
 RNG = np.random.default_rng(0)
@@ -216,24 +218,8 @@ def test_refuses_host_models_categorical_and_integer_inputs():
 # --------------------------------------------------------------------------------------------
 
 
-def _torch_twin():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("captum")
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
-    with torch.no_grad():
-        net[0].weight.copy_(torch.tensor(W1.T, dtype=torch.float32))
-        net[0].bias.copy_(torch.tensor(B1, dtype=torch.float32))
-        net[2].weight.copy_(torch.tensor(W2.T, dtype=torch.float32))
-        net[2].bias.copy_(torch.tensor(B2, dtype=torch.float32))
-    return torch, net
-
-
-def _max_relative(a, b):
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-
-
 def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
-    torch, net = _torch_twin()
+    torch, net = torch_twin([(W1, B1), (W2, B2)])
     from captum.attr import InputXGradient, IntegratedGradients, NoiseTunnel, Saliency
 
     inputs = torch.tensor(X, dtype=torch.float32)
@@ -243,7 +229,7 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
             ours = jaximp.integrated_gradients(mlp, X, method=method, output=1, n_steps=50)
         theirs = IntegratedGradients(net).attribute(inputs, target=1, n_steps=50,
                                                     method=method).detach().numpy()
-        assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+        assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     # a baseline per row (captum's baselines of the inputs' shape)
     paired = RNG.normal(size=X.shape)
     ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
@@ -251,14 +237,14 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
     theirs = IntegratedGradients(net).attribute(
         inputs, baselines=torch.tensor(paired, dtype=torch.float32), target=0,
         n_steps=50).detach().numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     np.testing.assert_allclose(ours.baseline_values[:, 0], mlp_np(paired)[:, 0], atol=2e-6)
     ours = jaximp.saliency(mlp, X, output=0)
     theirs = Saliency(net).attribute(inputs, target=0).numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     ours = jaximp.input_x_gradient(mlp, X, output=0)
     theirs = InputXGradient(net).attribute(inputs, target=0).detach().numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     # SmoothGrad: captum's Saliency on our noisy rows, averaged, is ours; NoiseTunnel with its
     # own noise agrees in expectation (here to Monte-Carlo error)
     rows = X[:5]
@@ -266,7 +252,7 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
     flat = torch.tensor(noisy.reshape(-1, 4), dtype=torch.float32)
     theirs = Saliency(net).attribute(flat, target=0, abs=False).numpy().reshape(5, 6, 4)
     ours = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=6, random_state=2, output=0)
-    assert _max_relative(ours.values[:, :, 0], theirs.mean(1)) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs.mean(1)) < 1e-5
     torch.manual_seed(0)
     tunnel = NoiseTunnel(Saliency(net)).attribute(
         torch.tensor(rows, dtype=torch.float32), nt_type="smoothgrad", nt_samples=1000,
@@ -355,7 +341,7 @@ def test_per_row_output_is_each_rows_column_of_the_all_outputs_attributions():
 
 
 def test_against_captum_with_a_target_per_row():
-    torch, net = _torch_twin()
+    torch, net = torch_twin([(W1, B1), (W2, B2)])
     from captum.attr import InputXGradient, IntegratedGradients, Saliency
 
     inputs = torch.tensor(X, dtype=torch.float32)
@@ -363,21 +349,21 @@ def test_against_captum_with_a_target_per_row():
     ours = jaximp.integrated_gradients(mlp, X, output=PREDICTED)
     theirs = IntegratedGradients(net).attribute(inputs, target=target,
                                                 n_steps=50).detach().numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     paired = RNG.normal(size=X.shape)
     ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
                                        output=PREDICTED, method="riemann_middle", n_steps=20)
     theirs = IntegratedGradients(net).attribute(
         inputs, baselines=torch.tensor(paired, dtype=torch.float32), target=target,
         n_steps=20, method="riemann_middle").detach().numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     for abs_ in (True, False):
         ours = jaximp.saliency(mlp, X, output=PREDICTED, abs=abs_)
         theirs = Saliency(net).attribute(inputs, target=target, abs=abs_).numpy()
-        assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+        assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     ours = jaximp.input_x_gradient(mlp, X, output=PREDICTED)
     theirs = InputXGradient(net).attribute(inputs, target=target).detach().numpy()
-    assert _max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
 
 
 def test_a_bad_per_row_output_is_refused_with_the_fix():

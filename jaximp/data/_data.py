@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Mapping, Sequence
@@ -67,6 +68,16 @@ class Dataset:
         except KeyError:
             value = self._memo[key] = make()
             return value
+
+    def recent(self, kind: str, key, make, keep: int):
+        """``make()`` kept per ``key`` among the ``keep`` most recently used of ``kind``."""
+        kept = self.memo(kind, collections.OrderedDict)
+        if key not in kept:
+            kept[key] = make()
+            if len(kept) > keep:
+                kept.popitem(last=False)
+        kept.move_to_end(key)
+        return kept[key]
 
     def pin(self) -> "Dataset":
         """Keep what the engine puts on the devices for this dataset (its rows), for the

@@ -162,13 +162,6 @@ def kept_on_device(data, kind, tree, put):
         leaf = np.asarray(leaf)
         digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
         digest.update(np.ascontiguousarray(leaf).data)
-    kept = data.memo("device arguments", collections.OrderedDict)
-    key = digest.digest()
-    if key not in kept:
-        kept[key] = put()
-        if len(kept) > _TABLES_BY_CONTENT_SIZE:
-            kept.popitem(last=False)
-    kept.move_to_end(key)
-    return kept[key]
+    return data.recent("device arguments", digest.digest(), put, _TABLES_BY_CONTENT_SIZE)
 
 

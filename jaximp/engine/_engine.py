@@ -490,16 +490,12 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     budget = agree_min(budget)
     if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
         # objects (a method's cached plan) sends nothing and plans nothing again
-        launches = data.memo("launches", collections.OrderedDict)
         key = (id(plan), id(reducer), id(predictor), budget,
                None if devices is None else tuple(devices))
-        if key not in launches:  # the entry holds the three objects, so ids are not reused
-            launches[key] = (plan, reducer, predictor,
-                             _launch(predictor, data, plan, reducer, budget, devices))
-            if len(launches) > _LAUNCHES_KEPT:
-                launches.popitem(last=False)
-        launches.move_to_end(key)
-        launch = launches[key][3]
+        # the entry holds the three objects, so their ids are not reused while it is kept
+        launch = data.recent("launches", key, lambda: (
+            plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
+            _LAUNCHES_KEPT)[3]
     else:
         launch = _launch(predictor, data, plan, reducer, budget, devices)
     params = predictor.params

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import hashlib
 
 import numpy as np
@@ -85,13 +84,7 @@ def cached_stage(dataset: Dataset, key: tuple, build, *, uncached: bool = False)
         hash(key)
     except TypeError:
         return build()
-    stages = dataset.memo("method stages", collections.OrderedDict)
-    if key not in stages:
-        stages[key] = build()
-        if len(stages) > _STAGES_KEPT:
-            stages.popitem(last=False)
-    stages.move_to_end(key)
-    return stages[key]
+    return dataset.recent("method stages", key, build, _STAGES_KEPT)
 
 
 def digest(array) -> bytes | None:
