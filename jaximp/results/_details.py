@@ -357,12 +357,15 @@ class ALECurveDetails(Details):
     spread_replicates : ndarray of shape (o, r) or None
         The same per bootstrap replicate.
     n_bootstrap : int
+    n_missing : int
+        Rows left out because the feature (either feature of a pair) is missing (NaN).
     """
 
     rug: np.ndarray | None
     spread: np.ndarray
     spread_replicates: np.ndarray | None
     n_bootstrap: int
+    n_missing: int = 0
 
 
 @_frozen
