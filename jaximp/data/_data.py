@@ -357,6 +357,7 @@ def as_dataset(
         i = column_index(key)
         if i not in levels_of:
             col = values[:, i]
+            col = col[~np.isnan(col)]  # a missing code (allow_missing) is no level
             if not np.all(col == np.round(col)):
                 raise ValueError(
                     f"categorical column {names[i]!r} must hold integer codes; got non-integers."

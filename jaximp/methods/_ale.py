@@ -14,6 +14,7 @@ derivatives) and groups it per bin (:class:`GradientSums`).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,7 @@ from ._ale_plan import (
     first_order,
     make_spec,
     second_order,
+    spec_weights,
 )
 from ._setup import prepare
 
@@ -98,7 +100,8 @@ class AccumulatedLocalEffects:
         ``spread``: (o,) the weighted standard deviation of the centred effect over the rows
         (:func:`ale_importance` / :func:`ale_interaction`), ``spread_replicates``: (o, r) the
         same per bootstrap replicate, or None; ``n_bootstrap``; ``centered`` (``"rows"`` or
-        ``"bins"``, see :func:`ale`).
+        ``"bins"``, see :func:`ale`); ``n_missing``: rows left out because the feature (either
+        feature of a pair) is missing (NaN).
     """
 
     feature_names: tuple[str, ...]
@@ -224,6 +227,8 @@ def _rug(dataset: Dataset, spec: ALESpec):
     if spec.kind != "numeric":
         return None
     x = dataset.X[:, spec.features[0].columns[0]]
+    if spec.present is not None:
+        x = x[spec.present]
     return np.sort(x[:: max(1, x.size // RUG_POINTS)])
 
 
@@ -239,7 +244,7 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
     whatever centring (``centered``) the returned curves use."""
     # sizes rounded up (groups and weightings that stay empty), so that nearby bin and replicate
     # counts reuse one compiled evaluation
-    n_groups = _power_of_two(max(int(np.prod(s.n_bins)) for s in specs))
+    n_groups = _power_of_two(max(s.n_groups for s in specs))
     n_weightings = weights.shape[0]
     padded = np.zeros((1 if n_weightings == 1 else _power_of_two(n_weightings),
                        weights.shape[1]))
@@ -247,7 +252,7 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
     c = dataset.X.shape[1]
     if derivative:
         columns = [s.features[0].columns[0] for s in specs]
-        codes = np.stack([s.codes[0] for s in specs])
+        codes = np.stack([s.discard(s.codes[0], s.n_bins[0]) for s in specs])
         gradient = gradient_predictor(predictor, columns, c)
         plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
         totals = evaluate(gradient, dataset, plan, GradientSums(codes, n_groups, padded),
@@ -269,22 +274,24 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
     results = []
     for s, (sums, weight) in zip(specs, per_spec):
         size = int(np.prod(s.n_bins)) - (1 if s.kind == "categorical" else 0)
+        kept = spec_weights(s, weights)  # the rows left out weigh 0 in centring and spread
         sums = sums[:n_weightings, :size][..., out_idx]
         weight = weight[:n_weightings, :size]
         with np.errstate(invalid="ignore", divide="ignore"):
             delta = sums / weight[..., None]
         if s.kind == "pair":
-            uncentred, centred, spread = second_order(s, delta, weight, weights)
-            counts = np.bincount(s.codes[0] * s.n_bins[1] + s.codes[1],
+            uncentred, centred, spread = second_order(s, delta, weight, kept)
+            cells = s.codes[0] * s.n_bins[1] + s.codes[1]
+            counts = np.bincount(cells if s.present is None else cells[s.present],
                                  minlength=size).reshape(s.n_bins)
-            bin_w = np.bincount(s.codes[0] * s.n_bins[1] + s.codes[1], weights[0],
-                                size).reshape(s.n_bins)
+            bin_w = np.bincount(cells, kept[0], size).reshape(s.n_bins)
         else:
             widths = np.diff(s.edges[0]) if derivative else None
-            uncentred, centred, spread = first_order(s, delta, weight, weights, widths)
+            uncentred, centred, spread = first_order(s, delta, weight, kept, widths)
             k = s.n_bins[0]
-            counts = np.bincount(s.codes[0], minlength=k)
-            bin_w = np.bincount(s.codes[0], weights[0], k)
+            counts = np.bincount(s.codes[0] if s.present is None else s.codes[0][s.present],
+                                 minlength=k)
+            bin_w = np.bincount(s.codes[0], kept[0], k)
         if centered == "bins" and s.kind != "categorical":  # a categorical curve's two
             centred = bin_centred(uncentred, weight)  # conventions agree: level means
         edges = tuple(s.edges) if s.kind != "categorical" else (s.labels,)
@@ -297,9 +304,24 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
             info=ALECurveDetails(
                 rug=_rug(dataset, s), spread=spread[0],
                 spread_replicates=spread[1:].T if weights.shape[0] > 1 else None,
-                n_bootstrap=weights.shape[0] - 1, centered=centered),
+                n_bootstrap=weights.shape[0] - 1, centered=centered, n_missing=s.n_missing),
         ))
+    _warn_left_out(specs)
     return results
+
+
+def _warn_left_out(specs: list[ALESpec]) -> None:
+    """One warning per call naming the features whose missing rows were left out."""
+    left_out = {" x ".join(f.name for f in s.features): s.n_missing for s in specs
+                if s.n_missing}
+    if left_out:
+        shown = ", ".join(f"{name!r}: {count}" for name, count in list(left_out.items())[:5])
+        more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+        warnings.warn(
+            f"rows whose feature is missing (NaN) cannot be placed in a bin, so they are left "
+            f"out of that feature's accumulated local effects (rows left out: {shown}{more}; "
+            "info['n_missing'] of each curve). Impute them first to keep them.",
+            UserWarning, stacklevel=5)
 
 
 def _check_bins(bins, name: str = "bins"):
@@ -319,7 +341,7 @@ def _setup(model, X, *, sample_weight, n_bootstrap, random_state, derivative, ou
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress,
+        progress=progress, allow_missing=True,
     )
     if derivative and predictor.host:
         raise ValueError(
@@ -423,6 +445,15 @@ def ale(
     finite-difference ALE up to O(width^2) for smooth models; it differs where the model has
     kinks or jumps (a ReLU network, trees): the derivative at the rows ignores a kink between
     them, while the difference across the bin sees it.
+
+    Missing values (NaN, for a host model that handles them or boosting trees read into
+    arrays; a JAX model is refused them): a numeric feature's bins come from its values
+    present; a row whose feature is missing cannot be placed in a bin, so it is left out of
+    that feature's steps, centring, counts and spread (``info["n_missing"]`` counts them and
+    a warning names them); a missing level of a categorical feature likewise. A pair is
+    computed, bins included, on the rows with both features present. NaN in the other columns
+    stays in the rows and goes to the model as it is. This is the convention of R's effectplots (rows in the missing bin
+    are dropped); ALEPlot stops at missing values.
 
     Parameters
     ----------
@@ -545,7 +576,8 @@ def ale_importance(
     features it ranks by the model's local use of a feature, where PD-based importance can
     credit a feature the model does not use only through extrapolation. All features come
     from one engine call (2 model evaluations per row and feature; with ``derivative=True``
-    one gradient evaluation per row for all features).
+    one gradient evaluation per row for all features). Rows missing a feature (NaN) are left
+    out of its sum, as in :func:`ale`.
 
     Parameters
     ----------
@@ -621,6 +653,7 @@ def ale_interaction(
     ``sqrt(sum_i w_i ALE_jk(x_ij, x_ik)^2 / sum_i w_i)``, on the prediction's scale. An
     additive model gives 0; ``f = x_j x_k`` gives about ``sd(x_j) sd(x_k)`` for independent
     features. All pairs come from one engine call, 4 model evaluations per row and pair.
+    Rows missing either feature (NaN) are left out of the pair's sum, as in :func:`ale`.
 
     Parameters
     ----------

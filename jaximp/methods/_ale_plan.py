@@ -18,7 +18,7 @@ from ..data import (
 from ..engine import Reducer, at_coded_values
 
 __all__ = ["ALEPlanBuilder", "ALESpec", "CENTRINGS", "GradientSums", "PairSums", "RUG_POINTS",
-           "bin_centred", "first_order", "make_spec", "second_order"]
+           "bin_centred", "first_order", "make_spec", "second_order", "spec_weights"]
 
 RUG_POINTS = 500
 CENTRINGS = ("rows", "bins")
@@ -172,14 +172,21 @@ def _bin_codes(x: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _level_positions(dataset: Dataset, feat: Feature) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Each row's level index, the table rows (levels, columns) and the level labels."""
+    """Each row's level index (-1 where the level is missing), the table rows (levels,
+    columns) and the level labels (of the levels present)."""
     block = dataset.X[:, list(feat.columns)]
+    known = ~np.isnan(block).any(axis=1)
+    if not known.any():
+        raise ValueError(f"feature {feat.name!r} holds only missing values (NaN); its "
+                         "accumulated local effect is undefined. Drop it or fill it.")
+    positions = np.full(block.shape[0], -1, np.int64)
     if feat.kind == "onehot":
-        present, positions = np.unique(np.argmax(block, axis=1), return_inverse=True)
+        present, positions[known] = np.unique(np.argmax(block[known], axis=1),
+                                              return_inverse=True)
         table = np.eye(len(feat.columns))[present]
         labels = tuple(feat.levels[i] for i in present)
     else:
-        values, positions = np.unique(block[:, 0], return_inverse=True)
+        values, positions[known] = np.unique(block[known, 0], return_inverse=True)
         table = values[:, None]
         if feat.levels is None:
             labels = tuple(values.tolist())
@@ -197,12 +204,15 @@ def _level_positions(dataset: Dataset, feat: Feature) -> tuple[np.ndarray, np.nd
 
 def _ecdfs(column: np.ndarray, positions: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     """Weighted empirical CDF of ``column`` within each of ``k`` levels, at its distinct
-    values: (k, u)."""
-    values, index = np.unique(column, return_inverse=True)
+    values: (k, u). Rows where ``column`` is missing are left out."""
+    known = ~np.isnan(column)
+    values, index = np.unique(column[known], return_inverse=True)
+    if values.size == 0:  # a column all missing: no distance
+        return np.zeros((k, 1))
     out = np.zeros((k, values.size))
     for level in range(k):
-        rows = positions == level
-        out[level] = np.cumsum(np.bincount(index[rows], w[rows], values.size))
+        rows = positions[known] == level
+        out[level] = np.cumsum(np.bincount(index[rows], w[known][rows], values.size))
         out[level] /= max(out[level, -1], 1e-300)
     return out
 
@@ -222,9 +232,10 @@ def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
         if other.name == feat.name:
             continue
         if other.is_categorical:
-            codes = _level_positions(dataset, other)[0]
-            freq = np.stack([np.bincount(codes[positions == a], w[positions == a],
-                                         codes.max() + 1) for a in range(k)])
+            codes = _level_positions(dataset, other)[0]  # -1: missing, left out
+            freq = np.stack([np.bincount(codes[(positions == a) & (codes >= 0)],
+                                         w[(positions == a) & (codes >= 0)], codes.max() + 1)
+                             for a in range(k)])
             freq /= np.maximum(freq.sum(axis=1, keepdims=True), 1e-300)
             distance += 0.5 * np.abs(freq[:, None] - freq[None]).sum(axis=-1)
             continue
@@ -257,6 +268,10 @@ class ALESpec:
     within: tuple[np.ndarray, ...] = ()  # position in the bin, per feature
     labels: tuple = ()  # categorical: level labels in ALE order
     table: np.ndarray | None = None  # categorical: the levels' column values in ALE order
+    # rows whose features are all present (not NaN); None: every row. The others are left
+    # out: their codes are 0 and their positions 0, and their differences go to a discarded
+    # group (see ``group_codes``)
+    present: np.ndarray | None = None
 
     @property
     def n_bins(self) -> tuple[int, ...]:
@@ -264,23 +279,76 @@ class ALESpec:
             return (len(self.labels),)
         return tuple(e.size - 1 for e in self.edges)
 
+    @property
+    def n_missing(self) -> int:
+        """Rows left out because one of the spec's features is missing."""
+        return 0 if self.present is None else int(self.present.size - self.present.sum())
 
-def _numeric_spec(dataset, feat, bins, w):
+    @property
+    def n_groups(self) -> int:
+        """Groups the reducer needs: the bins (cells; a categorical feature's steps and one
+        group of rows without a step), plus a discarded one for rows left out."""
+        size = int(np.prod(self.n_bins))
+        return size + (1 if self.present is not None and self.kind != "categorical" else 0)
+
+    def discard(self, codes: np.ndarray, group: int) -> np.ndarray:
+        """``codes`` with the rows left out sent to ``group`` (a group nobody reads)."""
+        return codes if self.present is None else np.where(self.present, codes, group)
+
+
+def spec_weights(spec: ALESpec, weights: np.ndarray) -> np.ndarray:
+    """The weightings (r, n) with the rows the spec leaves out set to 0."""
+    return weights if spec.present is None else weights * spec.present[None]
+
+
+def _present(x: np.ndarray, name: str) -> np.ndarray | None:
+    """Mask of the values present (not NaN), None when all are."""
+    if not np.isnan(x.sum()):
+        return None
+    present = ~np.isnan(x)
+    if not present.any():
+        raise ValueError(f"feature {name!r} holds only missing values (NaN); its accumulated "
+                         "local effect is undefined. Drop it or fill it.")
+    return present
+
+
+def _joint(*masks) -> np.ndarray | None:
+    masks = [m for m in masks if m is not None]
+    return None if not masks else np.logical_and.reduce(masks)
+
+
+def _numeric_spec(dataset, feat, bins, w, present=None):
+    """Edges, codes, positions and the rows present (None: all) of a numeric feature;
+    ``present``: the rows to use (a pair's rows with both features present)."""
     if feat.is_categorical or len(feat.columns) != 1:
         raise ValueError(
             f"feature {feat.name!r} is {'categorical' if feat.is_categorical else 'a group'}; "
             "a second-order ALE needs two numeric single-column features."
         )
     x = dataset.X[:, feat.columns[0]]
-    edges = _numeric_edges(x, w, bins, feat.name)
-    codes, within = _bin_codes(x, edges)
-    return edges, codes, within
+    if present is None:
+        present = _present(x, feat.name)
+    if present is None:
+        edges = _numeric_edges(x, w, bins, feat.name)
+        codes, within = _bin_codes(x, edges)
+        return edges, codes, within, None
+    # bins from the values present; a missing row sits at position 0 of bin 0, left out
+    edges = _numeric_edges(x[present], w[present], bins, feat.name)
+    codes, within = _bin_codes(np.where(present, x, edges[0]), edges)
+    return edges, codes, within, present
 
 
 def make_spec(dataset: Dataset, feats, bins, w) -> ALESpec:
     if len(feats) == 2:
-        parts = [_numeric_spec(dataset, f, b, w) for f, b in zip(feats, bins)]
-        return ALESpec("pair", tuple(feats), *map(tuple, zip(*parts)))
+        # the rows with both features present, for the bins too
+        present = _joint(*(_present(dataset.X[:, f.columns[0]], f.name) for f in feats
+                           if not f.is_categorical and len(f.columns) == 1))
+        if present is not None and not present.any():
+            raise ValueError(f"no row has both {feats[0].name!r} and {feats[1].name!r} "
+                             "present (not NaN); their second-order ALE is undefined.")
+        parts = [_numeric_spec(dataset, f, b, w, present) for f, b in zip(feats, bins)]
+        edges, codes, within, _ = map(tuple, zip(*parts))
+        return ALESpec("pair", tuple(feats), edges, codes, within, present=present)
     (feat,) = feats
     if feat.is_categorical:
         if not (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool)):
@@ -291,16 +359,19 @@ def make_spec(dataset: Dataset, feats, bins, w) -> ALESpec:
         positions, table, labels = _level_positions(dataset, feat)
         order = _level_order(dataset, feat, positions, w)
         rank = np.argsort(order)
-        return ALESpec("categorical", (feat,), codes=(rank[positions].astype(np.int32),),
-                     within=(np.zeros(dataset.n_rows),),
-                     labels=tuple(labels[i] for i in order), table=table[order])
+        present = None if positions.min() >= 0 else positions >= 0
+        codes = np.where(positions >= 0, rank[positions], 0).astype(np.int32)
+        return ALESpec("categorical", (feat,), codes=(codes,),
+                       within=(np.zeros(dataset.n_rows),),
+                       labels=tuple(labels[i] for i in order), table=table[order],
+                       present=present)
     if len(feat.columns) != 1:
         raise ValueError(
             f"feature {feat.name!r} is a group of {len(feat.columns)} columns that is not "
             "one-hot; ALE needs a numeric column, a categorical column or a one-hot block."
         )
-    edges, codes, within = _numeric_spec(dataset, feat, bins, w)
-    return ALESpec("numeric", (feat,), (edges,), (codes,), (within,))
+    edges, codes, within, present = _numeric_spec(dataset, feat, bins, w)
+    return ALESpec("numeric", (feat,), (edges,), (codes,), (within,), present=present)
 
 
 class ALEPlanBuilder:
@@ -329,7 +400,7 @@ class ALEPlanBuilder:
             table = np.zeros((edges.size, self.c))
             table[:, f.columns[0]] = edges
             c = self.code(self.plan_codes, codes)
-            g = self.code(self.group_codes, codes)
+            g = self.code(self.group_codes, spec.discard(codes, edges.size - 1))
             pairs = [((c, base), (c, base + 1), g)]
         elif spec.kind == "categorical":
             (f,), (pos,) = spec.features, spec.codes
@@ -340,8 +411,10 @@ class ALEPlanBuilder:
             up = self.code(self.plan_codes, np.minimum(pos + 1, k - 1))
             down = self.code(self.plan_codes, np.maximum(pos - 1, 0))
             # step s joins levels s and s + 1; group k - 1 collects rows without that step
-            forward = self.code(self.group_codes, np.where(pos < k - 1, pos, k - 1))
-            backward = self.code(self.group_codes, np.where(pos > 0, pos - 1, k - 1))
+            forward = self.code(self.group_codes,
+                                spec.discard(np.where(pos < k - 1, pos, k - 1), k - 1))
+            backward = self.code(self.group_codes,
+                                 spec.discard(np.where(pos > 0, pos - 1, k - 1), k - 1))
             pairs = [((own, base), (up, base), forward), ((down, base), (own, base), backward)]
         else:
             (f1, f2), (e1, e2), (c1, c2) = spec.features, spec.edges, spec.codes
@@ -351,7 +424,8 @@ class ALEPlanBuilder:
             table[:, f1.columns[0]] = grid1.reshape(-1)
             table[:, f2.columns[0]] = grid2.reshape(-1)
             corner = self.code(self.plan_codes, c1 * k2 + c2)
-            cell = self.code(self.group_codes, c1 * (k2 - 1) + c2)
+            cell = self.code(self.group_codes,
+                             spec.discard(c1 * (k2 - 1) + c2, (e1.size - 1) * (k2 - 1)))
             # f(1,1) - f(0,1) and f(0,0) - f(1,0): their sum is the second difference
             pairs = [((corner, base + 1), (corner, base + k2 + 1), cell),
                      ((corner, base + k2), (corner, base), cell)]

@@ -192,14 +192,24 @@ _jitted_fits = jax.jit(_vmapped_fits, static_argnums=0)
 
 
 def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per column, the median (weighted: the lower weighted median) of the values present."""
     if weights is None:
-        return np.median(values, axis=0)
+        return np.nanmedian(values, axis=0)
     out = []
     for col in values.T:
+        present = ~np.isnan(col)
+        col, w = col[present], weights[present]
         order = np.argsort(col, kind="stable")
-        cumulative = np.cumsum(weights[order])
+        cumulative = np.cumsum(w[order])
         out.append(col[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
     return np.asarray(out)
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per column, the (weighted) mean of the values present."""
+    present = ~np.isnan(values)
+    w = present * (1.0 if weights is None else weights[:, None])  # (n, k)
+    return (np.where(present, values, 0.0) * w).sum(axis=0) / w.sum(axis=0)
 
 
 def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarray:
@@ -212,9 +222,16 @@ def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarra
     columns = dataset.X[:, list(feature.columns)]
     if strategy == "zero":
         return np.zeros(columns.shape[1])
+    weights = dataset.weights
+    known = ~np.isnan(columns) if weights is None else ~np.isnan(columns) & (weights > 0)[:, None]
+    if not known.any(axis=0).all():
+        raise ValueError(
+            f"feature {feature.name!r} has no value present (all NaN, or only on rows of "
+            f"weight 0), so its {strategy} is undefined; use strategy='zero' or 'refit', or "
+            "leave the feature out with features=...")
     if strategy == "mean":
-        return np.average(columns, axis=0, weights=dataset.weights)
-    return _weighted_median(columns, dataset.weights)
+        return _weighted_mean(columns, weights)
+    return _weighted_median(columns, weights)
 
 
 def _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups):
@@ -227,11 +244,25 @@ def _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, gro
     if X_test is None or y_test is None:
         raise ValueError("X_test and y_test go together: pass both held-out arrays or neither.")
     held = as_dataset(X_test, feature_names=None if hasattr(X_test, "columns")
-                      else feature_names, categorical=categorical, groups=groups)
+                      else feature_names, categorical=categorical, groups=groups,
+                      allow_missing=True)
     if held.column_names != dataset.column_names:
         raise ValueError(f"X_test must have the columns of X {list(dataset.column_names)}; got "
                          f"{list(held.column_names)}.")
     return held, check_target(y_test, held.n_rows)
+
+
+def _refuse_missing_in_jax_fits(dataset: Dataset, held_out, what: str) -> None:
+    """JAX fits train on the numbers as they are: NaN would spread through every weight."""
+    for data in (dataset, None if held_out is None else held_out[0]):
+        if data is not None and not np.isfinite(data.X.sum()):
+            rows, cols = np.nonzero(np.isnan(data.X))
+            raise ValueError(
+                f"X{'_test' if data is not dataset else ''} contains {rows.size} NaN values "
+                f"(first at row {rows[0]}, column {data.column_names[cols[0]]!r}), and {what} "
+                "cannot take missing values; impute or drop them first, or refit with a fit "
+                "of a host estimator that handles them (e.g. scikit-learn's "
+                "HistGradientBoosting).")
 
 
 def _drop_columns(X, dataset: Dataset, feature: Feature):
@@ -278,6 +309,13 @@ def loco_importance(
     (``kind="difference"``) or ``e_j / e_orig`` (``"ratio"``); scores become losses as in
     :func:`permutation_importance`.
 
+    Missing values (NaN) go, as they are, to a host model that handles them (scikit-learn's
+    ``HistGradientBoosting*``, a ``Pipeline`` with an imputer) and to boosting trees read into
+    arrays; a JAX model is refused them. The replacement value is the mean or median of the
+    values present (``np.nanmean``, ``np.nanmedian``), and a row whose left-out feature is
+    missing gets it like any other row. ``strategy="refit"`` passes the data with their NaN to
+    ``fit``; :func:`jaximp.fit_mlp` and traceable fits are refused them.
+
     Parameters
     ----------
     model : model or None
@@ -289,8 +327,9 @@ def loco_importance(
     y : array of shape (n,) or (n, o)
     strategy : {"refit", "mean", "median", "zero"}, default "refit"
         ``"refit"`` refits without the feature; the others replace its columns by their
-        (weighted) mean, (weighted lower) median or 0, as in Hall et al. (2017). A one-hot group
-        gets its columns' means (a soft one-hot row), medians or zeros.
+        (weighted) mean, (weighted lower) median or 0 (of the values present), as in Hall et
+        al. (2017). A one-hot group gets its columns' means (a soft one-hot row), medians or
+        zeros.
     fit : callable, optional
         ``fit(X_minus_j, y) -> model``, needed for ``"refit"``; ``X_minus_j`` is ``X`` without
         the feature's columns (a DataFrame for DataFrame input). When ``fit`` is
@@ -381,12 +420,15 @@ def loco_importance(
         raise ValueError(f"strategy={strategy!r} needs a fitted model; got model=None.")
 
     dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
-                         groups=groups, sample_weight=sample_weight)
+                         groups=groups, sample_weight=sample_weight, allow_missing=True)
     n, c = dataset.X.shape
     target = check_target(y, n)
     held_out = _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups)
+    if strategy == "refit" and (mlp_options is not None or traceable_fit):
+        _refuse_missing_in_jax_fits(dataset, held_out, "fit_mlp" if mlp_options is not None
+                                    else "a traceable fit")
     if model is not None:  # its outputs decide the default loss; a bad output is refused now
-        _, model_predictor = prepare(model, dataset, variables=variables)
+        _, model_predictor = prepare(model, dataset, variables=variables, allow_missing=True)
         select_outputs(model_predictor.output_names, output)
     if loss is None:
         loss = "mse" if model is None else default_loss(
@@ -557,7 +599,8 @@ def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_
     select columns by name); predictions on ``scored`` (the training or held-out rows)."""
     engine = dict(memory_budget=memory_budget, progress=progress)
     full = fit(X, y) if model is None else model
-    _, predictor = prepare(full, scored, variables=variables if model is not None else None)
+    _, predictor = prepare(full, scored, variables=variables if model is not None else None,
+                           allow_missing=True)
     outputs = [predict_rows(predictor, scored, **engine)]
     models = {}
     for feat in chosen:
@@ -566,7 +609,8 @@ def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_
         if refit is None:
             raise ValueError(f"fit returned None for the data without {feat.name!r}; it must "
                              "return the fitted model.")
-        rest_data, refit_predictor = prepare(refit, _drop_columns(scored.source, scored, feat))
+        rest_data, refit_predictor = prepare(refit, _drop_columns(scored.source, scored, feat),
+                                             allow_missing=True)
         _check_outputs(predictor.n_outputs, refit_predictor.n_outputs, f"fit without "
                        f"{feat.name!r}")
         outputs.append(predict_rows(refit_predictor, rest_data, **engine))

@@ -359,6 +359,8 @@ class ALECurveDetails(Details):
     n_bootstrap : int
     centered : str
         How the curve is centred: ``"rows"`` or ``"bins"`` (see :func:`jaximp.ale`).
+    n_missing : int
+        Rows left out because the feature (either feature of a pair) is missing (NaN).
     """
 
     rug: np.ndarray | None
@@ -366,6 +368,7 @@ class ALECurveDetails(Details):
     spread_replicates: np.ndarray | None
     n_bootstrap: int
     centered: str = "rows"
+    n_missing: int = 0
 
 
 @_frozen
