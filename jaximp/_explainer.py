@@ -105,6 +105,7 @@ class Explainer:
         self.dataset, self.predictor = prepare(
             model, X, feature_names=feature_names, categorical=categorical, groups=groups,
             sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
+            allow_missing=True,  # NaN reaches models that handle it; other JAX models refuse
         )
         self.dataset.pin()  # its device copy is made once and kept
         self.model = model
@@ -154,7 +155,7 @@ class Explainer:
         if rows is None:
             return None
         dataset = as_dataset(rows, feature_names=None if hasattr(rows, "columns")
-                             else self.dataset.column_names)
+                             else self.dataset.column_names, allow_missing=True)
         if dataset.column_names != self.dataset.column_names:
             raise ValueError(
                 f"rows must have the columns of the Explainer's data "

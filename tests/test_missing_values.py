@@ -268,3 +268,18 @@ def test_loco_refuses_jax_models_and_jax_fits_missing_values(with_missing):
         loco_importance(lambda A: A[:, 0], X, y, strategy="mean")
     with pytest.raises(ValueError, match=r"NaN values .* fit_mlp cannot take missing values"):
         loco_importance(None, X, y, fit=fit_mlp)
+
+
+def test_an_explainer_passes_missing_values_to_a_model_that_handles_them(with_missing):
+    """The Explainer validates its data as the functions do: NaN reaches a host model that
+    handles it, and a JAX model is refused it with the same message."""
+    import jaximp
+
+    X, y, _, model = with_missing
+    ex = jaximp.Explainer(model, X, y)
+    np.testing.assert_array_equal(
+        ex.loco_importance(strategy="mean").importances_mean,
+        loco_importance(model, X, y, strategy="mean").importances_mean)
+    np.testing.assert_array_equal(ex.ale(0).centred, ale(model, X, 0).centred)
+    with pytest.raises(ValueError, match="cannot take missing values"):
+        jaximp.Explainer(lambda A: A.sum(axis=1), X)
