@@ -1,6 +1,8 @@
 """jaximp.Explainer: every bound method equals its function, options and random states give
 fresh results, and misuse is refused with messages that name the option."""
 
+import pickle
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,6 +10,7 @@ import pandas as pd
 import pytest
 
 import jaximp
+from jaximp.data import Deferred
 
 RNG = np.random.default_rng(0)
 N = 80
@@ -303,6 +306,28 @@ def test_device_rows_are_used_in_place_and_a_warm_call_sends_nothing():
         _same(again, function())
     rows = [v for k, v in ex.dataset._memo.items() if k[0] == "device rows"]
     assert rows and all(np.array_equal(np.asarray(r[0, :N]), np.asarray(X)) for r in rows)
+
+
+def test_a_call_returns_before_its_result_is_read():
+    """A partial dependence on an Explainer returns with its device work dispatched and
+    unread (on a GPU the call does not wait for it): the values are copied and finished on
+    the first read, once, and equal the function's; pickling reads them first."""
+    ex = jaximp.Explainer(smooth_model, NUMERIC)
+    pending = [ex.partial_dependence(j, grid_resolution=9) for j in range(3)]
+    pending.append(ex.partial_dependence_all(grid_resolution=9)["x1"])
+    pending.append(ex.partial_dependence(2, grid_resolution=9, centered=True))
+    for result in pending:
+        assert isinstance(object.__getattribute__(result, "average"), Deferred)
+    for feature, result in zip([0, 1, 2, 1], pending):
+        reference = jaximp.partial_dependence(smooth_model, NUMERIC, feature, grid_resolution=9)
+        assert isinstance(reference.average, np.ndarray)
+        np.testing.assert_array_equal(result.average, reference.average)
+        assert object.__getattribute__(result, "average") is result.average  # read once
+    centered = jaximp.partial_dependence(smooth_model, NUMERIC, 2, grid_resolution=9,
+                                         centered=True)
+    restored = pickle.loads(pickle.dumps(pending[4]))
+    np.testing.assert_array_equal(restored.average, centered.average)
+    assert restored.individual is None and restored.centered
 
 
 def test_a_cached_plan_follows_every_option_and_the_targets():

@@ -11,6 +11,7 @@ from ._checks import (
 )
 from ._data import Dataset, Feature, as_dataset, is_text
 from ._datasets import make_friedman1, make_linear
+from ._deferred import Deferred, ReadsDeferred
 from ._edge import (
     check_n_bootstrap,
     mean_abs_over_rows,
@@ -43,11 +44,13 @@ from ._shapes import InputLayout, input_groups, input_map
 __all__ = [
     "Choice",
     "Dataset",
+    "Deferred",
     "Feature",
     "Flag",
     "InputLayout",
     "Int",
     "Real",
+    "ReadsDeferred",
     "Replicates",
     "SHARED",
     "as_dataset",

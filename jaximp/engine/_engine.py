@@ -30,7 +30,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from jaximp.kernels import _streams
 
-from ..data import SHARED, Dataset, as_dataset, validate_params
+from ..data import SHARED, Dataset, Deferred, as_dataset, validate_params
 from ..models import Predictor
 from ._device_arrays import (
     bucket,
@@ -288,6 +288,7 @@ def evaluate(
     devices=None,
     label: str = "jaximp",
     result_hint: str = "use fewer items (features, grid points, repeats) or rows",
+    defer: bool = False,
 ) -> np.ndarray:
     """Evaluate ``predictor`` on the items of ``plan`` and reduce the predictions by ``reducer``.
 
@@ -315,10 +316,14 @@ def evaluate(
         Name on the progress line.
     result_hint : str
         How to shrink a result that cannot fit, for the error message.
+    defer : bool
+        Return a :class:`~jaximp.data.Deferred` at once instead of waiting for the device: a
+        call of one chunk is then read (and its predictions checked) on the first ``get()``;
+        larger calls are computed before returning.
 
     Returns
     -------
-    ndarray
+    ndarray or Deferred
         ``reducer.finalize`` of the float64 totals: (b, ...) for a reducer of single items.
 
     Examples
@@ -355,9 +360,14 @@ def evaluate(
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         check_result_fits(size, "reduced values", result_hint + ".")
     if predictor.host:
-        out = _run_host(predictor, data, plan, reducer, budget, progress, label)
+        out = Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress, label))
     else:
         out = _run_jax(predictor, data, plan, reducer, budget, progress, devices, label)
+    out = out.then(lambda values: _checked_finite(values, predictor, reducer))
+    return out if defer else out.get()
+
+
+def _checked_finite(out: np.ndarray, predictor: Predictor, reducer: Reducer) -> np.ndarray:
     finite = np.isfinite(out)
     if not finite.all() and not (reducer.may_be_nan and np.all(finite | np.isnan(out))):
         raise FloatingPointError(
@@ -576,16 +586,21 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
 
 
 def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress, label):
-    """Run a launch's chunks, a few in flight, and fold their outputs on the host."""
+    """Run a launch's chunks, a few in flight, and fold their outputs on the host (a call of
+    one chunk: when its value is read)."""
     sizes, n_row_chunks = launch.sizes, launch.n_row_chunks
     X_dev, tables, rowdata, consts, counts = launch.arrays
     keep = reducer.combine == "keep"
     if not keep and len(launch.offsets) == 1 and sizes.row_blocks == 1 and progress is not True:
         # one chunk of one row block (small calls): its items' totals as they come
-        block = to_host(launch.chunk(params, X_dev, tables, rowdata, consts, counts,
-                                     *launch.offsets[0]))
-        totals = block.astype(np.float64).reshape(-1, *block.shape[2:])
-        return reducer.finalize(totals[: math.ceil(b / reducer.group)])
+        out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, *launch.offsets[0])
+
+        def fold():
+            block = to_host(out)
+            totals = block.astype(np.float64).reshape(-1, *block.shape[2:])
+            return reducer.finalize(totals[: math.ceil(b / reducer.group)])
+
+        return Deferred(fold)
     if keep:
         result = np.zeros((b, n, o), X_dev.dtype)
     else:
@@ -624,8 +639,8 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
     while pending:
         collect()
     if keep:
-        return result
-    return reducer.finalize(result[: math.ceil(b / reducer.group)])
+        return Deferred.ready(result)
+    return Deferred.ready(reducer.finalize(result[: math.ceil(b / reducer.group)]))
 
 
 def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):

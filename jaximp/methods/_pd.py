@@ -13,8 +13,10 @@ import pandas as pd
 from ..data import (
     Choice,
     Dataset,
+    Deferred,
     Feature,
     Flag,
+    ReadsDeferred,
     as_dataset,
     feature_grid,
     mquantiles,
@@ -35,7 +37,7 @@ _KINDS = ("average", "individual", "both")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PartialDependence:
+class PartialDependence(ReadsDeferred):
     """Partial dependence (and ICE) of the model on one feature set S.
 
     Attributes
@@ -388,43 +390,54 @@ def compute_pd(
         memory_budget=memory_budget, progress=progress, devices=devices,
         label="partial dependence",
         result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
+        defer=dataset.pinned,  # an Explainer's call returns before the device finishes
     )
-    replicated = None
-    if not keep:
-        replicated, out = out, out[:, 0]
-    results, per_set, start = [], [], 0
-    for features, shape in zip(feature_sets, shapes):
-        size = int(np.prod(shape))
-        block = out[start : start + size][..., out_idx]
-        if replicated is not None:
+    out = out if isinstance(out, Deferred) else Deferred.ready(out)
+    per_set = []
+    if not keep and weightings.shape[0] > 1:
+        replicated, start = out.get(), 0
+        for shape in shapes:
+            size = int(np.prod(shape))
             per_set.append(replicated[start : start + size][..., out_idx].reshape(
                 *shape, replicated.shape[1], len(out_idx)))
-        start += size
-        average = individual = None
-        if keep:
-            ice = np.moveaxis(block, 1, 0).astype(np.float64)  # (n, G, o)
-            if centered:
-                ice = ice - ice[:, :1]
-            if kind == "both":
-                average = np.tensordot(w / w.sum(), ice, axes=(0, 0))
-                average = average.reshape(*shape, len(out_idx))
-            individual = ice.reshape(dataset.n_rows, *shape, len(out_idx))
-        else:
-            average = block - block[:1] if centered else block
-            average = average.reshape(*shape, len(out_idx))
-        results.append(
-            PartialDependence(
-                feature_names=tuple(f.name for f in features),
-                grid_values=tuple(grids[f.name][1] for f in features),
-                output_names=tuple(predictor.output_names[i] for i in out_idx),
-                average=average,
-                individual=individual,
-                centered=centered,
-                feature_kinds=tuple(f.kind for f in features),
-                deciles=tuple(_deciles(dataset, f) for f in features),
-            )
+            start += size
+    values = out.then(lambda out: _read_pds(out, shapes, out_idx, kind, centered, w,
+                                               dataset.n_rows))
+    results = [
+        PartialDependence(
+            feature_names=tuple(f.name for f in features),
+            grid_values=tuple(grids[f.name][1] for f in features),
+            output_names=tuple(predictor.output_names[i] for i in out_idx),
+            average=values.then(lambda parts, s=s: parts[s][0]),
+            individual=values.then(lambda parts, s=s: parts[s][1]),
+            centered=centered,
+            feature_kinds=tuple(f.kind for f in features),
+            deciles=tuple(_deciles(dataset, f) for f in features),
         )
+        for s, features in enumerate(feature_sets)
+    ]
     return results if weightings.shape[0] == 1 or keep else (results, per_set)
+
+
+def _read_pds(out, shapes, out_idx, kind, centered, w, n) -> list[tuple]:
+    """(average, individual) of each feature set from the engine's output: (items, r, o)
+    means (the first weighting is the result's) or (items, n, o) kept predictions."""
+    parts, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        if kind == "average":
+            block = out[start : start + size, 0][..., out_idx]
+            average = block - block[:1] if centered else block
+            parts.append((average.reshape(*shape, len(out_idx)), None))
+        else:
+            ice = np.moveaxis(out[start : start + size][..., out_idx], 1, 0).astype(np.float64)
+            if centered:
+                ice = ice - ice[:, :1]  # (n, G, o)
+            average = (np.tensordot(w / w.sum(), ice, axes=(0, 0)).reshape(*shape, len(out_idx))
+                       if kind == "both" else None)
+            parts.append((average, ice.reshape(n, *shape, len(out_idx))))
+        start += size
+    return parts
 
 
 def _check_kind(kind) -> None:
