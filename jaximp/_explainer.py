@@ -63,7 +63,8 @@ class Explainer:
     methods' one implementation; the Explainer passes them the validated data and model). The
     engine keeps what a repeated call can reuse: the data's device copy, plans and their
     tables, and the compiled chunks; a new option or random state builds new ones. A partial
-    dependence small enough for one device call returns as soon as the call is dispatched:
+    dependence or a permutation importance (one summed loss, ``kind="difference"``) small
+    enough for one device call returns as soon as the call is dispatched:
     its values are read from the device (and finished) when first used, so a loop of calls
     keeps the device busy and waits only where it reads.
 

@@ -330,6 +330,24 @@ def test_a_call_returns_before_its_result_is_read():
     assert restored.individual is None and restored.centered
 
 
+def test_a_permutation_importance_returns_before_its_result_is_read():
+    """The same for permutation importance with one summed loss: every field, the details
+    included, is read on first use and equals the function's."""
+    y = np.asarray(smooth_model(NUMERIC)) + 0.1
+    ex = jaximp.Explainer(smooth_model, NUMERIC, y)
+    pending = ex.permutation_importance(n_repeats=3, random_state=4)
+    assert isinstance(object.__getattribute__(pending, "importances"), Deferred)
+    reference = jaximp.permutation_importance(smooth_model, NUMERIC, y, n_repeats=3,
+                                              random_state=4)
+    _same(pending, reference)
+    np.testing.assert_array_equal(pending.info["baseline"], reference.info["baseline"])
+    restored = pickle.loads(pickle.dumps(ex.permutation_importance(n_repeats=3, random_state=4)))
+    _same(restored, reference)
+    with pytest.raises(ValueError, match="kind='ratio' divides by the baseline"):
+        jaximp.Explainer(smooth_model, NUMERIC, np.asarray(smooth_model(NUMERIC))
+                         ).permutation_importance(kind="ratio")  # refused at the call
+
+
 def test_a_cached_plan_follows_every_option_and_the_targets():
     """The plans an Explainer keeps are keyed by every option they read: a different grid,
     loss, target or random state never reuses another's plan."""

@@ -51,6 +51,11 @@ class Deferred:
         """``function(value)``, deferred too (computed at most once)."""
         return Deferred(lambda: function(self.get()))
 
+    @staticmethod
+    def apply(function, value):
+        """``function(value)``: now for a value, deferred for a :class:`Deferred`."""
+        return value.then(function) if type(value) is Deferred else function(value)
+
     def __repr__(self) -> str:
         return "Deferred(pending)" if self._value is _PENDING else f"Deferred({self._value!r})"
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..data import (
     Choice,
+    Deferred,
     Int,
     Replicates,
     as_key,
@@ -294,8 +295,11 @@ def permutation_importance(
     summing = [name for name, r in reducers.items() if isinstance(r, LossSums)]
     metrics = {}
     if len(summing) == 1:
+        # one loss of sums on an Explainer: the call returns once dispatched, read when used
+        # (kind="ratio" is finished at once: it may refuse a baseline of float rounding)
+        defer = dataset.pinned and kind == "difference" and len(reducers) == 1
         metrics[summing[0]] = evaluate(predictor, dataset, plan, reducers[summing[0]],
-                                       label="permutation importance", **engine)
+                                       label="permutation importance", defer=defer, **engine)
     elif summing:
         stacked = Stacked(tuple(reducers[name] for name in summing), predictor.n_outputs)
         values = evaluate(predictor, dataset, plan, stacked, label="permutation importance",
@@ -306,25 +310,35 @@ def permutation_importance(
             metrics[name] = evaluate(predictor, dataset, plan, reducers[name],
                                      label="permutation importance", **engine)
 
-    def result(spec, metric):
-        baseline = metric[0]
-        perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
-        importances = spec.importance(perturbed, baseline[None, :, None], kind)
-        mean, std = mean_and_std(importances)
+    def result(spec, metric, reducer):
+        width = (reducer.partial_shape(predictor.n_outputs)[0] if isinstance(metric, Deferred)
+                 else metric.shape[1])  # the outputs scored
+
+        def read(metric):
+            baseline = metric[0]
+            perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
+            importances = spec.importance(perturbed, baseline[None, :, None], kind)
+            return (importances, *mean_and_std(importances), baseline)
+
+        values = Deferred.apply(read, metric)
+
+        def part(i):
+            return Deferred.apply(lambda parts: parts[i], values)
+
         return FeatureImportance(
             method="permutation",
             feature_names=tuple(f.name for f in chosen),
-            output_names=spec.result_names(baseline.shape[0]),
-            importances_mean=mean,
-            importances_std=std,
-            importances=importances,
-            info=keep_layout(PermutationDetails(
-                loss=spec.name, kind=kind, baseline=baseline, n_repeats=n_repeats,
+            output_names=spec.result_names(width),
+            importances_mean=part(1),
+            importances_std=part(2),
+            importances=part(0),
+            info=Deferred.apply(lambda parts: keep_layout(PermutationDetails(
+                loss=spec.name, kind=kind, baseline=parts[3], n_repeats=n_repeats,
                 n_samples=dataset.n_rows, sample_rows=rows,
-            ), dataset, chosen),
+            ), dataset, chosen), values),
         )
 
-    results = {name: result(specs[name], metrics[name]) for name in specs}
+    results = {name: result(specs[name], metrics[name], reducers[name]) for name in specs}
     return results if _several(loss) else results[next(iter(results))]
 
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import InputLayout, check_choice, output_index
+from ..data import Deferred, InputLayout, ReadsDeferred, check_choice, output_index
 from ._details import Details
 from ._plots import plot_importance, plot_input_map, plot_interaction
 
@@ -18,7 +18,7 @@ __all__ = ["FeatureImportance", "FeatureInteraction", "check_k", "input_image",
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class FeatureImportance:
+class FeatureImportance(ReadsDeferred):
     """Importance of each feature (or feature group), for each model output.
 
     Every importance method returns this object. Field names follow
@@ -55,18 +55,24 @@ class FeatureImportance:
 
     def __post_init__(self) -> None:
         p, o = len(self.feature_names), len(self.output_names)
-        mean = np.asarray(self.importances_mean, dtype=np.float64)
-        if mean.shape != (p, o):
-            raise ValueError(
-                f"importances_mean must have shape (p, o) = ({p}, {o}); got {mean.shape}."
-            )
-        object.__setattr__(self, "importances_mean", mean)
-        if self.importances_std is not None:
-            object.__setattr__(
-                self, "importances_std", np.asarray(self.importances_std, dtype=np.float64)
-            )
-        if self.importances is not None:
-            object.__setattr__(self, "importances", np.asarray(self.importances, np.float64))
+
+        def checked(mean):
+            mean = np.asarray(mean, dtype=np.float64)
+            if mean.shape != (p, o):
+                raise ValueError(
+                    f"importances_mean must have shape (p, o) = ({p}, {o}); got {mean.shape}."
+                )
+            return mean
+
+        def as_float64(values):
+            return None if values is None else np.asarray(values, np.float64)
+
+        # a field still computed on a device (a Deferred) is converted when it is read
+        fields = object.__getattribute__
+        object.__setattr__(self, "importances_mean",
+                           Deferred.apply(checked, fields(self, "importances_mean")))
+        for name in ("importances_std", "importances"):
+            object.__setattr__(self, name, Deferred.apply(as_float64, fields(self, name)))
 
     def __repr__(self) -> str:
         return _short_repr(self, f"{len(self.feature_names)} features",
