@@ -338,7 +338,11 @@ class HExtension:
         ``built`` (the result's own) or the cache, the others evaluated now and cached."""
         known = [raw for raw in (built, self._computed.get(kind)) if raw is not None]
         done = {frozenset(fs) for raw in known for fs in raw.feature_sets}
-        missing = list(dict.fromkeys(fs for fs in names if frozenset(fs) not in done))
+        missing = []
+        for fs in names:  # each set once, in the order asked, whatever its features' order
+            if frozenset(fs) not in done:
+                done.add(frozenset(fs))
+                missing.append(fs)
         if missing:
             plan = self._plan.with_statistics(
                 set_statistics(*((missing, ()) if kind == "pairwise" else ((), missing))))
