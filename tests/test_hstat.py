@@ -602,3 +602,69 @@ def test_float32_mlp_h_matches_the_float64_reference_to_1e6(seed):
     np.testing.assert_allclose(h.pairwise.values, pairwise, rtol=1e-6)
     np.testing.assert_allclose(h.overall.importances_mean, overall, rtol=1e-6)
     np.testing.assert_allclose(h.total, total, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# The result is a value: extensions leave it as built, and it pickles.
+# ------------------------------------------------------------------------------------------
+
+
+def _frames(h):
+    return {name: h.to_frame(name) for name in ("all", "pairwise", "overall", "total")}
+
+
+def test_an_extension_leaves_the_result_as_built_and_matches_a_fresh_call():
+    X = np.random.default_rng(11).uniform(-1, 1, size=(40, 5))
+    options = {"n_max": 25, "random_state": 7, "n_bootstrap": 3}
+    h = h_statistic(_interacting, X, pairs=[("x0", "x1")], **options)
+    frames, text = _frames(h), repr(h)
+    kept = {name: frame.copy(deep=True) for name, frame in frames.items()}
+    got = h.h2_pairwise(pairs=[("x2", "x3")])
+    returned = got.values.copy(), got.replicates.copy()
+    h.h2_pairwise(pairs=[("x1", "x3")])  # a second extension
+    h.h2_threeway(triples=[("x0", "x1", "x2")])
+    # the result, its frames (taken before and after), repr and read-outs stay as built
+    assert repr(h) == text
+    for name, frame in _frames(h).items():
+        assert frame.equals(kept[name]) and frames[name].equals(kept[name]), name
+    assert h.pairwise.feature_sets == (("x0", "x1"),) and h.three_way is None
+    assert h.with_options(normalized=False).pairwise.feature_sets == (("x0", "x1"),)
+    np.testing.assert_array_equal(got.values, returned[0])
+    np.testing.assert_array_equal(got.replicates, returned[1])
+    # the same numbers as h_statistic asked for the new pair on the same rows and replicates
+    fresh = h_statistic(_interacting, X, pairs=[("x2", "x3")], **options)
+    np.testing.assert_allclose(got.values, fresh.pairwise.values, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(got.replicates, fresh.pairwise.replicates, rtol=1e-9, atol=0)
+    # and the float64 reference on the rows kept
+    rows = h.info["rows"]
+    _, ref, _, _ = ref_h_all(_interacting, X[rows], np.ones(rows.size), [(2, 3)], [])
+    np.testing.assert_allclose(got.values[:, 0], ref[:, 0], rtol=2e-4, atol=1e-6)
+
+
+def test_a_result_pickles_as_built_and_refuses_new_sets_without_its_model():
+    import pickle
+
+    X = np.random.default_rng(12).uniform(-1, 1, size=(30, 5))
+    h = h_statistic(_interacting, X, pairs=[("x0", "x1"), ("x1", "x2")],
+                    three_way=[("x0", "x1", "x2")], n_bootstrap=2)
+    h.h2_pairwise(pairs=[("x2", "x3")])  # evaluated after building: not part of the pickle
+    copy = pickle.loads(pickle.dumps(h))
+    assert type(copy) is HStatistic and repr(copy) == repr(h)
+    for name in ("all", "pairwise", "three_way", "overall", "total"):
+        assert copy.to_frame(name).equals(h.to_frame(name)), name
+    for read in (lambda r: r.pairwise.values, lambda r: r.pairwise.replicates,
+                 lambda r: r.three_way.values, lambda r: r.overall.importances,
+                 lambda r: r.total_replicates, lambda r: r.info["rows"],
+                 lambda r: r.info["bootstrap_counts"], lambda r: r.pd_importance().importances,
+                 lambda r: r.with_options(normalized=False, squared=False).pairwise.values):
+        np.testing.assert_array_equal(read(copy), read(h))
+    # sets it was built with are read in any order of their features; others need the model
+    np.testing.assert_array_equal(copy.h2_pairwise(pairs=[("x2", "x1")]).values,
+                                  h.pairwise.values[1:])
+    with pytest.raises(ValueError, match=r"holds no model to evaluate the pairwise statistics "
+                                         r"of \[\('x2', 'x3'\)\]"):
+        copy.h2_pairwise(pairs=[("x2", "x3")])
+    # the original keeps its model: the same pair is read from its cache
+    _, ref, _, _ = ref_h_all(_interacting, X, np.ones(30), [(2, 3)], [])
+    np.testing.assert_allclose(h.h2_pairwise(pairs=[("x2", "x3")]).values[:, 0], ref[:, 0],
+                               rtol=2e-4, atol=1e-6)

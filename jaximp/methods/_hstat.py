@@ -12,31 +12,35 @@ model is evaluated once.
 The PDs at the rows are kept, centred, differenced and summed in float64 on the host: the
 numerators are sums of squares of differences of nearly equal PDs (``F_jk - F_j - F_k``), to
 which float32 algebra adds relative errors of up to about 1e-6.
+
+:func:`h_statistic` validates, builds the plan (:mod:`jaximp.methods._hstat_plan`: rows,
+weightings, feature sets and statistics), runs its statistics through the PD store and reads
+the numerators and denominators out into an :class:`HStatistic`.
 """
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import itertools
-from typing import Any
 
-import jax
 import numpy as np
 
 from ..data import (
     Flag,
     Replicates,
     as_key,
-    replicate_weights,
     resolve_feature_sets,
     resolve_pairs,
-    row_weights,
     select_outputs,
     validate_params,
 )
-from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
 from ..results import HStatisticDetails
+from ._hstat_plan import (
+    HExtension,
+    PDStore,
+    make_plan,
+    overall_statistics,
+    set_statistics,
+)
 from ._hstat_result import HStatistic, RawStatistic, check_eps
 from ._setup import prepare
 
@@ -222,6 +226,52 @@ def h_statistic(
         memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
     chosen = dataset.resolve(features)
+    pair_spec, triple_spec = _resolve_sets(dataset, chosen, pairs, reference, three_way, overall)
+    chosen = [f.name for f in chosen]
+    out_idx = select_outputs(predictor.output_names, output)
+    output_names = tuple(predictor.output_names[i] for i in out_idx)
+
+    plan = make_plan(dataset, key, n_max, n_bootstrap, out_idx, memory_budget)
+    store = PDStore(plan, predictor, dataset.take(plan.rows), memory_budget=memory_budget,
+                    progress=progress)
+    results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,
+                                           eps)
+    sets = {"overall": tuple((name,) for name in chosen), "total": (("all features",),),
+            "pd_importance": tuple((name,) for name in chosen),
+            "pairwise": tuple(pair_spec), "three_way": tuple(triple_spec)}
+    raw = {kind: RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
+    info = HStatisticDetails(rows=plan.rows, bootstrap_counts=plan.counts, eps=eps,
+                             n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
+    return HStatistic._read_out(raw, store.floor, output_names, plan.rows.size, info,
+                                normalized, squared, eps, HExtension(dataset, plan, store))
+
+
+def _run(store: PDStore, plan, chosen, pair_spec, triple_spec, overall: bool, eps: float):
+    """Numerators and denominators by kind, and the pairs and triples they are of: an int
+    ``m`` for either is read as the sets among the top ``m`` features by overall H."""
+    results: dict[str, tuple] = {}
+    # pairs and triples named up front join the overall statistics in one engine call when
+    # they fit one group; the top-m rule needs the overall values first
+    known_sets = not isinstance(pair_spec, int) and not isinstance(triple_spec, int)
+    if overall:
+        statistics = overall_statistics(chosen)
+        if known_sets:
+            statistics += set_statistics(pair_spec, triple_spec)
+        results.update(store.run(plan.with_statistics(statistics)))
+    if isinstance(pair_spec, int):
+        pair_spec = list(itertools.combinations(
+            _top_features(chosen, results["overall"], pair_spec, eps), 2))
+    if isinstance(triple_spec, int):
+        triple_spec = list(itertools.combinations(
+            _top_features(chosen, results["overall"], triple_spec, eps), 3))
+    if not (overall and known_sets) and (pair_spec or triple_spec):
+        results.update(store.run(plan.with_statistics(set_statistics(pair_spec, triple_spec))))
+    return results, pair_spec, triple_spec
+
+
+def _resolve_sets(dataset, chosen, pairs, reference, three_way, overall) -> tuple:
+    """The pairs and triples asked for, as tuples of feature names, or an int ``m`` for the
+    sets among the top ``m`` features by overall H (which needs ``overall``)."""
     pair_spec = [] if pairs is None else resolve_pairs(
         dataset, chosen, pairs, reference, allow_int=True
     )
@@ -237,185 +287,11 @@ def h_statistic(
             "nothing to compute: overall=False with pairs=None and no three_way; set "
             "overall=True or ask for pairs or triples."
         )
-    out_idx = select_outputs(predictor.output_names, output)
-    output_names = tuple(predictor.output_names[i] for i in out_idx)
+    return tuple(_names(spec) for spec in (pair_spec, triple_spec))
 
-    # Rows: an explicit-key subsample of at most n_max, keeping case weights.
-    key_rows, key_boot = jax.random.split(key)
-    n = dataset.n_rows
-    if n_max is not None and n > n_max:
-        rows = np.sort(np.asarray(jax.random.choice(key_rows, n, (n_max,), replace=False)))
-    else:
-        rows = np.arange(n)
-    data = dataset.take(rows)
-    Xs = data.X
-    ws = row_weights(dataset)[rows]
-    if ws.sum() <= 0:
-        raise ValueError(
-            "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
-            "random_state."
-        )
-    if np.count_nonzero(ws) < 3:  # fewer rows leave every PD at the rows 0/0
-        raise ValueError(
-            f"h_statistic needs at least 3 rows of X with positive weight (after n_max); got "
-            f"{np.count_nonzero(ws)}. Pass more rows (or a larger n_max)."
-        )
-    n_s = rows.size
-    weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
 
-    # The prediction F, centred under every weighting like the PDs.
-    engine_kw = dict(memory_budget=memory_budget, progress=progress)
-    pred = predict_rows(predictor, data, **engine_kw)[:, out_idx].astype(np.float64)  # (n, o)
-    n_columns = dataset.X.shape[1]
-    r = weights.shape[0]
-    o = len(out_idx)
-    prediction = _centre(np.broadcast_to(pred.T[:, None, :], (o, r, n_s)), weights)
-    # A joint PD whose weighted mean square is below this floor (o, r) is constant up to the
-    # model's rounding: its statistic is 0, not a ratio of two rounding errors.
-    centred = pred - (ws @ pred) / ws.sum()
-    resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
-    floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
-    # centred float64 PDs at the rows, (o, r, n), by set key
-    pds: dict[Any, np.ndarray] = {"F": prediction}
-    masks: dict[Any, np.ndarray] = {}  # column mask of every feature set, by key
-    # Statistics run in groups whose PDs fit the memory budget: a bootstrap keeps (sets x n x
-    # replicates) values per group, not for all pairs at once. Per statistic: the engine's
-    # float64 means of its new sets (a triple brings up to four), the same centred and the
-    # residual: 24 float64 PDs budgeted (a group of one statistic peaked at 20, measured).
-    set_bytes = 8.0 * o * r * n_s
-    group_size = max(1, int(resolve_budget(memory_budget) // (24 * set_bytes)))
-
-    keys: dict[tuple, Any] = {}  # (features, complement) -> set key, asked many times
-
-    def key_of(feats, complement=False):
-        feats = tuple(feats)
-        known = keys.get((feats, complement))
-        if known is not None:
-            return known
-        names = frozenset(f.name for f in feats)
-        key = ("not", next(iter(names))) if complement else names
-        if key not in masks:
-            mask = np.zeros(n_columns, bool)
-            for f in feats:
-                mask[list(f.columns)] = True
-            masks[key] = ~mask if complement else mask
-        keys[(feats, complement)] = key
-        return key
-
-    def evaluate_sets(keys) -> None:
-        """The PDs at the rows of the sets not evaluated yet, in one engine call: row ``i`` of
-        set S put into every background row, averaged under every weighting (the case
-        weights, then each bootstrap replicate)."""
-        todo = [k for k in dict.fromkeys(keys) if k not in pds]
-        for start in range(0, len(todo), group_size):  # a budget-sized group of sets per call
-            group = todo[start:start + group_size]
-            m = len(group)
-            plan = at_values(np.stack([masks[k] for k in group]), np.repeat(np.arange(m), n_s),
-                             Xs, np.tile(np.arange(n_s), m))
-            out = evaluate(predictor, data, plan, Mean(weights), label="H-statistic",
-                           **engine_kw).reshape(m, n_s, r, -1)
-            for k, block in zip(group, out):
-                pds[k] = _centre(np.transpose(block[..., out_idx], (2, 1, 0)), weights)
-            del out
-
-    def compute(statistics: list[_Stat]) -> dict[str, tuple]:
-        """Statistics in groups of one batched kernel call each; results grouped by kind.
-        After each group, PDs that no later statistic needs are dropped (1-D PDs stay)."""
-        needed_later = collections.Counter(k for st in statistics for k in (st.joint, *st.parts))
-        parts: dict[str, list] = collections.defaultdict(list)
-        for start in range(0, len(statistics), group_size):
-            group = statistics[start:start + group_size]
-            evaluate_sets([k for st in group for k in (st.joint, *st.parts)
-                           if not isinstance(k, str)])
-            for kind, values in _compute_group(group, pds, weights).items():
-                parts[kind].append(values)
-            for st in group:
-                for k in (st.joint, *st.parts):
-                    needed_later[k] -= 1
-                    if needed_later[k] == 0 and not isinstance(k, str) and len(k) > 1:
-                        pds.pop(k, None)
-            for k in [k for k in pds if isinstance(k, tuple)]:  # complements: overall only
-                if needed_later[k] <= 0:
-                    pds.pop(k)
-        return {kind: tuple(np.concatenate(x) for x in zip(*chunks))  # num, den (s, o, r)
-                for kind, chunks in parts.items()}
-
-    def pair_and_triple_statistics(pair_list, triple_list) -> list[_Stat]:
-        statistics = []
-        for pair in pair_list:
-            statistics.append(_Stat("pairwise", key_of(pair),
-                                    (key_of(pair[:1]), key_of(pair[1:])), (1.0, 1.0)))
-        for a, b, d in triple_list:
-            statistics.append(_Stat(
-                "three_way", key_of((a, b, d)),
-                tuple(key_of(p) for p in ((a, b), (a, d), (b, d), (a,), (b,), (d,))),
-                (1.0, 1.0, 1.0, -1.0, -1.0, -1.0),
-            ))
-        return statistics
-
-    results: dict[str, tuple] = {}
-    # pairs and triples named up front join the overall statistics in one engine call when
-    # they fit one group; the top-m rule needs the overall values first
-    known_sets = not isinstance(pair_spec, int) and not isinstance(triple_spec, int)
-    if overall:
-        statistics = [_Stat("overall", "F", (key_of((f,)), key_of((f,), complement=True)),
-                            (1.0, 1.0)) for f in chosen]
-        statistics.append(_Stat("total", "F", ("sum",), (1.0,)))
-        # hstats' pd_importance: the same PDs without the feature's own main effect
-        statistics += [_Stat("pd_importance", "F", (key_of((f,), complement=True),), (1.0,))
-                       for f in chosen]
-        if known_sets:
-            statistics += pair_and_triple_statistics(pair_spec, triple_spec)
-        singles = [key_of((f,)) for f in dataset.features]
-        first = [k for st in statistics[:group_size] for k in (st.joint, *st.parts)
-                 if not isinstance(k, str)]
-        # the total statistic needs the sum of every feature's 1-D PD
-        evaluate_sets(singles + (first if len(statistics) <= group_size else []))
-        pds["sum"] = np.sum([pds[key] for key in singles], axis=0)
-        results.update(compute(statistics))
-    if isinstance(pair_spec, int):
-        top = _top_features(chosen, results["overall"], pair_spec, eps)
-        pair_spec = list(itertools.combinations(top, 2))
-    if isinstance(triple_spec, int):
-        top = _top_features(chosen, results["overall"], triple_spec, eps)
-        triple_spec = list(itertools.combinations(top, 3))
-    later = [] if overall and known_sets else pair_and_triple_statistics(pair_spec, triple_spec)
-    if later:
-        results.update(compute(later))
-
-    sets = {"overall": tuple((f.name,) for f in chosen), "total": (("all features",),),
-            "pd_importance": tuple((f.name,) for f in chosen),
-            "pairwise": tuple(tuple(f.name for f in fs) for fs in pair_spec),
-            "three_way": tuple(tuple(f.name for f in fs) for fs in triple_spec)}
-    raw = {kind: RawStatistic(sets[kind], num, den) for kind, (num, den) in results.items()}
-    info = HStatisticDetails(rows=rows, bootstrap_counts=counts, eps=eps,
-                             n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
-
-    def extend(kind: str, listed) -> tuple:
-        """The names of the pairs or triples ``listed``, after evaluating into ``raw`` those
-        not computed yet, on the same rows, weights and model (the 1-D PDs are kept)."""
-        size = 2 if kind == "pairwise" else 3
-        feats = resolve_feature_sets(
-            dataset, listed, size,
-            f"{'pairs' if size == 2 else 'triples'} must be a non-empty list of feature "
-            f"{'pairs' if size == 2 else 'triples'}; got {listed!r}.",
-            f"a {'pair' if size == 2 else 'triple'} must hold {size} different features")
-        names = tuple(tuple(f.name for f in fs) for fs in feats)
-        known = raw.get(kind)
-        done = set() if known is None else {frozenset(fs) for fs in known.feature_sets}
-        missing = [fs for fs, name in zip(feats, names) if frozenset(name) not in done]
-        if missing:
-            statistics = pair_and_triple_statistics(
-                *((missing, []) if size == 2 else ([], missing)))
-            num, den = compute(statistics)[kind]
-            new = tuple(tuple(f.name for f in fs) for fs in missing)
-            raw[kind] = RawStatistic(new, num, den) if known is None else RawStatistic(
-                known.feature_sets + new, np.concatenate([known.numerator, num]),
-                np.concatenate([known.denominator, den]))
-        return names
-
-    return HStatistic._read_out(raw, floor, output_names, n_s, info, normalized, squared, eps,
-                                extend)
+def _names(spec):
+    return spec if isinstance(spec, int) else [tuple(f.name for f in fs) for fs in spec]
 
 
 def _top_features(chosen, overall, m: int, eps: float) -> list:
@@ -428,47 +304,4 @@ def _top_features(chosen, overall, m: int, eps: float) -> list:
     for num, den in zip(numerators.T, denominators.T):
         order = np.argsort(-num, kind="stable")
         selected.update(int(j) for j in order[:m] if num[j] > eps * den[j])
-    return [f for j, f in enumerate(chosen) if j in selected]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Stat:
-    """One H-statistic to compute: joint PD, parts and their signs (keys into the PD store)."""
-
-    kind: str
-    joint: Any
-    parts: tuple
-    signs: tuple
-
-
-def _centre(pd: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """PDs at the rows ``pd`` (o, r, n) less their weighted mean under each weighting
-    ``weights`` (r, n), in float64 (a new array)."""
-    pd = np.asarray(pd, np.float64)
-    return pd - (np.einsum("orn,rn->or", pd, weights) / weights.sum(axis=1))[..., None]
-
-
-def _compute_group(statistics: list[_Stat], pds: dict, weights: np.ndarray) -> dict[str, tuple]:
-    """Numerator and denominator (s, o, r) of each statistic, weighted means over the rows
-    ``sum_i w_i (F_joint - sum_t sign_t F_t)^2`` and ``sum_i w_i F_joint^2`` (divided by
-    ``sum_i w_i``) of the centred float64 PDs ``pds``, grouped by kind.
-
-    Examples
-    --------
-    >>> x1, x2 = np.array([-1.0, -1.0, 1.0, 1.0]), np.array([-1.0, 1.0, -1.0, 1.0])
-    >>> pds = {k: v[None, None] for k, v in (("j", x1), ("k", x2), ("jk", x1 + x2 + x1 * x2))}
-    >>> pair = _Stat("pairwise", "jk", ("j", "k"), (1.0, 1.0))
-    >>> num, den = _compute_group([pair], pds, np.ones((1, 4)))["pairwise"]
-    >>> float(num[0, 0, 0]), float(den[0, 0, 0])
-    (1.0, 3.0)
-    """
-    residual = np.stack([pds[st.joint] for st in statistics])  # (s, o, r, n), a copy
-    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
-    for row, st in zip(residual, statistics):
-        for part, sign in zip(st.parts, st.signs):
-            row -= sign * pds[part]
-    num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
-    total = weights.sum(axis=1)
-    num, den = num / total, den / total
-    kinds = np.array([st.kind for st in statistics])
-    return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}
+    return [name for j, name in enumerate(chosen) if j in selected]

@@ -16,7 +16,7 @@ from jaximp.kernels import _pd_stats as K
 from ..data import check_bool, summaries
 from ..results import FeatureImportance, FeatureInteraction, HDetails, plot_h
 
-__all__ = ["HStatistic", "RawStatistic", "check_eps", "read_statistic"]
+__all__ = ["HStatistic", "RawStatistic", "check_eps", "read_statistic", "select_sets"]
 
 
 _STATISTICS = ("pairwise", "overall", "three_way", "total", "all")
@@ -29,6 +29,13 @@ class HStatistic:
     Every array keeps an output axis ``o``. Values are ``H^2`` (``squared=True``) or ``H``, and
     normalized (a share of the joint effect's variance) or not (the numerator alone, on the
     prediction's squared scale, so pairs can be compared in absolute terms).
+
+    A result is a value: nothing changes it after it is built. Pairs or triples not computed
+    yet, asked for through :meth:`h2_pairwise` or :meth:`h2_threeway`, are evaluated with the
+    model the result keeps and returned, and held in a private cache so that asking again
+    costs nothing; ``pairwise``, ``repr``, :meth:`to_frame`, :meth:`with_options` and the
+    pickle stay as built. A pickle leaves the model out: the copy reads everything it was
+    built with, and refuses sets it would have to evaluate.
 
     Attributes
     ----------
@@ -70,12 +77,14 @@ class HStatistic:
     info: Any = None
     _raw: dict = dataclasses.field(default_factory=dict, repr=False)
     _floor: np.ndarray | None = dataclasses.field(default=None, repr=False)
-    _extend: Any = dataclasses.field(default=None, repr=False)
+    _extension: Any = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def _read_out(cls, raw, floor, output_names, n_rows, info, normalized, squared, eps,
-                  extend=None):
-        """The result whose parts are read from the numerators and denominators ``raw``."""
+                  extension=None):
+        """The result whose parts are read from the numerators and denominators ``raw``
+        (kind -> RawStatistic, never changed afterwards); ``extension`` (an
+        ``HExtension`` or None) evaluates sets asked for later."""
         def part(kind):
             return None if kind not in raw else read_statistic(
                 kind, raw[kind], floor, output_names, normalized, squared, eps)
@@ -93,16 +102,17 @@ class HStatistic:
             total_replicates=None if total is None or total.importances is None
             else total.importances[0],
             output_names=output_names, normalized=normalized, squared=squared, n_rows=n_rows,
-            info=info, _raw=raw, _floor=floor, _extend=extend,
+            info=info, _raw=raw, _floor=floor, _extension=extension,
         )
 
     def __getstate__(self) -> dict:
-        """Pickled without the model: every read-out works on the copy, and sets computed
-        before pickling are read, but evaluating new pairs or triples needs the original."""
-        return {**self.__dict__, "_extend": None}
+        """Pickled as built, without the model: every read-out works on the copy, and the
+        sets it was built with are read, but pairs or triples asked for later (evaluated
+        before pickling or not) need the original."""
+        return {**self.__dict__, "_extension": None}
 
     def with_options(self, *, normalized: bool | None = None, squared: bool | None = None,
-                     eps: float | None = None) -> "HStatistic":
+                     eps: float | None = None) -> HStatistic:
         """The same statistics under other options, read from the stored numerators and
         denominators: no model evaluation (hstats' ``normalize``, ``squared``, ``eps``).
 
@@ -125,7 +135,7 @@ class HStatistic:
         """
         normalized, squared, eps = self._options(normalized, squared, eps)
         return HStatistic._read_out(self._raw, self._floor, self.output_names, self.n_rows,
-                                    self.info, normalized, squared, eps, self._extend)
+                                    self.info, normalized, squared, eps, self._extension)
 
     def h2(self, **options) -> np.ndarray:
         """Total interaction strength ``H^2`` per output, shape (o,) (hstats' ``h2``);
@@ -169,7 +179,14 @@ class HStatistic:
 
         ``pairs`` (a list of feature pairs) gives exactly those pairs, in that order: pairs
         computed before are read, the others are evaluated now (on the same rows and
-        weights, reusing the 1-D PDs) and kept for later calls.
+        weights, reusing the 1-D PDs), with the same values as :func:`h_statistic` called
+        with these pairs and the same ``random_state`` and ``n_max``.
+
+        The result itself does not change: its ``pairwise``, ``repr``, ``to_frame``,
+        :meth:`with_options` and pickle stay as built, and no value returned before changes.
+        Pairs evaluated here are kept in a private cache, so asking for them again costs no
+        model evaluation. A result read back from a pickle holds no model: it reads the pairs
+        it was built with and refuses others with a ``ValueError``.
 
         Examples
         --------
@@ -191,21 +208,19 @@ class HStatistic:
         if listed is None:
             self._part(kind)
             return getattr(self.with_options(**options), kind)
-        if self._extend is not None:
-            names = self._extend(kind, listed)
-        else:  # read back from a pickle: no model, only the sets computed before
+        built = self._raw.get(kind)
+        if self._extension is not None:
+            chosen = self._extension.raw(kind, self._extension.names(kind, listed), built)
+        else:  # read back from a pickle: no model, only the sets it was built with
             names = tuple(tuple(fs) for fs in listed)
-        known = self._raw.get(kind)
-        position = {} if known is None else {
-            frozenset(fs): i for i, fs in enumerate(known.feature_sets)}
-        absent = [fs for fs in names if frozenset(fs) not in position]
-        if absent:
-            raise ValueError(
-                f"this result holds no model to evaluate the {kind} statistics of {absent} "
-                "(it was read back from a pickle); ask for sets it computed, or pass these "
-                "to h_statistic.")
-        index = [position[frozenset(fs)] for fs in names]
-        chosen = RawStatistic(names, known.numerator[index], known.denominator[index])
+            done = set() if built is None else {frozenset(fs) for fs in built.feature_sets}
+            absent = [fs for fs in names if frozenset(fs) not in done]
+            if absent:
+                raise ValueError(
+                    f"this result holds no model to evaluate the {kind} statistics of "
+                    f"{absent} (it was read back from a pickle); ask for sets it computed, or "
+                    "pass these to h_statistic.")
+            chosen = select_sets([built], names)
         normalized, squared, eps = self._options(**options)
         return read_statistic(kind, chosen, self._floor, self.output_names, normalized, squared,
                           eps)
@@ -313,6 +328,24 @@ class RawStatistic:
     feature_sets: tuple
     numerator: np.ndarray
     denominator: np.ndarray
+
+
+def select_sets(sources, names) -> RawStatistic:
+    """The numerators and denominators of the sets ``names`` (their features in any order),
+    each from the first of ``sources`` (RawStatistic) that holds it.
+
+    Examples
+    --------
+    >>> raw = RawStatistic((("a", "b"),), np.ones((1, 1, 1)), np.full((1, 1, 1), 2.0))
+    >>> select_sets([raw], [("b", "a")]).feature_sets
+    (('b', 'a'),)
+    """
+    located = {}
+    for raw in reversed(sources):
+        located.update({frozenset(fs): (raw, i) for i, fs in enumerate(raw.feature_sets)})
+    picked = [located[frozenset(fs)] for fs in names]
+    return RawStatistic(tuple(names), np.stack([raw.numerator[i] for raw, i in picked]),
+                        np.stack([raw.denominator[i] for raw, i in picked]))
 
 
 def read_statistic(kind: str, raw: RawStatistic, floor, output_names, normalized, squared, eps):

@@ -1,0 +1,358 @@
+"""The plan side of Friedman's H-statistic: which rows, weightings and feature sets it needs
+(:class:`HPlan`), the store that evaluates their PDs through the engine and keeps them as long
+as a statistic needs them (:class:`PDStore`), the pure kernels that turn PDs into numerators
+and denominators (:func:`compute_group`), and the model-side state a result keeps to evaluate
+pairs or triples asked for later (:class:`HExtension`).
+:mod:`jaximp.methods._hstat` builds :func:`jaximp.h_statistic` on these.
+
+A feature set is named by a *key*: ``frozenset`` of feature names for the PD of those
+features, ``("not", name)`` for the PD of every feature but one, ``"F"`` for the centred
+prediction and ``"sum"`` for the sum of every feature's 1-D PD.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
+from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
+from ..models import Predictor
+from ._hstat_result import RawStatistic, select_sets
+
+__all__ = ["HExtension", "HPlan", "HStat", "PDStore", "centre", "compute_group", "make_plan",
+           "overall_statistics", "set_statistics"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and the plan.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HStat:
+    """One H-statistic to compute: the key of its joint PD, the keys of its parts and their
+    signs; the numerator is ``sum_i w_i (F_joint - sum_t sign_t F_t)^2``."""
+
+    kind: str
+    joint: Any
+    parts: tuple
+    signs: tuple
+
+
+def overall_statistics(names) -> tuple[HStat, ...]:
+    """The overall statistic of each feature of ``names``, the total, and hstats'
+    ``pd_importance`` (the same PDs without the feature's own main effect), in that order.
+
+    Examples
+    --------
+    >>> [st.kind for st in overall_statistics(["a", "b"])]
+    ['overall', 'overall', 'total', 'pd_importance', 'pd_importance']
+    """
+    overall = [HStat("overall", "F", (frozenset((name,)), ("not", name)), (1.0, 1.0))
+               for name in names]
+    total = [HStat("total", "F", ("sum",), (1.0,))]
+    importance = [HStat("pd_importance", "F", (("not", name),), (1.0,)) for name in names]
+    return tuple(overall + total + importance)
+
+
+def set_statistics(pairs=(), triples=()) -> tuple[HStat, ...]:
+    """The pairwise statistic of each pair of feature names, then the three-way statistic of
+    each triple.
+
+    Examples
+    --------
+    >>> pair, = set_statistics([("a", "b")])
+    >>> pair.joint == frozenset("ab"), pair.parts == (frozenset("a"), frozenset("b"))
+    (True, True)
+    """
+    statistics = [HStat("pairwise", frozenset((a, b)), (frozenset((a,)), frozenset((b,))),
+                        (1.0, 1.0)) for a, b in pairs]
+    for a, b, d in triples:
+        statistics.append(HStat(
+            "three_way", frozenset((a, b, d)),
+            tuple(frozenset(p) for p in ((a, b), (a, d), (b, d), (a,), (b,), (d,))),
+            (1.0, 1.0, 1.0, -1.0, -1.0, -1.0)))
+    return tuple(statistics)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class HPlan:
+    """What one H-statistic computation evaluates: immutable, so that a result may keep it.
+
+    Attributes
+    ----------
+    rows : int array (n,)
+        Indices of the rows kept (after the ``n_max`` subsample).
+    weights : float64 array (1 + r, n)
+        The case weights of those rows, then each bootstrap replicate's weights.
+    counts : int array (r, n)
+        Each bootstrap replicate's row counts.
+    out_idx : tuple of int
+        The model outputs kept.
+    columns : dict
+        Feature name -> its columns of X (a group has several).
+    n_columns : int
+    group_size : int
+        Statistics (and feature sets) per engine call and kernel call: what the memory budget
+        holds.
+    statistics : tuple of HStat
+    masks : dict
+        Key -> column mask (c,) of every feature set ``statistics`` evaluates.
+    """
+
+    rows: np.ndarray
+    weights: np.ndarray
+    counts: np.ndarray
+    out_idx: tuple
+    columns: dict
+    n_columns: int
+    group_size: int
+    statistics: tuple = ()
+    masks: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def singles(self) -> list:
+        """The key of every feature's 1-D PD, in the order of X: the total's ``"sum"``."""
+        return [frozenset((name,)) for name in self.columns]
+
+    def with_statistics(self, statistics) -> HPlan:
+        """The same rows and weightings, computing ``statistics``."""
+        keys = [k for st in statistics for k in (st.joint, *st.parts) if not isinstance(k, str)]
+        if any("sum" in st.parts for st in statistics):
+            keys += self.singles
+        return dataclasses.replace(self, statistics=tuple(statistics),
+                                   masks={k: self._mask(k) for k in keys})
+
+    def _mask(self, key) -> np.ndarray:
+        complement = isinstance(key, tuple)
+        mask = np.zeros(self.n_columns, bool)
+        for name in (key[1:] if complement else key):
+            mask[list(self.columns[name])] = True
+        return ~mask if complement else mask
+
+
+def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_idx,
+              memory_budget) -> HPlan:
+    """The rows (an explicit-key subsample of at most ``n_max``, keeping case weights), the
+    bootstrap weightings and the group size of an H-statistic computation, no statistics yet."""
+    key_rows, key_boot = jax.random.split(key)
+    n = dataset.n_rows
+    if n_max is not None and n > n_max:
+        rows = np.sort(np.asarray(jax.random.choice(key_rows, n, (n_max,), replace=False)))
+    else:
+        rows = np.arange(n)
+    ws = row_weights(dataset)[rows]
+    if ws.sum() <= 0:
+        raise ValueError(
+            "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
+            "random_state."
+        )
+    if np.count_nonzero(ws) < 3:  # fewer rows leave every PD at the rows 0/0
+        raise ValueError(
+            f"h_statistic needs at least 3 rows of X with positive weight (after n_max); got "
+            f"{np.count_nonzero(ws)}. Pass more rows (or a larger n_max)."
+        )
+    weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
+    # Statistics run in groups whose PDs fit the memory budget: a bootstrap keeps (sets x n x
+    # replicates) values per group, not for all pairs at once. Per statistic: the engine's
+    # float64 means of its new sets (a triple brings up to four), the same centred and the
+    # residual: 24 float64 PDs budgeted (a group of one statistic peaked at 20, measured).
+    set_bytes = 8.0 * len(out_idx) * weights.shape[0] * rows.size
+    group_size = max(1, int(resolve_budget(memory_budget) // (24 * set_bytes)))
+    return HPlan(rows=rows, weights=weights, counts=counts, out_idx=tuple(out_idx),
+                 columns={f.name: tuple(f.columns) for f in dataset.features},
+                 n_columns=dataset.X.shape[1], group_size=group_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure kernels.
+# ---------------------------------------------------------------------------------------------
+
+
+def centre(pd: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """PDs at the rows ``pd`` (o, r, n) less their weighted mean under each weighting
+    ``weights`` (r, n), in float64 (a new array).
+
+    Examples
+    --------
+    >>> centre(np.array([[[1.0, 3.0]]]), np.ones((1, 2)))
+    array([[[-1.,  1.]]])
+    """
+    pd = np.asarray(pd, np.float64)
+    return pd - (np.einsum("orn,rn->or", pd, weights) / weights.sum(axis=1))[..., None]
+
+
+def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple]:
+    """Numerator and denominator (s, o, r) of each statistic, weighted means over the rows
+    ``sum_i w_i (F_joint - sum_t sign_t F_t)^2`` and ``sum_i w_i F_joint^2`` (divided by
+    ``sum_i w_i``) of the centred float64 PDs ``pds``, grouped by kind.
+
+    Examples
+    --------
+    >>> x1, x2 = np.array([-1.0, -1.0, 1.0, 1.0]), np.array([-1.0, 1.0, -1.0, 1.0])
+    >>> pds = {k: v[None, None] for k, v in (("j", x1), ("k", x2), ("jk", x1 + x2 + x1 * x2))}
+    >>> pair = HStat("pairwise", "jk", ("j", "k"), (1.0, 1.0))
+    >>> num, den = compute_group([pair], pds, np.ones((1, 4)))["pairwise"]
+    >>> float(num[0, 0, 0]), float(den[0, 0, 0])
+    (1.0, 3.0)
+    """
+    residual = np.stack([pds[st.joint] for st in statistics])  # (s, o, r, n), a copy
+    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
+    for row, st in zip(residual, statistics):
+        for part, sign in zip(st.parts, st.signs):
+            row -= sign * pds[part]
+    num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
+    total = weights.sum(axis=1)
+    num, den = num / total, den / total
+    kinds = np.array([st.kind for st in statistics])
+    return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}
+
+
+def _concatenated(parts: dict) -> dict[str, tuple]:
+    """Per kind, the (numerator, denominator) chunks of every group joined along sets."""
+    return {kind: tuple(np.concatenate(x) for x in zip(*chunks))  # num, den (s, o, r)
+            for kind, chunks in parts.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The PD store.
+# ---------------------------------------------------------------------------------------------
+
+
+class PDStore:
+    """Centred float64 PDs at the rows (o, r, n), by key, of one model on one plan's rows.
+
+    Built with the centred prediction ``"F"`` and the rounding floor of the read-out; a plan's
+    statistics are computed by :meth:`run`, which evaluates the sets they need in budget-sized
+    groups and frees, after each group, the PDs no later statistic of the plan needs. 1-D PDs
+    stay (every later pair and triple reuses them), so a result can evaluate more sets later.
+    """
+
+    def __init__(self, plan: HPlan, predictor: Predictor, data: Dataset, *,
+                 memory_budget=None, progress=None):
+        self._predictor, self._data = predictor, data
+        self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
+        weights = plan.weights
+        ws = weights[0]
+        pred = predict_rows(predictor, data, **self._engine_kw)[:, list(plan.out_idx)]
+        pred = pred.astype(np.float64)  # (n, o)
+        o, r, n = pred.shape[1], weights.shape[0], plan.rows.size
+        self._pds: dict[Any, np.ndarray] = {
+            "F": centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)}
+        # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
+        # the model's rounding: its statistic is 0, not a ratio of two rounding errors.
+        centred = pred - (ws @ pred) / ws.sum()
+        resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
+        self.floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+
+    def run(self, plan: HPlan) -> dict[str, tuple]:
+        """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
+        statistics, size = plan.statistics, plan.group_size
+        if any("sum" in st.parts for st in statistics) and "sum" not in self._pds:
+            # the sets of a single group go to the engine in the call of the 1-D PDs
+            first = [k for st in statistics[:size] for k in (st.joint, *st.parts)
+                     if not isinstance(k, str)]
+            self.evaluate(plan, plan.singles + (first if len(statistics) <= size else []))
+            self._pds["sum"] = np.sum([self._pds[k] for k in plan.singles], axis=0)
+        needed_later = collections.Counter(k for st in statistics for k in (st.joint, *st.parts))
+        parts: dict[str, list] = collections.defaultdict(list)
+        for start in range(0, len(statistics), size):
+            group = statistics[start:start + size]
+            self.evaluate(plan, [k for st in group for k in (st.joint, *st.parts)
+                                 if not isinstance(k, str)])
+            for kind, values in compute_group(group, self._pds, plan.weights).items():
+                parts[kind].append(values)
+            for st in group:
+                for k in (st.joint, *st.parts):
+                    needed_later[k] -= 1
+                    if needed_later[k] == 0 and not isinstance(k, str) and len(k) > 1:
+                        self._pds.pop(k, None)
+            for k in [k for k in self._pds if isinstance(k, tuple)]:  # complements: overall
+                if needed_later[k] <= 0:
+                    self._pds.pop(k)
+        return _concatenated(parts)
+
+    def evaluate(self, plan: HPlan, keys) -> None:
+        """The PDs at the rows of the sets ``keys`` not evaluated yet, one engine call per
+        group of sets: row ``i`` of set S put into every background row, averaged under every
+        weighting (the case weights, then each bootstrap replicate)."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self._pds]
+        n, r = plan.rows.size, plan.weights.shape[0]
+        out_idx = list(plan.out_idx)
+        for start in range(0, len(todo), plan.group_size):
+            group = todo[start:start + plan.group_size]
+            m = len(group)
+            engine_plan = at_values(np.stack([plan.masks[k] for k in group]),
+                                    np.repeat(np.arange(m), n), self._data.X,
+                                    np.tile(np.arange(n), m))
+            out = evaluate(self._predictor, self._data, engine_plan, Mean(plan.weights),
+                           label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
+            for k, block in zip(group, out):
+                self._pds[k] = centre(np.transpose(block[..., out_idx], (2, 1, 0)),
+                                      plan.weights)
+            del out
+
+
+# ---------------------------------------------------------------------------------------------
+# Sets asked for after the result was built.
+# ---------------------------------------------------------------------------------------------
+
+
+class HExtension:
+    """What a result keeps to evaluate pairs or triples it was not built with: the data (to
+    resolve names), the plan and the PD store (same rows, weights, model and 1-D PDs).
+
+    Sets evaluated here are kept in a private cache, so that asking again costs no model
+    evaluation; nothing of the result that holds this changes. Not pickled: a result read back
+    from a pickle has none (see :meth:`jaximp.HStatistic.h2_pairwise`).
+    """
+
+    # no instance dict: this is the result's model-side state, not part of its value
+    __slots__ = ("_computed", "_dataset", "_plan", "_store")
+
+    def __init__(self, dataset: Dataset, plan: HPlan, store: PDStore):
+        self._dataset, self._plan, self._store = dataset, plan, store
+        self._computed: dict[str, RawStatistic] = {}
+
+    def __reduce__(self):
+        raise TypeError("an H-statistic's model-side state (HExtension) holds the model and "
+                        "does not pickle; pickle the HStatistic, which leaves it out.")
+
+    def names(self, kind: str, listed) -> tuple:
+        """The names of the pairs (``kind="pairwise"``) or triples ``listed``, validated."""
+        size = 2 if kind == "pairwise" else 3
+        what = "pairs" if size == 2 else "triples"
+        feats = resolve_feature_sets(
+            self._dataset, listed, size,
+            f"{what} must be a non-empty list of feature {what}; got {listed!r}.",
+            f"a {what[:-1]} must hold {size} different features")
+        return tuple(tuple(f.name for f in fs) for fs in feats)
+
+    def raw(self, kind: str, names, built: RawStatistic | None) -> RawStatistic:
+        """Numerators and denominators of the sets ``names`` in that order: read from
+        ``built`` (the result's own) or the cache, the others evaluated now and cached."""
+        known = [raw for raw in (built, self._computed.get(kind)) if raw is not None]
+        done = {frozenset(fs) for raw in known for fs in raw.feature_sets}
+        missing = []
+        for fs in names:  # each set once, in the order asked, whatever its features' order
+            if frozenset(fs) not in done:
+                done.add(frozenset(fs))
+                missing.append(fs)
+        if missing:
+            plan = self._plan.with_statistics(
+                set_statistics(*((missing, ()) if kind == "pairwise" else ((), missing))))
+            num, den = self._store.run(plan)[kind]
+            cached = self._computed.get(kind)
+            new = RawStatistic(tuple(missing), num, den)
+            self._computed[kind] = new if cached is None else RawStatistic(
+                cached.feature_sets + new.feature_sets,
+                np.concatenate([cached.numerator, num]),
+                np.concatenate([cached.denominator, den]))
+            known = [raw for raw in (built, self._computed[kind]) if raw is not None]
+        return select_sets(known, names)
+
