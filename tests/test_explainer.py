@@ -194,9 +194,10 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"percentiles": (0.1, 0.9)}, {"centered": True}, {"grid_resolution": 4}):
         _same(explainer.partial_dependence("a", **options),
               jaximp.partial_dependence(model, FRAME, "a", **DATA, **options))
-    for seed in (3, 4, 3):
-        _same(explainer.h_statistic(n_max=30, random_state=seed),
-              jaximp.h_statistic(model, FRAME, n_max=30, random_state=seed, **DATA))
+    for options in ({"random_state": 3}, {"random_state": 4}, {"n_bootstrap": 3},
+                    {"pairs": [("a", "c")]}, {"features": ["b", "c"]}, {"random_state": 3}):
+        _same(explainer.h_statistic(n_max=30, **options),
+              jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
 
 
 def test_the_explainers_random_state_is_the_default_of_every_call():

@@ -758,6 +758,12 @@ def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=Non
         The name of the progress line.
     """
     c = data.X.shape[1] if isinstance(data, Dataset) else np.shape(data)[1]
-    plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
-    return evaluate(predictor, data, plan, Keep(), memory_budget=memory_budget,
+
+    def make():
+        return at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0]), Keep()
+
+    # an Explainer's data keeps the plan, so a repeated call reuses its launch
+    plan, keep = (data.memo("predict plan", make) if isinstance(data, Dataset) and data.pinned
+                  else make())
+    return evaluate(predictor, data, plan, keep, memory_budget=memory_budget,
                     progress=progress, devices=devices, label=label)[0]

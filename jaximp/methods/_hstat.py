@@ -42,7 +42,7 @@ from ._hstat_plan import (
     set_statistics,
 )
 from ._hstat_result import HStatistic, RawStatistic, check_eps
-from ._setup import prepare
+from ._setup import cached_stage, digest, prepare
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -232,7 +232,7 @@ def h_statistic(
     output_names = tuple(predictor.output_names[i] for i in out_idx)
 
     plan = make_plan(dataset, key, n_max, n_bootstrap, out_idx, memory_budget)
-    store = PDStore(plan, predictor, dataset.take(plan.rows), memory_budget=memory_budget,
+    store = PDStore(plan, predictor, _rows_of(dataset, plan.rows), memory_budget=memory_budget,
                     progress=progress)
     results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,
                                            eps)
@@ -244,6 +244,19 @@ def h_statistic(
                              n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
     return HStatistic._read_out(raw, store.floor, output_names, plan.rows.size, info,
                                 normalized, squared, eps, HExtension(dataset, plan, store))
+
+
+def _rows_of(dataset, rows):
+    """The data restricted to ``rows``: an Explainer's data keeps its subsets (as pinned),
+    so that repeated calls reuse their device copies and launches."""
+    if rows.size == dataset.n_rows:  # every row, in order
+        return dataset
+
+    def subset():
+        taken = dataset.take(rows)
+        return taken.pin() if dataset.pinned else taken
+
+    return cached_stage(dataset, ("H-statistic rows", digest(rows)), subset)
 
 
 def _run(store: PDStore, plan, chosen, pair_spec, triple_spec, overall: bool, eps: float):

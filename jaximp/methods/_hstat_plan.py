@@ -23,6 +23,7 @@ from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
 from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
+from ._setup import cached_stage, digest
 
 __all__ = ["HExtension", "HPlan", "HStat", "PDStore", "centre", "compute_group", "make_plan",
            "overall_statistics", "set_statistics"]
@@ -101,8 +102,6 @@ class HPlan:
         Statistics (and feature sets) per engine call and kernel call: what the memory budget
         holds.
     statistics : tuple of HStat
-    masks : dict
-        Key -> column mask (c,) of every feature set ``statistics`` evaluates.
     """
 
     rows: np.ndarray
@@ -113,7 +112,6 @@ class HPlan:
     n_columns: int
     group_size: int
     statistics: tuple = ()
-    masks: dict = dataclasses.field(default_factory=dict)
 
     @property
     def singles(self) -> list:
@@ -122,13 +120,10 @@ class HPlan:
 
     def with_statistics(self, statistics) -> HPlan:
         """The same rows and weightings, computing ``statistics``."""
-        keys = [k for st in statistics for k in (st.joint, *st.parts) if not isinstance(k, str)]
-        if any("sum" in st.parts for st in statistics):
-            keys += self.singles
-        return dataclasses.replace(self, statistics=tuple(statistics),
-                                   masks={k: self._mask(k) for k in keys})
+        return dataclasses.replace(self, statistics=tuple(statistics))
 
-    def _mask(self, key) -> np.ndarray:
+    def mask(self, key) -> np.ndarray:
+        """The column mask (c,) of the feature set ``key`` (a complement: a tuple)."""
         complement = isinstance(key, tuple)
         mask = np.zeros(self.n_columns, bool)
         for name in (key[1:] if complement else key):
@@ -287,10 +282,14 @@ class PDStore:
         for start in range(0, len(todo), plan.group_size):
             group = todo[start:start + plan.group_size]
             m = len(group)
-            engine_plan = at_values(np.stack([plan.masks[k] for k in group]),
-                                    np.repeat(np.arange(m), n), self._data.X,
-                                    np.tile(np.arange(n), m))
-            out = evaluate(self._predictor, self._data, engine_plan, Mean(plan.weights),
+            engine_plan, reducer = cached_stage(
+                self._data, ("H-statistic sets", tuple(group), digest(plan.weights)),
+                lambda group=group, m=m: (
+                    at_values(np.stack([plan.mask(k) for k in group]),
+                              np.repeat(np.arange(m), n), self._data.X,
+                              np.tile(np.arange(n), m)),
+                    Mean(plan.weights)))
+            out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
             for k, block in zip(group, out):
                 self._pds[k] = centre(np.transpose(block[..., out_idx], (2, 1, 0)),
