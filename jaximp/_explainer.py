@@ -48,9 +48,13 @@ __all__ = ["Explainer"]
 _DATA_OPTIONS = ("feature_names", "categorical", "groups", "sample_weight", "variables")
 
 
-@functools.lru_cache(maxsize=None)
-def _parameters(function) -> frozenset:
-    return frozenset(inspect.signature(function).parameters)
+@functools.cache
+def _parameters(function) -> frozenset | None:
+    """The keyword options of ``function`` (None when it takes any keyword)."""
+    parameters = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
 
 
 class Explainer:
@@ -133,20 +137,27 @@ class Explainer:
 
     # -- the one way every bound method reaches its function --------------------------------
 
-    def _call(self, function, *args, rows=None, **options):
-        """``function(model, rows, *args, **options)`` with the Explainer's model, data (or
-        ``rows``) and defaults."""
+    def _call(self, function, *args, explained=None, **options):
+        """``function(model, explained, *args, **options)`` with the Explainer's model, data
+        (or the rows ``explained``) and defaults."""
         fixed = sorted(set(options) & set(_DATA_OPTIONS))
         if fixed:
             raise TypeError(
                 f"{function.__name__}: {fixed} are fixed when the Explainer is made "
                 f"(Explainer(model, X, {fixed[0]}=...)); a method call cannot change them.")
         accepted = _parameters(function)
+        if accepted is not None:
+            own = list(inspect.signature(function).parameters)[2:]  # after model and X
+            unknown = sorted(set(options) - accepted)
+            if unknown:
+                raise TypeError(
+                    f"Explainer.{function.__name__} has no option {unknown[0]!r}; its options "
+                    f"are {[name for name in own if name not in _DATA_OPTIONS]}.")
         for name in ("memory_budget", "random_state"):
-            if name in accepted and name not in options:
+            if (accepted is None or name in accepted) and name not in options:
                 options[name] = getattr(self, name)
-        return function(self.predictor, self.dataset if rows is None else rows, *args,
-                        **options)
+        return function(self.predictor, self.dataset if explained is None else explained,
+                        *args, **options)
 
     def _targets(self, method: str):
         if self.y is None:
@@ -253,46 +264,46 @@ class Explainer:
         Explainer's background (default: this data)."""
         options.setdefault("background", self.dataset if self.background is None
                            else self.background)
-        return self._call(shapley_values, rows=self._rows(rows), **options)
+        return self._call(shapley_values, explained=self._rows(rows), **options)
 
     def shapley_interactions(self, rows=None, **options):
         """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
         options.setdefault("background", self.dataset if self.background is None
                            else self.background)
-        return self._call(shapley_interactions, rows=self._rows(rows), **options)
+        return self._call(shapley_interactions, explained=self._rows(rows), **options)
 
     # -- gradient attributions (differentiable JAX models) ----------------------------------
 
     def integrated_gradients(self, rows=None, **options):
         """:func:`jaximp.integrated_gradients` of ``rows`` (default: this data)."""
-        return self._call(integrated_gradients, rows=self._rows(rows), **options)
+        return self._call(integrated_gradients, explained=self._rows(rows), **options)
 
     def expected_gradients(self, rows=None, **options):
         """:func:`jaximp.expected_gradients` of ``rows`` (default: this data), baselines drawn
         from the Explainer's background (default: this data)."""
         background = self.dataset.X if self.background is None else self.background
         return self._call(expected_gradients, options.pop("background", background),
-                          rows=self._rows(rows), **options)
+                          explained=self._rows(rows), **options)
 
     def smoothgrad(self, rows=None, **options):
         """:func:`jaximp.smoothgrad` of ``rows`` (default: this data)."""
-        return self._call(smoothgrad, rows=self._rows(rows), **options)
+        return self._call(smoothgrad, explained=self._rows(rows), **options)
 
     def saliency(self, rows=None, **options):
         """:func:`jaximp.saliency` of ``rows`` (default: this data)."""
-        return self._call(saliency, rows=self._rows(rows), **options)
+        return self._call(saliency, explained=self._rows(rows), **options)
 
     def input_x_gradient(self, rows=None, **options):
         """:func:`jaximp.input_x_gradient` of ``rows`` (default: this data)."""
-        return self._call(input_x_gradient, rows=self._rows(rows), **options)
+        return self._call(input_x_gradient, explained=self._rows(rows), **options)
 
     def permutation_attributions(self, rows=None, **options):
         """:func:`jaximp.permutation_attributions` of ``rows`` (default: this data)."""
-        return self._call(permutation_attributions, rows=self._rows(rows), **options)
+        return self._call(permutation_attributions, explained=self._rows(rows), **options)
 
     def ablation_attributions(self, rows=None, **options):
         """:func:`jaximp.ablation_attributions` of ``rows`` (default: this data)."""
-        return self._call(ablation_attributions, rows=self._rows(rows), **options)
+        return self._call(ablation_attributions, explained=self._rows(rows), **options)
 
     def dgsm(self, **options):
         """:func:`jaximp.dgsm` of this model and data."""

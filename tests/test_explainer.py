@@ -221,7 +221,12 @@ def test_a_numpy_array_and_its_dataframe_give_one_result():
     (lambda ex: ex.partial_dependence("a", feature_names=list("abcd")), TypeError,
      r"\['feature_names'\] are fixed"),
     (lambda ex: ex.partial_dependence("a", n_repeats=3), TypeError,
-     r"unexpected keyword argument 'n_repeats'"),
+     r"Explainer.partial_dependence has no option 'n_repeats'; its options are \['features', "
+     r"'kind', 'grid', 'grid_resolution'"),
+    (lambda ex: ex.ale("a", grid_resolution=5), TypeError,
+     r"Explainer.ale has no option 'grid_resolution'; its options are \['features', 'bins'"),
+    (lambda ex: ex.partial_dependence("a", rows=FRAME[:5]), TypeError,
+     r"Explainer.partial_dependence has no option 'rows'"),
     (lambda ex: ex.shapley_values(FRAME[["a", "b"]]), ValueError,
      r"rows must have the columns of the Explainer's data \['a', 'b', 'c', 'd'\]"),
     (lambda ex: ex.shapley_values(np.zeros((2, 5))), ValueError,
@@ -233,6 +238,23 @@ def test_a_numpy_array_and_its_dataframe_give_one_result():
 def test_misuse_is_refused_with_a_message(explainer, call, error, message):
     with pytest.raises(error, match=message):
         call(explainer)
+
+
+def test_a_model_whose_outputs_change_is_refused_by_name():
+    """A model wrapped with one output that later returns two (its code changed under the
+    Explainer) is refused when a new computation is traced, with the fix."""
+    outputs = {"k": 1}
+
+    def changing(A):
+        return jnp.repeat(A[:, :1], outputs["k"], axis=1)
+
+    X = RNG.normal(size=(40, 3)).astype(np.float32)
+    ex = jaximp.Explainer(changing, X, X[:, 0])
+    outputs["k"] = 2
+    with pytest.raises(ValueError, match=r"returned shape \(\d+, 2\) for a batch of \d+ rows, "
+                                         r"but 1 output\(s\) per row when it was wrapped .*"
+                                         r"\(a new Explainer\)"):
+        ex.permutation_importance()
 
 
 def test_construction_is_checked():

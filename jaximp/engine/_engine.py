@@ -451,7 +451,14 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         # (ib, o, rows): rows last, so the reducer's loops vectorize along them. Padding rows
         # repeat a real row's modification, so their predictions are finite; reducers weight
         # them 0.
-        pred = apply(params, flat).reshape(n_dev, ib, rbl, o).astype(dtype)
+        pred = apply(params, flat)
+        if pred.size != flat.shape[0] * o:  # found while tracing, before any evaluation
+            raise ValueError(
+                f"the model {predictor.name} returned shape {tuple(pred.shape)} for a batch "
+                f"of {flat.shape[0]} rows, but {o} output(s) per row when it was wrapped "
+                "(as_predictor, or when the Explainer was made): a model's outputs must not "
+                "change between calls. Wrap the changed model again (a new Explainer).")
+        pred = pred.reshape(n_dev, ib, rbl, o).astype(dtype)
         pred = jnp.transpose(pred, (1, 3, 0, 2)).reshape(ib, o, n_dev * rbl)
         valid_flat = valid.reshape(-1)
         rows = {name: jax.lax.dynamic_slice_in_dim(a, row0, rbl, axis=1).reshape(
