@@ -130,7 +130,7 @@ class Explanation(Mapping):
 
     def __repr__(self) -> str:
         lead = self.importance_methods[:1]
-        best = f"; top by {lead[0]}: {', '.join(self._scores(lead[0], 0).nlargest(3).index)}" \
+        best = f"; top by {lead[0]}: {', '.join(self._scores(lead[0], None).nlargest(3).index)}" \
             if lead else ""
         return (f"Explanation({len(self)} methods on {self.n_rows} rows x "
                 f"{len(self.feature_names)} features: {', '.join(self)}{best})")
@@ -147,13 +147,13 @@ class Explanation(Mapping):
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)
 
-    def importances(self, output: int | str = 0) -> pd.DataFrame:
+    def importances(self, output: int | str | None = None) -> pd.DataFrame:
         """Feature x method table of importances for one output (Olden's signed values as
         magnitudes), features in input order."""
         frame = pd.concat([self._scores(m, output) for m in self.importance_methods], axis=1)
         return frame.reindex(index=[f for f in self.feature_names if f in frame.index])
 
-    def agreement(self, output: int | str = 0) -> pd.DataFrame:
+    def agreement(self, output: int | str | None = None) -> pd.DataFrame:
         """Kendall's tau-b between the importance rankings of every pair of methods.
 
         Each pair is compared on the features both scored; 1 means the same order, -1 the
@@ -203,7 +203,7 @@ class Explanation(Mapping):
             return pd.DataFrame(columns=_FRAME_COLUMNS)
         return pd.concat(frames, ignore_index=True).reindex(columns=_FRAME_COLUMNS)
 
-    def plot(self, methods=None, output: int | str = 0, top: int | None = None):
+    def plot(self, methods=None, output: int | str | None = None, top: int | None = None):
         """The importance methods side by side, one panel each, features in one shared order
         (the first method's ranking; :func:`jaximp.plot_importances`); returns the Figure."""
         names = self.importance_methods if methods is None else list(methods)

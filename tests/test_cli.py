@@ -164,9 +164,9 @@ def test_html_report_is_self_contained_with_every_section(cli_report):
     markdown = (cli_report / "report.md").read_text()
     for section in EXPECTED_SECTIONS:
         assert f"## {section}\n" in markdown
-    # the normalized pairwise H is explained and shown with its numerator
-    assert "can rank high; the unnormalized values below" in markdown
-    assert "Unnormalized pairwise H^2" in markdown
+    # the normalized pairwise H is explained and shown beside the unnormalized H
+    assert "can rank high although the interaction barely moves" in markdown
+    assert "| H^2 (normalized) | unnormalized H |" in markdown
     for name in (p.name for p in cli_report.glob("*.png")):
         assert f"]({name})" in markdown
     for name in ("results.csv", "results.json", "agreement.csv", "importances.csv",

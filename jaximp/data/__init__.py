@@ -2,10 +2,12 @@
 the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels`)."""
 
 from ._checks import (
+    PositiveClass,
     as_key,
     check_bool,
     check_choice,
     check_int,
+    default_output,
     output_index,
     select_outputs,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "Flag",
     "InputLayout",
     "Int",
+    "PositiveClass",
     "Real",
     "Replicates",
     "SHARED",
@@ -56,6 +59,7 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_n_bootstrap",
+    "default_output",
     "feature_grid",
     "input_groups",
     "input_map",
