@@ -91,6 +91,9 @@ class Explanation(Mapping):
     feature_names : tuple of str
         The features scored.
     output_names : tuple of str
+        The model's outputs explained; a binary classifier's second is its positive class,
+        which :meth:`importances`, :meth:`agreement`, :meth:`plot` and the report show by
+        default (``output=0``: class 0).
     n_rows : int
     settings : dict
         The options of the call (methods, seed, grid resolution, bootstrap, per-method options).
@@ -516,7 +519,8 @@ def explain(
     }
     return Explanation(
         {m: results[m] for m in listed}, partial_dependence=pds, feature_names=names,
-        output_names=next(iter(results.values())).output_names if results else (),
+        output_names=tuple(predictor.output_names[j]
+                           for j in select_outputs(predictor.output_names, output)),
         n_rows=dataset.n_rows, settings=settings, timings=timings,
         data_summary=_data_summary(dataset),
         model_summary=_model_summary(model, predictor, network),

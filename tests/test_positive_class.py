@@ -12,21 +12,20 @@ import dataclasses
 import json
 import pickle
 
+import jax.numpy as jnp
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.inspection import partial_dependence as sklearn_partial_dependence
+from sklearn.linear_model import LinearRegression, LogisticRegression
 
-matplotlib.use("Agg")
+import jaximp
+from jaximp.data import PositiveClass, default_output, output_index
+from jaximp.results import FeatureImportance
 
-import jax.numpy as jnp  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
-from sklearn.inspection import partial_dependence as sklearn_partial_dependence  # noqa: E402
-from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
-
-import jaximp  # noqa: E402
-from jaximp.data import PositiveClass, default_output, output_index  # noqa: E402
-from jaximp.results import FeatureImportance  # noqa: E402
+matplotlib.use("Agg")  # figures are read, never shown
 
 GRID = 8
 
@@ -197,8 +196,8 @@ def test_jax_model_with_two_outputs_keeps_the_first_unless_marked():
                                pd_reference(numpy_logits, X, 0, grid, 1), rtol=1e-5)
 
 
-def test_ale_and_partial_importance_plots_default_to_the_positive_class(cancer):
-    model, X, y = cancer
+def test_ale_plot_defaults_to_the_positive_class(cancer):
+    model, X, _ = cancer
     effect = jaximp.ale(model, X, 0, bins=5)
     ax = effect.plot()
     (line,) = [line for line in ax.lines if line.get_label() == "ALE"]
@@ -233,3 +232,19 @@ def test_trends_compare_the_positive_class_with_the_transversal_rates(cancer):
                             output=0)
     np.testing.assert_array_equal(np.sign(class_0.values[estimator, :, 0])[strong],
                                   -expected[strong])
+
+
+def test_tree_models_mark_the_positive_class_in_every_path(cancer):
+    """A forest classifier's JAX trees, TreeSHAP and the host path agree on the default."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    _, X, y = cancer
+    forest = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    assert jaximp.tree_predictor(forest).positive_output == 1
+    assert jaximp.as_predictor(forest, n_features=X.shape[1]).positive_output == 1
+    values = jaximp.tree_shap(forest, X[:20])
+    assert output_index(values.output_names, None) == 1
+    # the default summary plot's x label names the positive class; its values are class 1's
+    ax = values.plot()
+    assert ax.get_xlabel().startswith("Shapley value (1)")
+    np.testing.assert_allclose(values.values[..., 1], -values.values[..., 0], atol=1e-6)

@@ -75,7 +75,8 @@ class Predictor:
     handles_missing: bool = False
 
     def __post_init__(self) -> None:
-        names = tuple(str(name) for name in self.output_names)
+        names = tuple(name if isinstance(name, PositiveClass) else str(name)
+                      for name in self.output_names)
         if self.classes is not None and len(self.classes) == 2 == len(names):
             names = (names[0], PositiveClass(names[1]))
         object.__setattr__(self, "output_names", names)
