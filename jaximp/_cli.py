@@ -350,7 +350,9 @@ def _parser():
                     help="bootstrap replicates for intervals on PD methods and H (default: 0)")
     ex.add_argument("--output", nargs="+", metavar="OUTPUT",
                     help="model outputs to explain, by index or name (e.g. a class label); "
-                    "default: every output")
+                    "default: every output, with the figures showing the positive class of "
+                    "a binary classifier (the second output), else the first; --output 0 "
+                    "shows class 0")
     ex.add_argument("--loss", choices=LOSSES, metavar="LOSS",
                     help=f"loss of permutation importance and LOCO, one of {', '.join(LOSSES)} "
                     "(default: accuracy for a classifier, else mse)")

@@ -91,6 +91,9 @@ class Explanation(Mapping):
     feature_names : tuple of str
         The features scored.
     output_names : tuple of str
+        The model's outputs explained; a binary classifier's second is its positive class,
+        which :meth:`importances`, :meth:`agreement`, :meth:`plot` and the report show by
+        default (``output=0``: class 0).
     n_rows : int
     settings : dict
         The options of the call (methods, seed, grid resolution, bootstrap, per-method options).
@@ -130,7 +133,7 @@ class Explanation(Mapping):
 
     def __repr__(self) -> str:
         lead = self.importance_methods[:1]
-        best = f"; top by {lead[0]}: {', '.join(self._scores(lead[0], 0).nlargest(3).index)}" \
+        best = f"; top by {lead[0]}: {', '.join(self._scores(lead[0], None).nlargest(3).index)}" \
             if lead else ""
         return (f"Explanation({len(self)} methods on {self.n_rows} rows x "
                 f"{len(self.feature_names)} features: {', '.join(self)}{best})")
@@ -147,13 +150,13 @@ class Explanation(Mapping):
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)
 
-    def importances(self, output: int | str = 0) -> pd.DataFrame:
+    def importances(self, output: int | str | None = None) -> pd.DataFrame:
         """Feature x method table of importances for one output (Olden's signed values as
         magnitudes), features in input order."""
         frame = pd.concat([self._scores(m, output) for m in self.importance_methods], axis=1)
         return frame.reindex(index=[f for f in self.feature_names if f in frame.index])
 
-    def agreement(self, output: int | str = 0) -> pd.DataFrame:
+    def agreement(self, output: int | str | None = None) -> pd.DataFrame:
         """Kendall's tau-b between the importance rankings of every pair of methods.
 
         Each pair is compared on the features both scored; 1 means the same order, -1 the
@@ -203,7 +206,7 @@ class Explanation(Mapping):
             return pd.DataFrame(columns=_FRAME_COLUMNS)
         return pd.concat(frames, ignore_index=True).reindex(columns=_FRAME_COLUMNS)
 
-    def plot(self, methods=None, output: int | str = 0, top: int | None = None):
+    def plot(self, methods=None, output: int | str | None = None, top: int | None = None):
         """The importance methods side by side, one panel each, features in one shared order
         (the first method's ranking; :func:`jaximp.plot_importances`); returns the Figure."""
         names = self.importance_methods if methods is None else list(methods)
@@ -516,7 +519,8 @@ def explain(
     }
     return Explanation(
         {m: results[m] for m in listed}, partial_dependence=pds, feature_names=names,
-        output_names=next(iter(results.values())).output_names if results else (),
+        output_names=tuple(predictor.output_names[j]
+                           for j in select_outputs(predictor.output_names, output)),
         n_rows=dataset.n_rows, settings=settings, timings=timings,
         data_summary=_data_summary(dataset),
         model_summary=_model_summary(model, predictor, network),

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
+from .data import PositiveClass, output_index
 from .methods import HStatistic
 
 __all__ = ["ReportSection", "check_out", "write_report"]
@@ -366,13 +367,40 @@ def write_report(
     return out
 
 
+def _shown_output(output_names) -> str:
+    """The output the report's single-output figures and tables show, in words: the
+    positive class of a binary classifier, else the first output."""
+    if not output_names:
+        return "first output"
+    name = output_names[output_index(output_names, None)]
+    if isinstance(name, PositiveClass):
+        return f"output {name}, the positive class; pass output=0 for class 0"
+    return "first output"
+
+
+def _pairwise_h_table(result: HStatistic) -> pd.DataFrame:
+    """Normalized pairwise H^2 with the unnormalized H beside it: the square root of the
+    numerator, on the prediction's scale, read from the same evaluations."""
+    frame = result.to_frame("pairwise")
+    raw = result.with_options(normalized=False, squared=False).to_frame("pairwise")
+    raw = raw[["feature_1", "feature_2", "output", "interaction"]].rename(
+        columns={"interaction": "unnormalized H"})
+    normalized = ("H^2" if result.squared else "H") + " (normalized)"
+    frame = frame.rename(columns={"interaction": normalized})
+    merged = frame.merge(raw, on=["feature_1", "feature_2", "output"], how="left",
+                         sort=False)
+    columns = ["feature_1", "feature_2", "output", normalized, "unnormalized H"]
+    return merged[columns + [c for c in merged.columns if c not in columns]]
+
+
 def _method_sections(doc: _Document, explanation) -> None:
     importance = explanation.importance_methods
+    shown = _shown_output(explanation.output_names)
     if importance:
         doc.heading(2, "Importance by every method")
         doc.figure(_figure_of(explanation.plot()), "importance.png",
-                   "Importance of each feature by each method (first output)")
-        doc.table(explanation.importances(), "Importances (first output; Olden as magnitude)",
+                   f"Importance of each feature by each method ({shown})")
+        doc.table(explanation.importances(), f"Importances ({shown}; Olden as magnitude)",
                   max_rows=500, index=True)
         doc.heading(3, "Agreement between methods")
         doc.text("Kendall's tau-b between the importance rankings of each pair of methods: 1 "
@@ -381,22 +409,27 @@ def _method_sections(doc: _Document, explanation) -> None:
     if explanation.partial_dependence is not None:
         doc.heading(2, "Partial dependence")
         doc.figure(_figure_of(explanation.partial_dependence.plot()), "partial_dependence.png",
-                   "Partial dependence of the model on each feature")
+                   f"Partial dependence of the model on each feature ({shown})")
     for method, result in explanation.items():
         doc.heading(2, _TITLES.get(method, method))
         if isinstance(result, HStatistic):
-            for statistic in ("overall", "pairwise", "three_way", "total"):
-                if getattr(result, statistic) is not None:
-                    doc.table(result.to_frame(statistic), f"H^2, {statistic}")
-            if result.pairwise is not None and result.normalized:
-                raw = result.with_options(normalized=False)  # the same evaluations
+            pairs_shown = result.pairwise is not None and result.normalized
+            if pairs_shown:
                 doc.text("Normalized pairwise H^2 is the share of a pair's joint effect that is "
                          "interaction. For a pair of weak features (noise, say) it is a ratio "
-                         "of two small numbers and can rank high; the unnormalized values "
-                         "below say how much the interaction moves the predictions.")
-                doc.table(raw.to_frame("pairwise"),
-                          "Unnormalized pairwise H^2 (the numerator, on the prediction's "
-                          "squared scale; read from the same evaluations)")
+                         "of two small numbers and can rank high although the interaction "
+                         "barely moves the predictions; the unnormalized H beside it (the "
+                         "square root of the numerator, on the prediction's scale) says how "
+                         "much it does. Rank pairs by both.")
+            for statistic in ("overall", "pairwise", "three_way", "total"):
+                if getattr(result, statistic) is None:
+                    continue
+                if statistic == "pairwise" and pairs_shown:
+                    doc.table(_pairwise_h_table(result),
+                              "H^2, pairwise, with the unnormalized H (read from the same "
+                              "evaluations)")
+                else:
+                    doc.table(result.to_frame(statistic), f"H^2, {statistic}")
             doc.figure(_figure_of(result.plot()), f"{method}.png", _TITLES[method])
         else:
             doc.table(result.to_frame(), method)

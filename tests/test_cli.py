@@ -164,9 +164,9 @@ def test_html_report_is_self_contained_with_every_section(cli_report):
     markdown = (cli_report / "report.md").read_text()
     for section in EXPECTED_SECTIONS:
         assert f"## {section}\n" in markdown
-    # the normalized pairwise H is explained and shown with its numerator
-    assert "can rank high; the unnormalized values below" in markdown
-    assert "Unnormalized pairwise H^2" in markdown
+    # the normalized pairwise H is explained and shown beside the unnormalized H
+    assert "can rank high although the interaction barely moves" in markdown
+    assert "| H^2 (normalized) | unnormalized H |" in markdown
     for name in (p.name for p in cli_report.glob("*.png")):
         assert f"]({name})" in markdown
     for name in ("results.csv", "results.json", "agreement.csv", "importances.csv",
@@ -344,3 +344,22 @@ def test_a_classifier_with_text_labels(workspace, monkeypatch, capsys):
         rows["value"].to_numpy(),
         api["permutation"].to_frame().sort_values("feature")["importance"].to_numpy(),
         rtol=1e-9)
+
+
+def test_report_shows_the_unnormalized_h_beside_the_normalized():
+    """f = x0 x1 + x2: the pair (x0, x1)'s unnormalized H is the standard deviation over the
+    rows of the centred product (x0 - m0)(x1 - m1), its pure interaction effect; the pairs
+    with x2 have none."""
+    X = np.random.default_rng(0).uniform(-1, 1, size=(60, 3))
+    h = jaximp.h_statistic(lambda A: A[:, 0] * A[:, 1] + A[:, 2], X)
+    table = _report._pairwise_h_table(h)
+    assert list(table.columns[:5]) == ["feature_1", "feature_2", "output", "H^2 (normalized)",
+                                       "unnormalized H"]
+    product = (X[:, 0] - X[:, 0].mean()) * (X[:, 1] - X[:, 1].mean())
+    expected = {("x0", "x1"): np.sqrt(np.mean((product - product.mean()) ** 2)),
+                ("x0", "x2"): 0.0, ("x1", "x2"): 0.0}
+    for row in table.itertuples(index=False):
+        assert row[4] == pytest.approx(expected[(row[0], row[1])], rel=1e-5, abs=1e-6)
+    normalized = h.pairwise.to_frame().set_index(["feature_1", "feature_2"])["interaction"]
+    np.testing.assert_allclose(table.set_index(["feature_1", "feature_2"])["H^2 (normalized)"],
+                               normalized.loc[table.set_index(["feature_1", "feature_2"]).index])

@@ -2,10 +2,12 @@
 the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels`)."""
 
 from ._checks import (
+    PositiveClass,
     as_key,
     check_bool,
     check_choice,
     check_int,
+    default_output,
     output_index,
     select_outputs,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "Flag",
     "InputLayout",
     "Int",
+    "PositiveClass",
     "Real",
     "ReadsDeferred",
     "Replicates",
@@ -59,6 +62,7 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_n_bootstrap",
+    "default_output",
     "feature_grid",
     "input_groups",
     "input_map",

@@ -15,8 +15,49 @@ import numpy as np
 
 from ._params import SHARED
 
-__all__ = ["as_key", "check_bool", "check_choice", "check_int", "numpy_rng", "output_index",
-           "select_outputs"]
+__all__ = ["PositiveClass", "as_key", "check_bool", "check_choice", "check_int",
+           "default_output", "numpy_rng", "output_index", "select_outputs"]
+
+class PositiveClass(str):
+    """The output name of a binary classifier's positive class: a ``str`` equal to the class
+    label of its second probability column (scikit-learn's ``classes_[1]``).
+
+    A :class:`~jaximp.Predictor` that scores exactly two classes (``predict_proba`` of a
+    binary classifier, or its labels read as two one-hot columns) names its second output
+    so; the name travels with the output into every result (a selection of outputs keeps
+    it), and :func:`default_output` reads it. It compares, hashes, prints and serialises as
+    the plain label.
+
+    Examples
+    --------
+    >>> names = ("benign", PositiveClass("malignant"))
+    >>> default_output(names), names[1] == "malignant"
+    (1, True)
+    """
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return PositiveClass, (str(self),)
+
+
+def default_output(output_names: Sequence[str]) -> int:
+    """The index of the output shown when one is picked by default: the positive class of a
+    binary classifier's probabilities (its :class:`PositiveClass` name, the second output),
+    as scikit-learn's ``partial_dependence``, shap and DALEX report; else the first output.
+
+    The rule needs the classes: a model whose outputs are not known to score a classifier's
+    classes (a JAX function or module returning two logits, a regressor with two targets)
+    keeps the first output. Pass ``output=0`` for class 0 (R's pdp and vip default
+    ``which.class = 1``), or ``output=1`` for a JAX model's second logit.
+
+    Examples
+    --------
+    >>> default_output(("0", PositiveClass("1"))), default_output(("y0", "y1"))
+    (1, 0)
+    """
+    marked = [j for j, name in enumerate(output_names) if isinstance(name, PositiveClass)]
+    return marked[0] if len(marked) == 1 else 0
 
 
 def select_outputs(
@@ -70,7 +111,11 @@ def check_choice(value, name: str, choices) -> str:
     return value
 
 
-def output_index(output_names: Sequence[str], output: int | str) -> int:
+def output_index(output_names: Sequence[str], output: int | str | None) -> int:
+    """The index of one output: a position (negative counts from the end), a name, or None
+    for :func:`default_output` (the positive class of a binary classifier, else the first)."""
+    if output is None:
+        return default_output(output_names)
     if isinstance(output, str):
         if output not in output_names:
             raise ValueError(f"output must be one of {list(output_names)}; got {output!r}.")

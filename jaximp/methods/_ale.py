@@ -27,6 +27,7 @@ from ..data import (
     Replicates,
     as_key,
     check_int,
+    output_index,
     renamed_keywords,
     replicate_weights,
     resolve_pairs,
@@ -120,7 +121,7 @@ class AccumulatedLocalEffects:
         order = "second-order" if len(self.feature_names) == 2 else "first-order"
         shape = " x ".join(str(len(e) - (0 if k != "continuous" else 1)) for e, k in
                            zip(self.edges, self.feature_kinds))
-        values = self.centred[..., 0]
+        values = self.centred[..., output_index(self.output_names, None)]
         extra = f", {self.replicates.shape[-1]} replicates" if self.replicates is not None else ""
         return (f"AccumulatedLocalEffects({' x '.join(self.feature_names)}: {order}, "
                 f"{shape} {'levels' if self.feature_kinds[0] != 'continuous' else 'bins'}, "
@@ -172,13 +173,13 @@ class AccumulatedLocalEffects:
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
-    def plot(self, output: int | str = 0, ax=None):
+    def plot(self, output: int | str | None = None, ax=None):
         """First order: the centred curve (and its band) with a rug of the data, or points
         per level with the levels' weights as bars; second order: a heat map over the two
         features' values. Returns the Axes."""
         from matplotlib import transforms
 
-        j = select_outputs(self.output_names, output)[0]
+        j = output_index(self.output_names, output)
         if ax is None:
             _, ax = new_figure(4, 3)
         if len(self.feature_names) == 2:

@@ -167,7 +167,8 @@ class Attributions:
             "feature_value": np.repeat(self.data.reshape(-1), o),
         })
 
-    def plot(self, kind: str = "bar", output: int | str = 0, ax=None, row: int = 0, **kwargs):
+    def plot(self, kind: str = "bar", output: int | str | None = None, ax=None, row: int = 0,
+             **kwargs):
         """``kind="bar"``: the importance (mean ``|attribution|``) with bootstrap error bars;
         ``kind="summary"``: a point per row at its attribution, one line per feature;
         ``kind="image"`` (examples with more than two axes): :meth:`image` of ``row``, drawn
@@ -191,7 +192,7 @@ class Attributions:
         ax.set_xlabel(f"{self.method} ({self.output_names[column]})")
         return ax
 
-    def image(self, row: int = 0, output: int | str = 0) -> np.ndarray:
+    def image(self, row: int = 0, output: int | str | None = None) -> np.ndarray:
         """Row ``row``'s attributions on the positions of its example (``input_shape``), a
         group's value on each of its positions."""
         column = output_index(self.output_names, output)

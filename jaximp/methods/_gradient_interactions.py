@@ -281,7 +281,7 @@ class IntegratedHessians:
         return pair_values_frame(self.values, self.feature_names, self.output_names,
                                  "interaction")
 
-    def plot(self, output: int | str = 0, ax=None, **kwargs):
+    def plot(self, output: int | str | None = None, ax=None, **kwargs):
         """Heat map of the mean pair interactions (:meth:`interaction`)."""
         output_index(self.output_names, output)
         return self.interaction().plot(output=output, ax=ax, kind="heatmap", **kwargs)

@@ -243,7 +243,7 @@ class HStatistic:
         return (f"HStatistic({label} on {self.n_rows} rows, outputs {list(self.output_names)}: "
                 f"{', '.join(kinds)}{total})")
 
-    def plot(self, statistic: str | None = None, output: int | str = 0,
+    def plot(self, statistic: str | None = None, output: int | str | None = None,
              top: int | None = None):
         """Bars of the strongest statistics: one panel each for overall, pairwise and
         three-way (as computed), or only ``statistic``; returns the Figure.
@@ -306,7 +306,7 @@ class HStatistic:
             return frame
         return part.to_frame(sort)
 
-    def top(self, k: int, statistic: str = "pairwise", output: int | str = 0) -> list:
+    def top(self, k: int, statistic: str = "pairwise", output: int | str | None = None) -> list:
         """The ``k`` strongest features (``"overall"``) or feature sets for one output."""
         if statistic not in ("pairwise", "overall", "three_way"):
             raise ValueError(

@@ -19,6 +19,7 @@ from ..data import (
     Flag,
     check_bool,
     feature_grid,
+    output_index,
     resolve_grid,
     select_outputs,
     validate_grid_options,
@@ -128,11 +129,11 @@ class PartialImportance:
             "ici": np.moveaxis(self.ici, 2, 0).reshape(-1),
         })
 
-    def plot(self, output: int | str = 0, ax=None, max_curves: int = 100):
+    def plot(self, output: int | str | None = None, ax=None, max_curves: int = 100):
         """ICI curves (up to ``max_curves``, thin) under the PI curve (bold); returns the
         Axes."""
 
-        j = select_outputs(self.output_names, output)[0]
+        j = output_index(self.output_names, output)
         if ax is None:
             _, ax = new_figure(4, 3)
         numeric = self.feature_kind == "continuous"

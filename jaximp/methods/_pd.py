@@ -20,6 +20,7 @@ from ..data import (
     as_dataset,
     feature_grid,
     mquantiles,
+    output_index,
     product_grid_index,
     resolve_grid,
     select_outputs,
@@ -77,7 +78,7 @@ class PartialDependence(ReadsDeferred):
         parts = [f"grid {' x '.join(map(str, self.grid_shape))}",
                  f"outputs {list(self.output_names)}"]
         if self.average is not None:
-            values = self.average[..., 0]
+            values = self.average[..., output_index(self.output_names, None)]
             parts.append(f"average in [{values.min():.4g}, {values.max():.4g}]")
         if self.individual is not None:
             parts.append(f"{self.individual.shape[0]} ICE curves")
@@ -141,8 +142,8 @@ class PartialDependence(ReadsDeferred):
         return interaction_from_pds([pair], [average], None, np.ones((1, 1)), None,
                                     measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
-    def plot(self, output: int | str = 0, ax=None, ice: bool = True, max_curves: int = 200,
-             rug: bool = True):
+    def plot(self, output: int | str | None = None, ax=None, ice: bool = True,
+             max_curves: int = 200, rug: bool = True):
         """A 1-D PD over its ICE curves, or a 2-D PD as a heat map; returns the Axes.
 
         1-D: the PD (red) over exactly ``min(n, max_curves)`` ICE curves (grey; evenly spaced
@@ -208,18 +209,18 @@ class PartialDependences(Mapping):
         return importance_from_pds(chosen, averages, None, np.ones((1, 1)), None, ice=False,
                                    measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
-    def top(self, k: int, output: int | str = 0) -> list[str]:
+    def top(self, k: int, output: int | str | None = None) -> list[str]:
         """The ``k`` features whose PD varies most (standard deviation over the grid,
         ``ddof=1``, as the PD importance ``"sd"``)."""
         from ..results import check_k
 
         check_k(k)
-        j = select_outputs(self._results[next(iter(self._results))].output_names, output)[0]
+        j = output_index(self._results[next(iter(self._results))].output_names, output)
         spread = {name: float(np.std(r.average[..., j], ddof=1)) if r.average is not None
                   and r.average.shape[0] > 1 else 0.0 for name, r in self._results.items()}
         return sorted(spread, key=lambda name: -spread[name])[:k]
 
-    def plot(self, output: int | str = 0, ice: bool = True, max_curves: int = 100,
+    def plot(self, output: int | str | None = None, ice: bool = True, max_curves: int = 100,
              ncols: int | None = None, top: int | None = None, sharey: bool = True):
         """One panel per feature (as :meth:`PartialDependence.plot`); returns the Figure.
 

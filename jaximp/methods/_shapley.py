@@ -113,7 +113,8 @@ class ShapleyValues:
         top = self.importance().top(min(3, p))
         return (f"ShapleyValues({self.method!r}, {n} rows x {p} features, outputs "
                 f"{list(self.output_names)}, base {self.base_values[0]:.4g}; largest mean "
-                f"|value| for {self.output_names[0]!r}: {', '.join(top)})")
+                f"|value| for {self.output_names[output_index(self.output_names, None)]!r}: "
+                f"{', '.join(top)})")
 
     def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
         """Mean absolute Shapley value over the explained rows (weighted by their sample
@@ -128,7 +129,7 @@ class ShapleyValues:
                 estimator=self.method, base_values=self.base_values,
                 n_rows=self.values.shape[0]), self.info.get("input_layout")))
 
-    def image(self, row: int = 0, output: int | str = 0) -> np.ndarray:
+    def image(self, row: int = 0, output: int | str | None = None) -> np.ndarray:
         """Row ``row``'s Shapley values on the positions of its example (X of shape
         ``(n, h, w[, c])`` or ``(n, t, c)``): shape ``input_shape``, a feature's (patch's,
         channel's, time step's) value on each of its positions, NaN where no feature was a
@@ -178,7 +179,7 @@ class ShapleyValues:
         return shap.Explanation(values=np.array(values), base_values=np.array(base),
                                 data=np.array(self.data), feature_names=list(self.feature_names))
 
-    def plot(self, kind: str = "summary", feature=None, output: int | str = 0, ax=None,
+    def plot(self, kind: str = "summary", feature=None, output: int | str | None = None, ax=None,
              row: int = 0, sequence: bool = False, channel_axis: int = -1):
         """``kind="summary"``: one row of points per feature (most important on top), a point
         per explained row at its Shapley value, coloured by the feature's value (rank scale),
@@ -258,7 +259,8 @@ class ShapleyInteractions:
         n, p, _, o = self.values.shape
         best = self.interaction().top(1)[0] if p > 1 else ()
         return (f"ShapleyInteractions({self.method!r}, {n} rows x {p} features, outputs "
-                f"{list(self.output_names)}; strongest pair for {self.output_names[0]!r}: "
+                f"{list(self.output_names)}; strongest pair for "
+                f"{self.output_names[output_index(self.output_names, None)]!r}: "
                 f"{' x '.join(best)})")
 
     def shapley_values(self) -> ShapleyValues:
@@ -286,7 +288,7 @@ class ShapleyInteractions:
         return pair_values_frame(self.values, self.feature_names, self.output_names,
                                  "value")
 
-    def plot(self, output: int | str = 0, ax=None):
+    def plot(self, output: int | str | None = None, ax=None):
         """Heat map of the mean absolute interaction value per pair (main effects on the
         diagonal); returns the Axes."""
 

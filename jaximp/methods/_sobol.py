@@ -28,6 +28,7 @@ from ..data import (
     Int,
     Replicates,
     as_key,
+    output_index,
     replicate_weights,
     select_outputs,
     validate_params,
@@ -93,10 +94,13 @@ class SobolIndices:
                 if part is not None}
 
     def __repr__(self) -> str:
-        parts = "; ".join(f"{name}: " + ", ".join(
-            f"{feat}={part.importances_mean[part.feature_names.index(feat), 0]:.3g}"
-            for feat in part.top(min(3, len(part.feature_names))))
-            for name, part in self._parts().items())
+        def strongest(part) -> str:  # the default output's (the positive class's) top 3
+            j = output_index(part.output_names, None)
+            values = dict(zip(part.feature_names, part.importances_mean[:, j]))
+            return ", ".join(f"{feat}={values[feat]:.3g}"
+                             for feat in part.top(min(3, len(part.feature_names))))
+
+        parts = "; ".join(f"{name}: {strongest(part)}" for name, part in self._parts().items())
         some = next(iter(self._parts().values()))
         return (f"SobolIndices({len(some.feature_names)} features, outputs "
                 f"{list(some.output_names)}; {parts})")
@@ -112,11 +116,11 @@ class SobolIndices:
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
-    def top(self, k: int, output: int | str = 0, index: str = "total") -> list[str]:
+    def top(self, k: int, output: int | str | None = None, index: str = "total") -> list[str]:
         """The ``k`` features with the largest ``index`` ("total" or "first")."""
         return self._part(index).top(k, output)
 
-    def plot(self, index: str = "total", output: int | str = 0, ax=None, **kwargs):
+    def plot(self, index: str = "total", output: int | str | None = None, ax=None, **kwargs):
         """Bars of one index with bootstrap interval whiskers; returns the Axes."""
         return self._part(index).plot(output=output, ax=ax, **kwargs)
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from jaximp.kernels import _decorrelation as K
 
-from ..data import as_key, check_n_bootstrap, numeric_matrix, select_outputs
+from ..data import as_key, check_n_bootstrap, numeric_matrix, output_index
 from ..engine import key_bits, rng_stream
 from ..results import TrendsDetails, new_figure
 from ._loss import check_target
@@ -134,10 +134,10 @@ class Trends:
 
         return replicate_std(self.replicates, ddof, "trends")
 
-    def plot(self, output: int | str = 0, axes=None):
+    def plot(self, output: int | str | None = None, axes=None):
         """One dot plot per estimator for one output (features down, value across, error bars
         of one sd, a line at 0); returns the array of Axes."""
-        j = select_outputs(self.output_names, output)[0]
+        j = output_index(self.output_names, output)
         e, p, _ = self.values.shape
         if axes is None:
             _, axes = new_figure(2.2 * e + 1, 0.3 * p + 1.2, ncols=e, sharey=True,
@@ -191,10 +191,14 @@ def _correlations(X, y, S):
     return jnp.concatenate([by_column(X).T, with_shapley(X, S).T])
 
 
-def _shapley_array(values, n: int, p: int, output: int) -> np.ndarray:
-    """Shapley values (n, p) for one output from an array or an object with ``.values``."""
+def _shapley_array(values, n: int, p: int, output: int | None, model=None) -> np.ndarray:
+    """Shapley values (n, p) for one output from an array or an object with ``.values``;
+    ``output`` None is the default output (:func:`_default_shapley_output`)."""
+    names = getattr(values, "output_names", None)
     values = np.asarray(getattr(values, "values", values), np.float64)
     if values.ndim == 3:
+        if output is None:
+            output = _default_shapley_output(names, values.shape[2], model)
         if not -values.shape[2] <= output < values.shape[2]:
             raise ValueError(
                 f"output must be an index below {values.shape[2]} (the Shapley values' outputs); "
@@ -209,6 +213,18 @@ def _shapley_array(values, n: int, p: int, output: int) -> np.ndarray:
     return values
 
 
+def _default_shapley_output(names, n_outputs: int, model) -> int:
+    """The positive class (1) for the two outputs of a binary classifier, as the transversal
+    rates compare; else the first. Known from the values' output names (jaximp's results) or,
+    for a bare array with two outputs, from a model with two ``classes_`` (shap's values of
+    a scikit-learn classifier)."""
+    if names is not None:
+        return output_index(names, None)
+    classes = getattr(model, "classes_", None)
+    two_classes = classes is not None and np.ndim(classes) == 1 and len(classes) == 2
+    return 1 if two_classes and n_outputs == 2 else 0
+
+
 class _Unavailable(Exception):
     """An estimator that cannot be computed here (left out when not asked for by name)."""
 
@@ -221,10 +237,11 @@ def _shapley_of(model, X, shapley, background, n, p, output):
             from ._shapley import shapley_values
         except ImportError as err:
             raise _Unavailable("jaximp.shapley_values is not available") from err
-        return _shapley_array(shapley_values(model, X, background=background), n, p, output)
+        return _shapley_array(shapley_values(model, X, background=background), n, p, output,
+                              model)
     if callable(shapley) and not hasattr(shapley, "values"):
-        return _shapley_array(shapley(model, X), n, p, output)
-    return _shapley_array(shapley, n, p, output)
+        return _shapley_array(shapley(model, X), n, p, output, model)
+    return _shapley_array(shapley, n, p, output, model)
 
 
 def _transversal_rates(model, p):
@@ -252,7 +269,7 @@ def trends(
     fit: Callable | None = None,
     n_bootstrap: int = 0,
     subsample: float = 0.7,
-    output: int = 0,
+    output: int | None = None,
     background=None,
     random_state: int | jax.Array = 0,
     feature_names=None,
@@ -292,8 +309,10 @@ def trends(
         Subsets (0: none; else >= 2). The authors used 100.
     subsample : float, default 0.7
         Share of the rows in each subset, drawn without replacement.
-    output : int, default 0
-        Which output of (n, p, o) Shapley values to use.
+    output : int, optional
+        Which output of (n, p, o) Shapley values to use. Default: the positive class (the
+        second output) for a binary classifier's probabilities, which the transversal rates
+        also compare, else the first output; ``output=0`` gives class 0.
     background : array, optional
         Passed to ``shapley_values`` (default there: X).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
@@ -328,8 +347,9 @@ def trends(
     estimators, named = _check_methods(methods)
     n_bootstrap = check_n_bootstrap(n_bootstrap)
     subsample = _check_subsample(subsample)
-    if isinstance(output, bool) or not isinstance(output, (int, np.integer)):
-        raise ValueError(f"output must be an int (an output index); got {output!r}.")
+    if output is not None and (isinstance(output, bool)
+                               or not isinstance(output, (int, np.integer))):
+        raise ValueError(f"output must be an int (an output index) or None; got {output!r}.")
     if fit is not None and not callable(fit):
         raise TypeError(f"fit must be a function fit(X, y) -> model or None; got {fit!r:.60}.")
     if fit is not None and shapley is not None and not (

@@ -12,6 +12,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from ..data import PositiveClass, default_output
+
 __all__ = ["Predictor", "compute_dtype", "stable_apply", "x64_enabled"]
 
 
@@ -30,7 +32,9 @@ class Predictor:
     n_outputs : int
         Number of outputs ``o``.
     output_names : tuple of str
-        One name per output (class labels for classifiers).
+        One name per output (class labels for classifiers). A binary classifier's second
+        name (``classes[1]``) is a :class:`~jaximp.data.PositiveClass`, which every result
+        keeps and :attr:`positive_output` reads.
     name : str
         Description of the wrapped model, used in error messages.
     host : bool
@@ -41,7 +45,10 @@ class Predictor:
         The host model's prediction function (``predict`` or ``predict_proba``).
     classes : tuple or None
         The class labels, one per output, when the outputs score a classifier's classes
-        (``predict_proba``, ``decision_function``, or labels read as one-hot columns).
+        (``predict_proba``, ``decision_function``, or labels read as one-hot columns). Two
+        classes make the second output the positive class (:attr:`positive_output`); set
+        them (``dataclasses.replace(predictor, classes=(0, 1))``) to mark a JAX model's two
+        outputs as a binary classifier's, which jaximp cannot tell from two targets.
     dtype : numpy dtype
         The float dtype the model computes in: float64 when ``jax_enable_x64`` is on and a
         floating parameter is float64 (JAX would promote the computation to float64), else
@@ -67,8 +74,24 @@ class Predictor:
     classes: tuple | None = None
     handles_missing: bool = False
 
+    def __post_init__(self) -> None:
+        names = tuple(name if isinstance(name, PositiveClass) else str(name)
+                      for name in self.output_names)
+        if self.classes is not None and len(self.classes) == 2 == len(names):
+            names = (names[0], PositiveClass(names[1]))
+        object.__setattr__(self, "output_names", names)
+
     def __call__(self, X) -> jax.Array:
         return self.apply(self.params, X)
+
+    @property
+    def positive_output(self) -> int | None:
+        """The index of the positive class (1) when the model scores exactly two classes (a
+        binary classifier's ``predict_proba``), else None. The methods' results then show
+        it wherever they pick one output by default (``plot()``, ``top()``, the report);
+        ``output=0`` still selects class 0."""
+        index = default_output(self.output_names)
+        return index if isinstance(self.output_names[index], PositiveClass) else None
 
 
 _APPLY_CACHE: "collections.OrderedDict" = collections.OrderedDict()

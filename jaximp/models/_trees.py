@@ -629,6 +629,7 @@ def tree_predictor(estimator) -> Predictor:
         output_names=output_names,
         name=f"{type(estimator).__name__} (JAX trees)",
         dtype=compute_dtype(params),
+        classes=tuple(np.asarray(estimator.classes_).tolist()) if classifier else None,
     )
 
 

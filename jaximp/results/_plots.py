@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..data import check_bool, check_choice, check_int, output_index, select_outputs
+from ..data import check_bool, check_choice, check_int, output_index
 
 __all__ = ["plot_importances", "plot_input_map"]
 
@@ -182,7 +182,7 @@ def _importance_errors(result, column: int, errors: str):
     return error_bars(result.importances_mean[:, column], std, reps, errors, prefer="std")
 
 
-def plot_importance(result, output=0, ax=None, top=None,
+def plot_importance(result, output=None, ax=None, top=None,
                     style: str = "bar", errors: str = "auto", what: str | None = None):
     """The body of :meth:`FeatureImportance.plot`; ``what`` names the quantity (default
     "<method> importance")."""
@@ -201,7 +201,7 @@ def plot_importance(result, output=0, ax=None, top=None,
     return ax
 
 
-def plot_interaction(result, output=0, ax=None, top=None, kind: str = "bar",
+def plot_interaction(result, output=None, ax=None, top=None, kind: str = "bar",
                      errors: str = "auto", what: str | None = None):
     """The body of :meth:`FeatureInteraction.plot`; ``what`` names the quantity (default the
     method)."""
@@ -319,7 +319,7 @@ def _as_named(results) -> list[tuple[str, object]]:
     return [(str(name), r) for name, r in items]
 
 
-def plot_importances(results, ax=None, top=None, output=0, style: str = "bar",
+def plot_importances(results, ax=None, top=None, output=None, style: str = "bar",
                      errors: str = "auto"):
     """Several importance results side by side, one panel per method, features in one shared
     order (as Greenwell, Boehmke & McCarthy 2018, Figure 4, compare the PD-based, Garson and
@@ -335,8 +335,10 @@ def plot_importances(results, ax=None, top=None, output=0, style: str = "bar",
     top : int, optional
         Features to show: the ``top`` strongest by the first result (by magnitude for a signed
         method such as Olden's). Default: all up to 30 features, the strongest 30 past that.
-    output : int or str, default 0
-        Model output of each result.
+    output : int or str, optional
+        One output, by index or name. Default: the positive class (the second output)
+        for a binary classifier's probabilities, else the first output; ``output=0``
+        gives class 0 (R's pdp and vip ``which.class = 1``). Picked in each result.
     style : {"bar", "dot"}, default "bar"
     errors : {"auto", "std", "interval", "none"}, default "auto"
         Error bars: ``importances_std`` (``"std"``), the 95% percentile interval over repeats
@@ -409,13 +411,13 @@ def ice_rows(n: int, max_curves: int) -> np.ndarray:
     return np.linspace(0, n - 1, max_curves).round().astype(int)  # steps >= 1: distinct
 
 
-def plot_pd(result, output=0, ax=None, ice: bool = True, max_curves: int = 200,
+def plot_pd(result, output=None, ax=None, ice: bool = True, max_curves: int = 200,
             rug: bool = True):
     """The body of :meth:`PartialDependence.plot`."""
     check_bool(ice, "ice")
     check_bool(rug, "rug")
     max_curves = check_int(max_curves, "max_curves", minimum=0)
-    j = select_outputs(result.output_names, output)[0]
+    j = output_index(result.output_names, output)
     k = len(result.feature_names)
     kinds = result.feature_kinds or ("continuous",) * k
     what = "centered partial dependence" if result.centered else "partial dependence"
@@ -464,7 +466,7 @@ def plot_pd(result, output=0, ax=None, ice: bool = True, max_curves: int = 200,
     return ax
 
 
-def plot_pds(results, output=0, ice: bool = True, max_curves: int = 100, ncols=None,
+def plot_pds(results, output=None, ice: bool = True, max_curves: int = 100, ncols=None,
              top=None, sharey: bool = True):
     """The body of :meth:`PartialDependences.plot`."""
     check_bool(sharey, "sharey")
@@ -495,7 +497,7 @@ def plot_pds(results, output=0, ice: bool = True, max_curves: int = 100, ncols=N
 # Friedman's H
 # ------------------------------------------------------------------------------------------------
 
-def plot_h(h, statistic=None, output=0, top=None):
+def plot_h(h, statistic=None, output=None, top=None):
     """The body of :meth:`HStatistic.plot`."""
     parts = ("overall", "pairwise", "three_way")
     names = [statistic] if statistic is not None else [

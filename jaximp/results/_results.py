@@ -119,14 +119,14 @@ class FeatureImportance(ReadsDeferred):
             ).reset_index(drop=True)
         return frame
 
-    def top(self, k: int, output: int | str = 0) -> list[str]:
+    def top(self, k: int, output: int | str | None = None) -> list[str]:
         """Names of the ``k`` most important features for one output."""
         check_k(k)
         column = output_index(self.output_names, output)
         order = np.argsort(-self.importances_mean[:, column], kind="stable")
         return [self.feature_names[i] for i in order[:k]]
 
-    def plot(self, output: int | str = 0, ax=None, top: int | None = None,
+    def plot(self, output: int | str | None = None, ax=None, top: int | None = None,
              style: str = "bar", errors: str = "auto", kind: str = "bar",
              sequence: bool = False, channel_axis: int = -1):
         """Horizontal bars (or dots) of one output's importances, strongest at the top; or,
@@ -134,7 +134,10 @@ class FeatureImportance(ReadsDeferred):
 
         Parameters
         ----------
-        output : int or str, default 0
+        output : int or str, optional
+            One output, by index or name. Default: the positive class (the second output)
+            for a binary classifier's probabilities, else the first output; ``output=0``
+            gives class 0 (R's pdp and vip ``which.class = 1``).
         ax : matplotlib Axes, optional
             Default: a new Figure sized to the number of features.
         top : int, optional
@@ -168,7 +171,7 @@ class FeatureImportance(ReadsDeferred):
                                   channel_axis=channel_axis)
         return plot_importance(self, output=output, ax=ax, top=top, style=style, errors=errors)
 
-    def image(self, output: int | str = 0) -> np.ndarray:
+    def image(self, output: int | str | None = None) -> np.ndarray:
         """One output's importances on the positions of an example (X of shape
         ``(n, h, w[, c])`` or ``(n, t, c)``): shape ``input_shape``, a feature's (patch's,
         channel's, time step's) importance on each of its positions, NaN where no feature
@@ -281,17 +284,17 @@ class FeatureInteraction:
             ).reset_index(drop=True)
         return frame
 
-    def sorted(self, output: int | str = 0) -> "FeatureInteraction":
+    def sorted(self, output: int | str | None = None) -> "FeatureInteraction":
         """The same result with feature sets in decreasing order of strength for one output."""
         column = output_index(self.output_names, output)
         return self._take(np.argsort(-self.values[:, column], kind="stable"))
 
-    def top(self, k: int, output: int | str = 0) -> list[tuple[str, ...]]:
+    def top(self, k: int, output: int | str | None = None) -> list[tuple[str, ...]]:
         """The ``k`` strongest feature sets for one output."""
         check_k(k)
         return list(self.sorted(output).feature_sets[:k])
 
-    def matrix(self, output: int | str = 0) -> pd.DataFrame:
+    def matrix(self, output: int | str | None = None) -> pd.DataFrame:
         """Pairwise values as a symmetric feature x feature table (NaN where not computed)."""
         if self.feature_sets and len(self.feature_sets[0]) != 2:
             raise ValueError("matrix() needs pairwise statistics; this result holds triples.")
@@ -302,13 +305,16 @@ class FeatureInteraction:
             table.loc[a, b] = table.loc[b, a] = value
         return table
 
-    def plot(self, output: int | str = 0, top: int | None = None, ax=None, kind: str = "bar",
-             errors: str = "auto"):
+    def plot(self, output: int | str | None = None, top: int | None = None, ax=None,
+             kind: str = "bar", errors: str = "auto"):
         """Bars of the strongest feature sets, or a feature x feature heat map of pairs.
 
         Parameters
         ----------
-        output : int or str, default 0
+        output : int or str, optional
+            One output, by index or name. Default: the positive class (the second output)
+            for a binary classifier's probabilities, else the first output; ``output=0``
+            gives class 0 (R's pdp and vip ``which.class = 1``).
         top : int, optional
             ``kind="bar"``: feature sets to show, strongest first; ``kind="heatmap"``: features
             to show, those with the strongest pairs. Default: all up to 30, the strongest 30
@@ -400,13 +406,15 @@ def interval_probabilities(confidence) -> tuple[float, float]:
 
 
 def _short_repr(result, size: str, values, names, replicates) -> str:
-    """``Type(method, size, outputs; strongest: a=1.2, b=0.3, ...)`` for the first output."""
-    order = np.argsort(-values[:, 0], kind="stable")[:3] if len(values) else []
-    best = ", ".join(f"{names[i]}={values[i, 0]:.4g}" for i in order)
+    """``Type(method, size, outputs; strongest: a=1.2, b=0.3, ...)`` for the default output
+    (the positive class of a binary classifier, else the first)."""
+    j = output_index(result.output_names, None)
+    order = np.argsort(-values[:, j], kind="stable")[:3] if len(values) else []
+    best = ", ".join(f"{names[i]}={values[i, j]:.4g}" for i in order)
     more = ", ..." if len(values) > 3 else ""
     spread = f", {replicates.shape[-1]} replicates" if replicates is not None else ""
     return (f"{type(result).__name__}({result.method!r}, {size}, outputs "
-            f"{list(result.output_names)}{spread}; strongest for {result.output_names[0]!r}: "
+            f"{list(result.output_names)}{spread}; strongest for {result.output_names[j]!r}: "
             f"{best}{more})")
 
 
