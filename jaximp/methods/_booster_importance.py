@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import Choice, validate_params
 from ..models import boosting_library, read_boosted
 from ..results import FeatureImportance, TreeDetails
 
@@ -67,6 +68,13 @@ def _prediction_values_change(trees: list, p: int) -> np.ndarray:
     return effect * (100.0 / total) if total > 0 else effect
 
 
+#: every library's kinds, each once, in the order of _TYPES
+_ALL_TYPES = tuple(dict.fromkeys(kind for kinds in _TYPES.values() for kind in kinds))
+
+
+@validate_params(importance_type=Choice(*_ALL_TYPES, none=True, fix=(
+    "Each library has its own: " + "; ".join(
+        f"{library} {', '.join(kinds)}" for library, kinds in _TYPES.items()) + ".")))
 def booster_importance(model, importance_type: str | None = None,
                        feature_names=None) -> FeatureImportance:
     """The feature importance an XGBoost, LightGBM or CatBoost model reports about itself.
