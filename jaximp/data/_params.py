@@ -319,7 +319,8 @@ SHARED: dict[str, _Rule] = {
 }
 """The rules of the keywords many functions share, declared once: :func:`validate_params`
 applies them to every decorated function that has such a parameter (a function's own table
-may override one, as :func:`jaximp.trends` does for its single ``output``)."""
+may override one, as :func:`jaximp.trends`, :func:`jaximp.transversal_rates` and
+:func:`jaximp.plot_importances` do for their single ``output``, an :class:`Index`)."""
 
 
 def validate_params(**table: _Rule):
