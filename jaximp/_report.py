@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
-from .data import PositiveClass, output_index
+from .data import Int, PositiveClass, output_index, validate_params
 from .methods import HStatistic
 
 __all__ = ["ReportSection", "check_out", "write_report"]
@@ -277,6 +277,7 @@ def _versions() -> dict:
             "devices": f"{len(devices)} x {devices[0].platform}"}
 
 
+@validate_params(dpi=Int(1))
 def write_report(
     explanation,
     out,

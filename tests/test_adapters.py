@@ -299,8 +299,8 @@ def test_combined_outputs_of_a_host_classifier_stay_float64():
 
 
 @pytest.mark.parametrize("weights,message", [
-    ("median", "weights must be 'mean', 'sum', one number per output or a mapping of output "
-               "name to weight; got 'median'."),
+    ("median", r"weights must be one of \('mean', 'sum'\) or one number per output or a "
+               r"mapping of output name to weight; got 'median'\."),
     ([1.0], r"weights must hold 2 finite numbers, one per output \['y0', 'y1'\]; got \[1.0\]."),
     ([1.0, np.nan], "weights must hold 2 finite numbers"),
     ({"y2": 1.0}, r"weights names unknown outputs \['y2'\]; the outputs are \['y0', 'y1'\]."),

@@ -34,8 +34,8 @@ class Exploding:
     (lambda m: jaximp.partial_dependence_all(m, X, grid={0: [0.0, 1.0], "x0": [2.0]}),
      ValueError, r"grid gives feature 'x0' twice"),
     (lambda m: jaximp.partial_dependence(m, X, 0, percentiles=12345), ValueError,
-     r"percentiles must be a pair \(low, high\) with 0 <= low < high <= 1, e.g. \(0.05, "
-     r"0.95\); got 12345"),
+     r"percentiles must be a pair \(low, high\) with 0 <= low < high <= 1; got 12345. "
+     r"E.g. percentiles=\(0.05, 0.95\)."),
     (lambda m: jaximp.permutation_importance(m, X, Y, groups=[[0, 1]]), TypeError,
      r"groups must be a mapping of group name to its columns"),
     (lambda m: jaximp.permutation_importance(m, X, Y, features={0, 1}), TypeError,

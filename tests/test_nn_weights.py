@@ -512,7 +512,7 @@ def test_error_model_type_and_depth():
         r"model has 1 weight matrix\.",
     ):
         garson_importance([np.ones((3, 2))])
-    with pytest.raises(ValueError, match=r"reduce must be 'mean' or 'sum'; got 'max'\."):
+    with pytest.raises(ValueError, match=r"reduce must be one of \('mean', 'sum'\); got 'max'\."):
         gedeon_importance([np.ones((3, 2)), np.ones((2, 1))], reduce="max")
 
 

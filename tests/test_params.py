@@ -1,8 +1,11 @@
 """The declarative parameter tables: every listed option of every public function is refused
 with the table's message before the model is called."""
 
+import functools
 import inspect
+import pathlib
 import re
+import tempfile
 
 import numpy as np
 import pytest
@@ -13,7 +16,9 @@ from jaximp.data._params import (
     SHARED,
     Choice,
     Flag,
+    Index,
     Int,
+    Interval,
     Real,
     Replicates,
     validate_params,
@@ -44,6 +49,33 @@ def _tree():
     from sklearn.tree import DecisionTreeRegressor
 
     return DecisionTreeRegressor(max_depth=2).fit(X, Y)
+
+
+@functools.cache
+def _booster():
+    import lightgbm
+
+    return lightgbm.LGBMRegressor(n_estimators=2, num_leaves=3, min_child_samples=5,
+                                  verbose=-1).fit(X, Y)
+
+
+def _weights():
+    """A 3-2-1 network as its weight matrices (no biases)."""
+    return [np.array([[1.0, -2.0], [0.5, 0.1], [0.0, 0.3]]), np.array([[1.0], [-1.0]])]
+
+
+@functools.cache
+def _importance():
+    return jaximp.garson_importance(_weights())
+
+
+@functools.cache
+def _explanation():
+    return jaximp.explain(CountingModel(), X, Y, methods=["permutation"], progress=False)
+
+
+def _report_folder():
+    return pathlib.Path(tempfile.mkdtemp()) / "report"
 
 
 CALLS = {
@@ -84,6 +116,37 @@ CALLS = {
         jaximp.Mean(np.ones((1, len(X)))), **kw),
     "predict_rows": lambda f, model, **kw: f(jaximp.as_predictor(CountingModel(), n_features=3),
                                              X, **kw),
+    "trends": lambda f, model, **kw: f(model, X, Y, **(
+        {"shapley": X[:, :, None], "methods": ["pearson", "shapley_pearson"]} | kw)),
+    "impurity_importance": lambda f, model, **kw: f(_tree(), **kw),
+    "tree_partial_dependence": lambda f, model, **kw: f(_tree(), X, 0, **kw),
+    "transversal_rates": lambda f, model, **kw: f(_tree(), **kw),
+    "tree_predictor": lambda f, model, **kw: f(_tree(), **kw),
+    "booster_importance": lambda f, model, **kw: f(_booster(), **kw),
+    "garson_importance": lambda f, model, **kw: f(_weights(), **kw),
+    "olden_importance": lambda f, model, **kw: f(_weights(), **kw),
+    "gedeon_importance": lambda f, model, **kw: f(_weights(), **kw),
+    "extract_weights": lambda f, model, **kw: f(_weights(), **kw),
+    "from_neuralnettools": lambda f, model, **kw: f(np.ones(11), [3, 2, 1], **kw),
+    "fit_mlp": lambda f, model, **kw: f(X, Y, **({"hidden": (2,), "steps": 1} | kw)),
+    "as_predictor": lambda f, model, **kw: f(model, **({"n_features": 3} | kw)),
+    "combine_outputs": lambda f, model, **kw: f(model, **({"n_features": 3} | kw)),
+    "plot_importances": lambda f, model, **kw: f([_importance()], **kw),
+    "make_friedman1": lambda f, model, **kw: f(**({"n": 5} | kw)),
+    "make_linear": lambda f, model, **kw: f(**({"n": 5} | kw)),
+    "as_dataset": lambda f, model, **kw: f(X, **kw),
+    "input_groups": lambda f, model, **kw: f((4, 4, 3), **({"axis": -1} | kw)),
+    "input_map": lambda f, model, **kw: f(np.arange(3.0), (3,), **kw),
+    "mquantiles": lambda f, model, **kw: f(X[:, 0], [0.1, 0.5], **kw),
+    "write_report": lambda f, model, **kw: f(_explanation(), _report_folder(), **kw),
+}
+
+#: functions whose ``output`` is one output, not the shared rule's list of them, and their
+#: message for an index out of range
+ONE_OUTPUT = {
+    "trends": r"output must be an index below 1 \(the Shapley values' outputs\); got 5\.",
+    "transversal_rates": r"output index 5 is out of range for a model with 1 outputs\.",
+    "plot_importances": r"output must be an index below 1 or an output name; got 5\.",
 }
 
 
@@ -121,13 +184,26 @@ def test_rule_messages():
          "n must be one of ('a', 'b'); got 'c'. Use 'a'."),
         (Flag(), 1, TypeError, "n must be True or False; got 1."),
         (Replicates(), 1, ValueError, "n must be 0 (no bootstrap) or an int >= 2; got 1."),
+        (Choice("a", also="explicit values"), "b", ValueError,
+         "n must be one of ('a',) or explicit values; got 'b'."),
+        (Index(), 1.0, TypeError, "n must be an int index; got 1.0."),
+        (Index(names=True, none=True), True, TypeError,
+         "n must be an int index or a name or None; got True."),
+        (Interval(0, 1), (0.5, 0.5), ValueError,
+         "n must be a pair (low, high) with 0 <= low < high <= 1; got (0.5, 0.5)."),
+        (Interval(0, 1), "ab", ValueError,
+         "n must be a pair (low, high) with 0 <= low < high <= 1; got 'ab'."),
+        (Interval(0, 1), 0.5, ValueError,
+         "n must be a pair (low, high) with 0 <= low < high <= 1; got 0.5."),
     ]
     for rule, value, error, message in cases:
         with pytest.raises(error) as err:
             rule.check("n", value)
         assert str(err.value) == message
     for rule, good in [(Int(2), np.int64(2)), (Int(1, none=True), None), (Real(0, 1), 1),
-                       (Real(0), np.float32(0.5)), (Choice("a"), "a"), (Flag(), np.bool_(True))]:
+                       (Real(0), np.float32(0.5)), (Choice("a"), "a"), (Flag(), np.bool_(True)),
+                       (Choice("a", also="values"), [1.0, 2.0]), (Index(), np.int32(-1)),
+                       (Index(names=True), "y"), (Interval(0, 1), np.array([0.0, 1.0]))]:
         rule.check("n", good)
 
 
@@ -145,11 +221,14 @@ def test_decorator_checks_positional_and_keyword_arguments_and_names():
 
 def test_shared_keywords_have_one_rule_everywhere():
     """memory_budget, progress, random_state and output are declared once (SHARED) and
-    every function with the parameter checks it with that same rule."""
+    every function with the parameter checks it with that same rule, except the functions
+    that take a single output (their own Index rule)."""
     for name, function in _tabled().items():
         parameters = inspect.signature(function).parameters
         for keyword, rule in SHARED.items():
-            if keyword in parameters:
+            if keyword == "output" and name in ONE_OUTPUT:
+                assert isinstance(function.__jaximp_params__[keyword], Index), name
+            elif keyword in parameters:
                 assert function.__jaximp_params__[keyword] is rule, (name, keyword)
 
 
@@ -162,7 +241,8 @@ def _evaluations_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, f in _tabled().items()
-                                        if "output" in inspect.signature(f).parameters))
+                                        if "output" in inspect.signature(f).parameters
+                                        and n not in ONE_OUTPUT))
 @pytest.mark.parametrize("output, message", [
     (5, "output index 5 is out of range for a model with 1 outputs"),
     ("nope", r"output must be one of \['y'\]; got 'nope'"),
@@ -172,6 +252,20 @@ def test_a_bad_output_is_refused_before_any_evaluation(name, output, message, mo
     _evaluations_refused(monkeypatch)
     with pytest.raises((ValueError, TypeError), match=message):
         CALLS[name](_tabled()[name], CountingModel(), output=output)
+
+
+@pytest.mark.parametrize("name, out_of_range", sorted(ONE_OUTPUT.items()))
+def test_a_single_output_is_one_index_or_name(name, out_of_range, monkeypatch):
+    """trends, transversal_rates and plot_importances read one output: a list or a bool is
+    refused by the table, an index out of range by the data, before any evaluation."""
+    _evaluations_refused(monkeypatch)
+    function = _tabled()[name]
+    for output in ([0], True):
+        refused = rf"^output must be an int index.*; got {re.escape(repr(output))}"
+        with pytest.raises(TypeError, match=refused):
+            CALLS[name](function, CountingModel(), output=output)
+    with pytest.raises(ValueError, match=out_of_range):
+        CALLS[name](function, CountingModel(), output=5)
 
 
 def test_random_state_none_draws_from_numpys_global_state_everywhere():

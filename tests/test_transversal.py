@@ -188,7 +188,8 @@ def test_output_validation(data):
     assert transversal_rates(rf, output="mid").output_name == "mid"
     with pytest.raises(ValueError, match=r"output must be one of"):
         transversal_rates(rf, output="middle")
-    with pytest.raises(ValueError, match=r"output must be one class label or index"):
+    with pytest.raises(TypeError, match=r"output must be an int index or a name or None; got "
+                                        r"\['lo', 'hi'\]. Each class has its own trend"):
         transversal_rates(rf, output=["lo", "hi"])
     with pytest.raises(TypeError, match=r"got HistGradientBoostingRegressor"):
         transversal_rates(HistGradientBoostingRegressor(max_iter=3).fit(X, y))

@@ -217,7 +217,8 @@ def test_missing_pieces_are_skipped_or_refused():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(methods=["pearson", "kendall"]), "methods must be a non-empty list of"),
-    (dict(subsample=0.0), r"subsample must be a fraction in \(0, 1\], e.g. 0.7; got 0.0"),
+    (dict(subsample=0.0), r"subsample must be a number in \(0, 1\]; got 0.0. The share of the "
+     r"rows in each subset, e.g. 0.7."),
     (dict(n_bootstrap=1), "n_bootstrap must be 0 .no bootstrap. or an int >= 2; got 1"),
     (dict(shapley=np.zeros((5, 3))), r"shapley values must have shape \(n, p\) = \(120, 3\)"),
     (dict(shapley=np.zeros((120, 3)), fit=lambda X, y: None),

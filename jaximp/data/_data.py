@@ -11,6 +11,8 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ._params import Flag, validate_params
+
 __all__ = ["Feature", "Dataset", "as_dataset", "is_text"]
 
 
@@ -204,6 +206,7 @@ def _continuous_features(names: tuple[str, ...]) -> tuple[Feature, ...]:
     return tuple(Feature(name, (i,)) for i, name in enumerate(names))
 
 
+@validate_params(allow_missing=Flag())
 def as_dataset(
     X,
     *,

@@ -6,10 +6,12 @@ import numpy as np
 import pandas as pd
 
 from ._checks import numpy_rng
+from ._params import Int, Real, validate_params
 
 __all__ = ["make_friedman1", "make_linear"]
 
 
+@validate_params(n=Int(1), p=Int(5, fix="Friedman #1 uses x1..x5."), noise=Real(0))
 def make_friedman1(n: int = 500, p: int = 10, noise: float = 1.0, random_state: int = 0):
     """Friedman #1 regression data (Friedman 1991).
 
@@ -23,7 +25,7 @@ def make_friedman1(n: int = 500, p: int = 10, noise: float = 1.0, random_state: 
     p : int, default 10
         Features (at least 5).
     noise : float, default 1.0
-        Standard deviation of the noise.
+        Standard deviation of the noise (>= 0).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         An int seeds ``np.random.default_rng``; None draws from NumPy's global state.
 
@@ -38,10 +40,6 @@ def make_friedman1(n: int = 500, p: int = 10, noise: float = 1.0, random_state: 
     >>> X.shape, y.shape, list(X.columns[:3])
     ((5, 10), (5,), ['x1', 'x2', 'x3'])
     """
-    if p < 5:
-        raise ValueError(f"p must be at least 5 (Friedman #1 uses x1..x5); got {p}.")
-    if n < 1:
-        raise ValueError(f"n must be a positive int; got {n}.")
     rng = numpy_rng(random_state)
     x = rng.uniform(size=(n, p))
     y = (
@@ -54,6 +52,7 @@ def make_friedman1(n: int = 500, p: int = 10, noise: float = 1.0, random_state: 
     return pd.DataFrame(x, columns=[f"x{i + 1}" for i in range(p)]), y
 
 
+@validate_params(n=Int(1), noise=Real(0))
 def make_linear(coef=(4.0, 3.0, 2.0, 1.0), n: int = 1000, noise: float = 1.0,
                 random_state: int = 0):
     """Linear data ``y = sum_j coef_j x_j + noise * e`` with standard normal ``x`` and ``e``.
@@ -67,7 +66,7 @@ def make_linear(coef=(4.0, 3.0, 2.0, 1.0), n: int = 1000, noise: float = 1.0,
     n : int, default 1000
         Rows.
     noise : float, default 1.0
-        Standard deviation of the noise.
+        Standard deviation of the noise (>= 0).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         As in :func:`make_friedman1`.
 

@@ -9,19 +9,40 @@ import numpy as np
 import pandas as pd
 
 from ._data import Dataset, Feature
+from ._params import Flag, Interval, Real, validate_params
 
-__all__ = ["GRID_STRATEGIES", "mquantiles", "feature_grid", "product_grid_index",
+__all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
            "resolve_grid", "validate_grid_options"]
 
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp")
 
+#: the rule of every grid's ``percentiles``
+PERCENTILES = Interval(0, 1, fix="E.g. percentiles=(0.05, 0.95).")
 
+
+@validate_params(alphap=Real(0, 1), betap=Real(0, 1), assume_sorted=Flag())
 def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
                assume_sorted: bool = False) -> np.ndarray:
     """Sample quantiles with plotting positions ``(k - alphap) / (n + 1 - alphap - betap)``.
 
     The defaults equal ``scipy.stats.mstats.mquantiles``, which scikit-learn uses for the
     percentiles of its partial-dependence grid.
+
+    Parameters
+    ----------
+    x : array-like
+        The sample (flattened).
+    prob : sequence of float
+        Probabilities in [0, 1].
+    alphap, betap : float, default 0.4
+        Plotting-position parameters in [0, 1] (0.4, 0.4: Cunnane's, approximately quantile
+        unbiased; 1, 1: the linear interpolation of ``numpy.quantile``).
+    assume_sorted : bool, default False
+        Whether ``x`` is already sorted ascending (its sort is skipped).
+
+    Returns
+    -------
+    ndarray of shape (len(prob),)
 
     Examples
     --------
@@ -186,15 +207,7 @@ def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
         )
     if isinstance(strategy, str) and strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
-    try:
-        lo, hi = (float(v) for v in percentiles)
-    except (TypeError, ValueError):
-        lo = hi = float("nan")
-    if not 0 <= lo < hi <= 1:
-        raise ValueError(
-            f"percentiles must be a pair (low, high) with 0 <= low < high <= 1, e.g. "
-            f"(0.05, 0.95); got {percentiles!r}."
-        )
+    PERCENTILES.check("percentiles", percentiles)
 
 
 def resolve_grid(grid, dataset: Dataset):

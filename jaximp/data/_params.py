@@ -22,8 +22,8 @@ import warnings
 import jax
 import numpy as np
 
-__all__ = ["SHARED", "Budget", "Choice", "Flag", "Int", "Output", "Progress", "Real", "Replicates",
-           "Seed", "renamed_keywords", "validate_params"]
+__all__ = ["SHARED", "Budget", "Choice", "Flag", "Index", "Int", "Interval", "Output", "Progress",
+           "Real", "Replicates", "Seed", "renamed_keywords", "validate_params"]
 
 
 class _Rule:
@@ -121,20 +121,68 @@ class Real(_Rule):
 
 
 class Choice(_Rule):
-    """One of a fixed set of strings."""
+    """One of a fixed set of strings; with ``also`` (the words for them), values that are not
+    strings pass too, for the function to check against its data (explicit grid values, one
+    weight per output)."""
 
-    def __init__(self, *choices: str, none: bool = False, fix: str = ""):
+    def __init__(self, *choices: str, also: str = "", none: bool = False, fix: str = ""):
         super().__init__(none=none, fix=fix)
-        self.choices = tuple(choices)
+        self.choices, self.also = tuple(choices), also
 
     def accepts(self, value) -> bool:
-        return isinstance(value, str) and value in self.choices
+        if not isinstance(value, str):
+            return bool(self.also)
+        return value in self.choices
 
     def expected(self) -> str:
-        return f"one of {self.choices}"
+        return f"one of {self.choices}" + (f" or {self.also}" if self.also else "")
 
     def bad_value(self):
         return "no such option"
+
+
+class Index(_Rule):
+    """One position: an int (not bool; negative counts from the end), or with ``names=True``
+    also a name; whether it exists is for the function to check against its data."""
+
+    error = TypeError
+
+    def __init__(self, *, names: bool = False, none: bool = False, fix: str = ""):
+        super().__init__(none=none, fix=fix)
+        self.names = names
+
+    def accepts(self, value) -> bool:
+        return _is_int(value) or (self.names and isinstance(value, str))
+
+    def expected(self) -> str:
+        return "an int index or a name" if self.names else "an int index"
+
+    def bad_value(self):
+        return 1.5
+
+
+class Interval(_Rule):
+    """A pair ``(low, high)`` of numbers with ``minimum <= low < high <= maximum``."""
+
+    def __init__(self, minimum: float = 0.0, maximum: float = 1.0, *, none: bool = False,
+                 fix: str = ""):
+        super().__init__(none=none, fix=fix)
+        self.minimum, self.maximum = minimum, maximum
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, (str, bytes)):
+            return False
+        try:
+            low, high = (float(v) for v in value)
+        except (TypeError, ValueError):  # not a pair of numbers
+            return False
+        return self.minimum <= low < high <= self.maximum  # also refuses NaN
+
+    def expected(self) -> str:
+        return f"a pair (low, high) with {self.minimum:g} <= low < high <= {self.maximum:g}"
+
+    def bad_value(self):
+        return (self.maximum, self.minimum)
 
 
 class Flag(_Rule):
@@ -271,7 +319,8 @@ SHARED: dict[str, _Rule] = {
 }
 """The rules of the keywords many functions share, declared once: :func:`validate_params`
 applies them to every decorated function that has such a parameter (a function's own table
-may override one, as :func:`jaximp.trends` does for its single ``output``)."""
+may override one, as :func:`jaximp.trends`, :func:`jaximp.transversal_rates` and
+:func:`jaximp.plot_importances` do for their single ``output``, an :class:`Index`)."""
 
 
 def validate_params(**table: _Rule):
@@ -281,7 +330,7 @@ def validate_params(**table: _Rule):
     ----------
     **table : rule
         Parameter name to constraint (:class:`Int`, :class:`Real`, :class:`Choice`,
-        :class:`Flag`). Every name must be a parameter of the function. The shared keywords
+        :class:`Flag`, :class:`Index`, :class:`Interval`, :class:`Replicates`). Every name must be a parameter of the function. The shared keywords
         (:data:`SHARED`: ``memory_budget``, ``progress``, ``random_state``, ``output``) are
         checked without being listed.
 

@@ -12,9 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._params import Index, validate_params
+
 __all__ = ["InputLayout", "input_groups", "input_map"]
 
 
+@validate_params(axis=Index(none=True))
 def input_groups(
     input_shape: Sequence[int],
     *,
@@ -95,6 +98,7 @@ def input_groups(
             for label in np.unique(labels) if label >= 0}
 
 
+@validate_params()
 def input_map(values, input_shape: Sequence[int], groups=None) -> np.ndarray:
     """Per-feature values painted back onto the positions of one example.
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import Choice, validate_params
 from ..models import boosting_library, read_boosted
 from ..results import FeatureImportance, TreeDetails
 
@@ -67,6 +68,16 @@ def _prediction_values_change(trees: list, p: int) -> np.ndarray:
     return effect * (100.0 / total) if total > 0 else effect
 
 
+#: every library's kinds, each once, in the order of _TYPES
+_ALL_TYPES = tuple(dict.fromkeys(kind for kinds in _TYPES.values() for kind in kinds))
+_CATBOOST_NOTE = ("LossFunctionChange needs data and Interaction pairs: use "
+                  "model.get_feature_importance")
+
+
+@validate_params(importance_type=Choice(*_ALL_TYPES, none=True, fix=(
+    "Each library has its own: " + "; ".join(
+        f"{library} {', '.join(kinds)}" for library, kinds in _TYPES.items())
+    + f" ({_CATBOOST_NOTE}).")))
 def booster_importance(model, importance_type: str | None = None,
                        feature_names=None) -> FeatureImportance:
     """The feature importance an XGBoost, LightGBM or CatBoost model reports about itself.
@@ -112,8 +123,7 @@ def booster_importance(model, importance_type: str | None = None,
     types = _TYPES[library]
     importance_type = types[0] if importance_type is None else importance_type
     if importance_type not in types:
-        extra = (" (LossFunctionChange needs data and Interaction pairs: use "
-                 "model.get_feature_importance)") if library == "catboost" else ""
+        extra = f" ({_CATBOOST_NOTE})" if library == "catboost" else ""
         raise ValueError(
             f"importance_type for a {library} model must be one of {types}; got "
             f"{importance_type!r}{extra}."

@@ -35,6 +35,7 @@ from jaximp.kernels._weights import garson as _garson_kernel
 from jaximp.kernels._weights import gedeon_shares as _gedeon_shares_kernel
 from jaximp.kernels._weights import olden as _olden_kernel
 
+from ..data import Choice, validate_params
 from ..models import MLP
 from ..results import FeatureImportance, WeightDetails
 
@@ -86,6 +87,7 @@ class NeuralNetToolsWeights:
     struct: Sequence[int]
 
 
+@validate_params()
 def from_neuralnettools(weights: Sequence[float], struct: Sequence[int]) -> list[Layer]:
     """Read R NeuralNetTools' weight vector into ``(W, b)`` pairs, ``W`` as (fan_in, fan_out).
 
@@ -156,6 +158,7 @@ def _check_struct(struct: Any) -> tuple[int, ...]:
 # --------------------------------------------------------------------------------------------
 
 
+@validate_params()
 def extract_weights(model: Any) -> list[Layer]:
     """The dense layers of a network as ``(W, b)`` pairs in forward order, ``W`` (fan_in, fan_out).
 
@@ -583,6 +586,7 @@ _SHARED_PARAMETERS = """\
         other inputs keep their own rows."""
 
 
+@validate_params()
 def garson_importance(
     model: Any,
     *,
@@ -650,6 +654,7 @@ def garson_importance(
     return _result("garson", values, features, outputs, groups, {"layer_sizes": sizes})
 
 
+@validate_params()
 def olden_importance(
     model: Any,
     *,
@@ -695,6 +700,7 @@ def olden_importance(
     return _result("olden", values, features, outputs, groups, {"layer_sizes": sizes})
 
 
+@validate_params(reduce=Choice("mean", "sum"))
 def gedeon_importance(
     model: Any,
     *,
@@ -744,8 +750,6 @@ def gedeon_importance(
     array([[0.125],
            [0.875]])
     """
-    if reduce not in ("mean", "sum"):
-        raise ValueError(f"reduce must be 'mean' or 'sum'; got {reduce!r}.")
     weights, sizes, features, outputs = _prepare(
         model, feature_names, output_names, "gedeon", 2
     )

@@ -31,7 +31,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data import as_dataset, feature_grid, product_grid_index
+from ..data import (
+    GRID_STRATEGIES,
+    PERCENTILES,
+    Choice,
+    Index,
+    Int,
+    as_dataset,
+    feature_grid,
+    product_grid_index,
+    select_outputs,
+    validate_params,
+)
 from ..models import (
     boosting_library,
     read_boosted,
@@ -84,6 +95,7 @@ def _feature_names(estimator, feature_names) -> tuple[str, ...]:
     return feature_names
 
 
+@validate_params()
 def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
     """Impurity-based (mean decrease in impurity) importance of a fitted tree model.
 
@@ -335,6 +347,9 @@ def _recursion_pd(params, points, columns, depth: int) -> np.ndarray:
     return out
 
 
+@validate_params(grid=Choice(*GRID_STRATEGIES, also="explicit grid values (one entry per "
+                                                   "feature for several)"),
+                 grid_resolution=Int(2), percentiles=PERCENTILES)
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
                             grid_resolution: int = 100,
                             percentiles: tuple[float, float] = (0.05, 0.95)):
@@ -558,6 +573,8 @@ def _transversal_sums(params, value, n_features: int, depth: int, leaf_averages:
                          params["weighted_n_node_samples"], value)
 
 
+@validate_params(output=Index(names=True, none=True, fix="Each class has its own trend: pass "
+                                                        "one class label or index."))
 def transversal_rates(estimator, feature_names=None, *, output=None) -> TransversalRates:
     """Absolute and relative transversal rates (ATR, RTR) of a fitted tree model.
 
@@ -638,10 +655,6 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
             )
         column = len(names) - 1  # the regressor's output, or the positive class
     else:
-        from ..data import select_outputs
-
-        if isinstance(output, (list, tuple)):
-            raise ValueError(f"output must be one class label or index; got {output!r}.")
         column = select_outputs(names, output)[0]
     value = params["value"]
     sign = 1.0

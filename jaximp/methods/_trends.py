@@ -36,7 +36,15 @@ import pandas as pd
 
 from jaximp.kernels import _decorrelation as K
 
-from ..data import as_key, check_n_bootstrap, numeric_matrix, output_index
+from ..data import (
+    Index,
+    Real,
+    Replicates,
+    as_key,
+    numeric_matrix,
+    output_index,
+    validate_params,
+)
 from ..engine import key_bits, rng_stream
 from ..results import TrendsDetails, new_figure
 from ._loss import check_target
@@ -154,14 +162,6 @@ class Trends:
         return axes
 
 
-def _check_subsample(subsample) -> float:
-    if isinstance(subsample, bool) or not isinstance(subsample, (int, float, np.floating)) or (
-        not 0 < subsample <= 1
-    ):
-        raise ValueError(f"subsample must be a fraction in (0, 1], e.g. 0.7; got {subsample!r}.")
-    return float(subsample)
-
-
 def _check_methods(methods) -> tuple[tuple[str, ...], bool]:
     """The estimators asked for, in canonical order, and whether the user named them."""
     if methods is None:
@@ -259,6 +259,10 @@ def _transversal_rates(model, p):
                      np.asarray(rates.rtr, np.float64).reshape(p)])
 
 
+@validate_params(n_bootstrap=Replicates(),
+                 subsample=Real(0, 1, "right", fix="The share of the rows in each subset, "
+                                "e.g. 0.7."),
+                 output=Index(none=True, fix="The output of (n, p, o) Shapley values to use."))
 def trends(
     model,
     X,
@@ -345,11 +349,7 @@ def trends(
            [ 1., -1.]])
     """
     estimators, named = _check_methods(methods)
-    n_bootstrap = check_n_bootstrap(n_bootstrap)
-    subsample = _check_subsample(subsample)
-    if output is not None and (isinstance(output, bool)
-                               or not isinstance(output, (int, np.integer))):
-        raise ValueError(f"output must be an int (an output index) or None; got {output!r}.")
+    n_bootstrap, subsample = int(n_bootstrap), float(subsample)
     if fit is not None and not callable(fit):
         raise TypeError(f"fit must be a function fit(X, y) -> model or None; got {fit!r:.60}.")
     if fit is not None and shapley is not None and not (

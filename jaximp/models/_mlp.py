@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..data import as_key
+from ..data import Choice, Int, Real, as_key, validate_params
 
 __all__ = ["MLP", "fit_mlp", "fit_mlp_options", "init_mlp_params", "mlp_forward",
            "train_mlp_params"]
@@ -125,6 +125,8 @@ class MLP:
         return [(layer["kernel"], layer["bias"]) for layer in self.params]
 
 
+@validate_params(steps=Int(1), learning_rate=Real(0, closed="neither"), weight_decay=Real(0),
+                 l2=Real(0), activation=Choice(*ACTIVATIONS), batch_size=Int(1, none=True))
 def fit_mlp(
     X,
     y,
@@ -150,8 +152,9 @@ def fit_mlp(
     steps : int, default 2000
         Optimizer steps (full batch unless ``batch_size`` is set).
     learning_rate : float, default 1e-2
+        AdamW step size (> 0).
     weight_decay : float, default 0.0
-        Decoupled (AdamW) weight decay.
+        Decoupled (AdamW) weight decay (>= 0).
     l2 : float, default 0.0
         Penalty ``l2 * sum(w ** 2)`` on the sum-of-squares scale, as R nnet's ``decay``.
     activation : {"relu", "tanh", "sigmoid"}, default "relu"
@@ -181,10 +184,7 @@ def fit_mlp(
     target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
     if target.shape[0] != x.shape[0]:
         raise ValueError(f"y must have {x.shape[0]} rows like X; got {target.shape[0]}.")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
-    if any(int(h) < 1 for h in hidden):
-        raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")
+    _check_hidden(hidden)
     key = as_key(random_state)
     init_key, train_key = jax.random.split(key)
     x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
@@ -233,11 +233,14 @@ def fit_mlp_options(fit, name: str, caller: str) -> dict | None:
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise ValueError(f"fit_mlp has no parameters {unknown}; got them in {name}=partial(...).")
+    for option, rule in fit_mlp.__jaximp_params__.items():  # fit_mlp's own table, as a call
+        if option in options:
+            rule.check(option, options[option])
     options = {**defaults, **options}
-    if options["activation"] not in ACTIVATIONS:
-        raise ValueError(
-            f"activation must be one of {sorted(ACTIVATIONS)}; got {options['activation']!r}."
-        )
-    if any(int(h) < 1 for h in options["hidden"]):
-        raise ValueError(f"hidden widths must be positive ints; got {tuple(options['hidden'])}.")
+    _check_hidden(options["hidden"])
     return options
+
+
+def _check_hidden(hidden) -> None:
+    if any(int(h) < 1 for h in hidden):
+        raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import Choice, Flag, Int, validate_params
 from ._predictor import Predictor, compute_dtype, stable_apply
 from ._torch import TorchModel, is_torch_module
 
@@ -162,6 +163,10 @@ class _OneHotLabels:
         return onehot.astype(np.float64)
 
 
+@validate_params(n_features=Int(1, none=True), batched=Flag(none=True),
+                 response_method=Choice(*RESPONSE_METHODS),
+                 trees=Choice("arrays", "host", fix="Use 'host' to keep scikit-learn's own "
+                              "predict for tree models."))
 def as_predictor(
     model,
     *,
@@ -248,20 +253,11 @@ def as_predictor(
     >>> pred.n_outputs, pred(jnp.ones((3, 2))).shape
     (1, (3, 1))
     """
-    if response_method not in RESPONSE_METHODS:
-        raise ValueError(
-            f"response_method must be one of {RESPONSE_METHODS}; got {response_method!r}."
-        )
     if response_method != "auto" and (isinstance(model, Predictor)
                                       or not hasattr(model, "predict")):
         raise ValueError(
             f"response_method={response_method!r} chooses the method of a scikit-learn-like "
             f"estimator; {type(model).__name__} is not one (it has no predict method)."
-        )
-    if trees not in ("arrays", "host"):
-        raise ValueError(
-            f"trees must be one of ('arrays', 'host'); got {trees!r}. Use 'host' to keep "
-            "scikit-learn's own predict for tree models."
         )
     if isinstance(model, Predictor):
         return model
@@ -488,6 +484,8 @@ def _with_classes(predictor: Predictor, classes) -> Predictor:
     return dataclasses.replace(predictor, classes=tuple(np.asarray(classes).tolist()))
 
 
+@validate_params(weights=Choice("mean", "sum", also="one number per output or a mapping of "
+                                "output name to weight"))
 def combine_outputs(model, weights="mean", *, name: str | None = None, **options) -> Predictor:
     """A model whose one output is a weighted sum of ``model``'s outputs.
 
@@ -527,9 +525,6 @@ def combine_outputs(model, weights="mean", *, name: str | None = None, **options
     predictor = as_predictor(model, **options)
     o = predictor.n_outputs
     if isinstance(weights, str):
-        if weights not in ("mean", "sum"):
-            raise ValueError(f"weights must be 'mean', 'sum', one number per output or a "
-                             f"mapping of output name to weight; got {weights!r}.")
         w = np.full(o, 1.0 / o if weights == "mean" else 1.0)
         label = weights
     else:

@@ -119,6 +119,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data import validate_params
 from ._boosting import (
     BoostedModel,
     boosting_library,
@@ -550,6 +551,7 @@ def read_trees(est, recursion: str | None = None, host: bool = False):
     return kind, classifier, params, depth
 
 
+@validate_params()
 def tree_predictor(estimator) -> Predictor:
     """A fitted scikit-learn tree model as a JAX :class:`~jaximp.Predictor`.
 

@@ -17,7 +17,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..data import check_bool, check_choice, check_int, output_index
+from ..data import (
+    Choice,
+    Index,
+    Int,
+    check_bool,
+    check_choice,
+    check_int,
+    output_index,
+    validate_params,
+)
 
 __all__ = ["plot_importances", "plot_input_map"]
 
@@ -319,6 +328,8 @@ def _as_named(results) -> list[tuple[str, object]]:
     return [(str(name), r) for name, r in items]
 
 
+@validate_params(top=Int(1, none=True), output=Index(names=True, none=True), style=Choice("bar", "dot"),
+                 errors=Choice(*_ERRORS))
 def plot_importances(results, ax=None, top=None, output=None, style: str = "bar",
                      errors: str = "auto"):
     """Several importance results side by side, one panel per method, features in one shared
@@ -360,7 +371,6 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
     >>> import matplotlib.pyplot as plt; plt.close(fig)
     """
     named = _as_named(results)
-    check_choice(style, "style", ("bar", "dot"))
     first = named[0][1]
     column = output_index(first.output_names, output)
     p = len(first.feature_names)
