@@ -41,7 +41,9 @@ class CountingModel:
 
 
 def _fit(A, b):
-    return CountingModel()
+    """A least-squares refit on the columns it is given (LOCO refits without one column)."""
+    coef = np.linalg.lstsq(A, b, rcond=None)[0]
+    return lambda rows: rows @ coef
 
 
 # one valid call per public function that has a parameter table
