@@ -188,16 +188,23 @@ def _probe(model, X, path: str, spec: str) -> None:
     from .methods import prepare
 
     try:
-        as_dataset(X)
+        holes = np.isnan(as_dataset(X, allow_missing=True).X).any(axis=1)
     except (ValueError, TypeError) as error:
         raise _UsageError(f"--data: {path!r}: {error}") from None
+    complete = X[~holes] if not holes.all() else X
     try:
-        dataset, predictor = prepare(model, X.iloc[: min(len(X), 8)])
+        dataset, predictor = prepare(model, complete.iloc[: min(len(complete), 8)])
         predict_rows(predictor, dataset)
     except Exception as error:  # noqa: BLE001 - the user's model, reported in one line
         raise _UsageError(
             f"--model: the model from {spec} cannot be called on the data's first rows "
             f"({X.shape[1]} feature columns): {type(error).__name__}: {error}") from None
+    if holes.any() and not (predictor.host or predictor.handles_missing):
+        raise _UsageError(
+            f"--data: {path!r} has missing values (NaN) in {int(holes.sum())} rows, and the "
+            f"model from {spec} runs in JAX, which cannot take them: impute or drop them "
+            "first, or explain a model that handles them (scikit-learn's HistGradientBoosting, "
+            "a Pipeline with an imputer, a boosting library's model).")
 
 
 def _command(argv) -> str:

@@ -362,6 +362,9 @@ def explain(
     model : callable, Flax/Equinox module or scikit-learn-like estimator
         See :func:`jaximp.as_predictor`.
     X : array of shape (n, c) or DataFrame
+        May hold missing values (NaN) when the model handles them (a scikit-learn model
+        such as HistGradientBoosting or a Pipeline with an imputer, a boosting library's
+        model); a JAX model is refused them. Each method treats them as its function does.
     y : array of shape (n,) or (n, o), optional
         Targets; needed by ``"permutation"``, ``"loco"`` and ``"sensitivity"``.
     methods : list of str, optional
@@ -433,7 +436,7 @@ def explain(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress,
+        progress=progress, allow_missing=True,  # for models that handle them, as the methods
     )
     chosen = dataset.resolve(features)
     names = [f.name for f in chosen]
