@@ -1,6 +1,7 @@
-"""The memory budget binds the whole call: with ``memory_budget=4 MiB`` on 100,000 rows x 10
-features every model-based method completes and equals its result at the default budget (within
-float32 rounding), and results that cannot fit in memory are refused before any evaluation."""
+"""The memory budget binds the whole call: with ``memory_budget=2 MiB`` on 50,000 rows x 10
+features (blocks of a few thousand rows, many chunks) every model-based method completes and
+equals its result at the default budget (within float32 rounding), and results that cannot fit
+in memory are refused before any evaluation."""
 
 import dataclasses
 from collections.abc import Mapping
@@ -13,8 +14,8 @@ from conftest import random_mlp
 import jaximp
 import jaximp.engine._engine
 
-N, C = 100_000, 10
-SMALL = 4 << 20  # 4 MiB
+N, C = 50_000, 10
+SMALL = 2 << 20  # 2 MiB
 GRID = 8
 RTOL, ATOL = 1e-5, 1e-6
 # Within a block, rows are reduced by float32 dot products whose summation order depends on the
@@ -62,7 +63,7 @@ CASES = {
     "permutation_log_loss": lambda **kw: jaximp.permutation_importance(
         F_CLS, X, Y_CLS, loss="log_loss", n_repeats=3, **kw),
     # AUC keeps whole items (an n-row sort each): 4 features keep the file fast while the
-    # 13 items still run in several groups at 4 MiB, the last one partial
+    # 13 items still run in several groups at 2 MiB, the last one partial
     "permutation_auc": lambda **kw: jaximp.permutation_importance(
         F_CLS, X, Y_CLS, loss="auc", n_repeats=3, features=["x0", "x1", "x2", "x3"], **kw),
     "loco_mean": lambda **kw: jaximp.loco_importance(F, X, Y, strategy="mean", **kw),
@@ -234,6 +235,6 @@ def test_ice_too_large_is_refused_before_evaluation(monkeypatch):
         jaximp.partial_dependence(F, X, "x3", kind="individual", grid_resolution=GRID,
                                   memory_budget=SMALL)
     message = str(info.value)
-    # names the size of the result: 8 grid points x 100000 rows x 1 output of float32
+    # names the size of the result: 8 grid points x 50000 rows x 1 output of float32
     assert f"{GRID} items x {N} rows x 1 outputs" in message, message
     assert "GiB" in message and "kind='average'" in message, message
