@@ -147,9 +147,9 @@ class Explainer:
                 f"(Explainer(model, X, {fixed[0]}=...)); a method call cannot change them.")
         accepted = _parameters(function)
         if accepted is not None:
-            own = list(inspect.signature(function).parameters)[2:]  # after model and X
             unknown = sorted(set(options) - accepted)
             if unknown:
+                own = list(inspect.signature(function).parameters)[2:]  # after model and X
                 raise TypeError(
                     f"Explainer.{function.__name__} has no option {unknown[0]!r}; its options "
                     f"are {[name for name in own if name not in _DATA_OPTIONS]}.")
