@@ -402,8 +402,8 @@ def compute_pd(
             per_set.append(replicated[start : start + size][..., out_idx].reshape(
                 *shape, replicated.shape[1], len(out_idx)))
             start += size
-    values = out.then(lambda out: _read_pds(out, shapes, out_idx, kind, centered, w,
-                                               dataset.n_rows))
+    values = out.then(lambda totals: _read_pds(totals, shapes, out_idx, kind, centered, w,
+                                                 dataset.n_rows))
     results = [
         PartialDependence(
             feature_names=tuple(f.name for f in features),
