@@ -291,10 +291,13 @@ class PDStore:
                     Mean(plan.weights)))
             out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
-            for k, block in zip(group, out):
-                self._pds[k] = centre(np.transpose(block[..., out_idx], (2, 1, 0)),
-                                      plan.weights)
-            del out
+            # as centre(), the weighted means of the group's sets in one pass; each set
+            # gets its own array, so that dropping it frees its memory
+            block = np.asarray(np.transpose(out[..., out_idx], (0, 3, 2, 1)), np.float64)
+            means = np.einsum("morn,rn->mor", block, plan.weights) / plan.weights.sum(axis=1)
+            self._pds.update((k, pd - mean[..., None]) for k, pd, mean in
+                             zip(group, block, means))
+            del out, block
 
 
 # ---------------------------------------------------------------------------------------------
