@@ -18,6 +18,7 @@ from ._params import SHARED
 __all__ = ["PositiveClass", "as_key", "check_bool", "check_choice", "check_int",
            "default_output", "numpy_rng", "output_index", "select_outputs"]
 
+
 class PositiveClass(str):
     """The output name of a binary classifier's positive class: a ``str`` equal to the class
     label of its second probability column (scikit-learn's ``classes_[1]``).

@@ -330,9 +330,10 @@ def validate_params(**table: _Rule):
     ----------
     **table : rule
         Parameter name to constraint (:class:`Int`, :class:`Real`, :class:`Choice`,
-        :class:`Flag`, :class:`Index`, :class:`Interval`, :class:`Replicates`). Every name must be a parameter of the function. The shared keywords
-        (:data:`SHARED`: ``memory_budget``, ``progress``, ``random_state``, ``output``) are
-        checked without being listed.
+        :class:`Flag`, :class:`Index`, :class:`Interval`, :class:`Replicates`). Every name must
+        be a parameter of the function. The shared keywords (:data:`SHARED`:
+        ``memory_budget``, ``progress``, ``random_state``, ``output``) are checked without
+        being listed.
 
     Examples
     --------

@@ -179,7 +179,12 @@ def centre(pd: np.ndarray, weights: np.ndarray) -> np.ndarray:
     array([[[-1.,  1.]]])
     """
     pd = np.asarray(pd, np.float64)
-    return pd - (np.einsum("orn,rn->or", pd, weights) / weights.sum(axis=1))[..., None]
+    return pd - _weighted_means(pd, weights)[..., None]
+
+
+def _weighted_means(pd: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weighted mean over the rows (..., r) of PDs (..., r, n), under each weighting."""
+    return np.einsum("...rn,rn->...r", pd, weights) / weights.sum(axis=1)
 
 
 def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple]:
@@ -291,10 +296,10 @@ class PDStore:
                     Mean(plan.weights)))
             out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
-            # as centre(), the weighted means of the group's sets in one pass; each set
+            # centred as centre() does, the means of the group's sets in one pass; each set
             # gets its own array, so that dropping it frees its memory
             block = np.asarray(np.transpose(out[..., out_idx], (0, 3, 2, 1)), np.float64)
-            means = np.einsum("morn,rn->mor", block, plan.weights) / plan.weights.sum(axis=1)
+            means = _weighted_means(block, plan.weights)  # (m, o, r)
             self._pds.update((k, pd - mean[..., None]) for k, pd, mean in
                              zip(group, block, means))
             del out, block

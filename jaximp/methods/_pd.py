@@ -13,7 +13,6 @@ import pandas as pd
 from ..data import (
     Choice,
     Dataset,
-    Deferred,
     Feature,
     Flag,
     ReadsDeferred,
@@ -391,9 +390,10 @@ def compute_pd(
         memory_budget=memory_budget, progress=progress, devices=devices,
         label="partial dependence",
         result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
-        defer=dataset.pinned,  # an Explainer's call returns before the device finishes
+        defer=True,
     )
-    out = out if isinstance(out, Deferred) else Deferred.ready(out)
+    if not dataset.pinned:  # a plain call reads now (bad predictions are refused at the call);
+        out.get()  # an Explainer's returns before the device finishes
     per_set = []
     if not keep and weightings.shape[0] > 1:
         replicated, start = out.get(), 0

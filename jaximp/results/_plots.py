@@ -328,8 +328,8 @@ def _as_named(results) -> list[tuple[str, object]]:
     return [(str(name), r) for name, r in items]
 
 
-@validate_params(top=Int(1, none=True), output=Index(names=True, none=True), style=Choice("bar", "dot"),
-                 errors=Choice(*_ERRORS))
+@validate_params(top=Int(1, none=True), output=Index(names=True, none=True),
+                 style=Choice("bar", "dot"), errors=Choice(*_ERRORS))
 def plot_importances(results, ax=None, top=None, output=None, style: str = "bar",
                      errors: str = "auto"):
     """Several importance results side by side, one panel per method, features in one shared
