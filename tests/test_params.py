@@ -233,6 +233,15 @@ def test_decorator_checks_positional_and_keyword_arguments_and_names():
     with pytest.raises(TypeError, match=r"f has no parameters \['q'\]"):
         validate_params(q=Int(1))(f.__wrapped__)
 
+    @validate_params(k=Int(1), m=Int(2))
+    def g(a, k=1, *args, m=2):
+        return a * k * m + len(args)
+
+    assert g(1) == 2 and g(1, 2, 0, 0) == 6 and g(1, k=3, m=3) == 9
+    for call in (lambda: g(1, 0), lambda: g(1, k=0), lambda: g(1, 2, 0, m=1)):
+        with pytest.raises(ValueError, match=r"^[km] must be an int >= [12]"):
+            call()
+
 
 def test_shared_keywords_have_one_rule_everywhere():
     """memory_budget, progress, random_state and output are declared once (SHARED) and

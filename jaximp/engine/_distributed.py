@@ -325,10 +325,12 @@ def to_host(array) -> np.ndarray:
     """
     if not isinstance(array, jax.Array):
         return np.asarray(array)
+    # np.asarray is what jax.device_get does for one array, without its tree walk and
+    # profiler scopes (a few tens of microseconds per small call)
     if array.is_fully_addressable:
-        return np.asarray(jax.device_get(array))
+        return np.asarray(array)
     if array.is_fully_replicated:
-        return np.asarray(jax.device_get(array.addressable_data(0)))
+        return np.asarray(array.addressable_data(0))
     raise ValueError(
         f"array must be fully replicated to be read on one process; got an array of shape "
         f"{array.shape} sharded as {array.sharding}. Reduce it inside jit with a replicated "
