@@ -81,15 +81,23 @@ class Dataset:
         kept.move_to_end(key)
         return kept[key]
 
-    def pin(self) -> "Dataset":
+    def pin(self, *, defer_reads: bool = True) -> "Dataset":
         """Keep what the engine puts on the devices for this dataset (its rows), for the
-        dataset's lifetime: an Explainer's calls then send the data once."""
+        dataset's lifetime: an Explainer's calls then send the data once. ``defer_reads``:
+        calls may return before the devices finish (an Explainer's); False for data a plain
+        function reuses, whose calls read, and refuse bad predictions, at once."""
         self._memo["pinned"] = True
+        if defer_reads:
+            self._memo["defers reads"] = True
         return self
 
     @property
     def pinned(self) -> bool:
         return "pinned" in self._memo
+
+    @property
+    def defers_reads(self) -> bool:
+        return "defers reads" in self._memo
 
     def sorted_column(self, j: int) -> np.ndarray:
         """The values of column ``j`` of ``X`` in ascending order, missing values (NaN) left

@@ -392,7 +392,7 @@ def compute_pd(
         result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
         defer=True,
     )
-    if not dataset.pinned:  # a plain call reads now (bad predictions are refused at the call);
+    if not dataset.defers_reads:  # a plain call reads now (bad predictions are refused at the call);
         out.get()  # an Explainer's returns before the device finishes
     per_set = []
     if not keep and weightings.shape[0] > 1:
@@ -559,7 +559,7 @@ def partial_dependence(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress, allow_missing=True,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
     if derivative:

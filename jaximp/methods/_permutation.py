@@ -239,7 +239,7 @@ def permutation_importance(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress, allow_missing=True,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     n = dataset.n_rows
     target = check_target(y, n)
@@ -297,7 +297,7 @@ def permutation_importance(
     if len(summing) == 1:
         # one loss of sums on an Explainer: the call returns once dispatched, read when used
         # (kind="ratio" is finished at once: it may refuse a baseline of float rounding)
-        defer = dataset.pinned and kind == "difference" and len(reducers) == 1
+        defer = dataset.defers_reads and kind == "difference" and len(reducers) == 1
         metrics[summing[0]] = evaluate(predictor, dataset, plan, reducers[summing[0]],
                                        label="permutation importance", defer=defer, **engine)
     elif summing:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import types
 
+import jax
 import numpy as np
 
 from ..data import SHARED, Dataset, InputLayout, as_dataset
@@ -14,6 +17,18 @@ from ..results import with_input_layout
 __all__ = ["cached_stage", "digest", "keep_layout", "prepare"]
 
 _STAGES_KEPT = 16
+# a plain function called again on the same small array reuses its validated, pinned dataset
+# (grids, plans and device copies kept): up to this many arrays of at most this many bytes,
+# found by their bytes (hashing 40 kB costs some microseconds; larger data costs more to
+# hash than its setup saves)
+_RECENT_DATA: "collections.OrderedDict" = collections.OrderedDict()
+_RECENT_DATA_KEPT = 4
+_RECENT_DATA_BYTES = 256 << 10
+# the Predictor of a plain (or jitted) function, per function and everything it is built
+# from; most recently used first out, as the wrappers' own cache (stable_apply)
+_PLAIN_PREDICTORS: "collections.OrderedDict" = collections.OrderedDict()
+_PLAIN_PREDICTORS_KEPT = 64
+_PLAIN_FUNCTIONS = (types.FunctionType, type(jax.jit(lambda X: X)))
 
 
 def prepare(
@@ -29,29 +44,37 @@ def prepare(
     memory_budget=None,
     progress=None,
     allow_missing: bool = False,
+    reuse: bool = False,
 ) -> tuple[Dataset, Predictor]:
     """Validate the data and the engine options, wrap the model, and check the model against
     the data's width: everything a method checks before evaluating the model.
 
     ``allow_missing``: NaN in X is passed to a host model (scikit-learn and other models with
     ``predict``, which may handle missing values) and to boosting libraries' trees read into
-    arrays (which route them as the library does); any other JAX model is refused it."""
+    arrays (which route them as the library does); any other JAX model is refused it.
+    ``reuse``: a small NumPy float array equal, byte for byte, to one of the last few given
+    with the same options gives the same pinned dataset (reading at once), so a method whose
+    cached stages are keyed on everything they read (partial dependence, permutation
+    importance) skips its setup when called again on the same data."""
     resolve_budget(memory_budget)
     SHARED["progress"].check("progress", progress)
-    dataset = as_dataset(
-        X,
-        feature_names=feature_names,
-        categorical=categorical,
-        groups=groups,
-        sample_weight=sample_weight,
-        allow_missing=allow_missing,
-    )
-    predictor = as_predictor(
-        model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
-        input_shape=dataset.input_shape,
-        sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
-        if hasattr(model, "predict") else None,
-    )
+    options = dict(feature_names=feature_names, categorical=categorical, groups=groups,
+                   sample_weight=sample_weight, allow_missing=allow_missing)
+    # only a model wrapped into the same Predictor again: the stages kept on the data hold it
+    reuse = reuse and (type(model) in _PLAIN_FUNCTIONS or isinstance(model, Predictor))
+    key = _recent_data_key(X, **options) if reuse else None
+    if key is None:
+        dataset = as_dataset(X, **options)
+    else:
+        dataset = _recent_dataset(key, **options)
+    predictor = _plain_predictor(model, dataset, output_names) if variables is None else None
+    if predictor is None:
+        predictor = as_predictor(
+            model, variables=variables, n_features=dataset.X.shape[1],
+            output_names=output_names, input_shape=dataset.input_shape,
+            sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
+            if hasattr(model, "predict") else None,
+        )
     if (allow_missing and not (predictor.host or predictor.handles_missing)
             and not np.isfinite(dataset.X.sum())):
         rows, cols = np.nonzero(np.isnan(dataset.X))
@@ -63,6 +86,65 @@ def prepare(
             "the NaN as they are.)"
         )
     return dataset, predictor
+
+
+def _recent_data_key(X, *, feature_names, categorical, groups, sample_weight, allow_missing):
+    """What identifies a small 2-D NumPy float array and its options (its bytes included),
+    or None where the data is not reused (other types, large arrays, unhashable options)."""
+    if (type(X) is not np.ndarray or X.dtype.kind != "f" or X.ndim != 2
+            or X.nbytes > _RECENT_DATA_BYTES or categorical is not None or groups is not None):
+        return None
+    weights = None
+    if sample_weight is not None:
+        weights = np.asarray(sample_weight)
+        if weights.dtype.kind not in "biuf" or weights.nbytes > _RECENT_DATA_BYTES:
+            return None
+        weights = (weights.dtype.str, weights.shape, weights.tobytes())
+    names = None
+    if feature_names is not None:
+        names = tuple(feature_names) if isinstance(feature_names, (list, tuple)) else None
+        if names is None or not all(isinstance(name, str) for name in names):
+            return None
+    return (X.dtype.str, X.shape, X.tobytes(), names, weights, bool(allow_missing))
+
+
+def _recent_dataset(key, **options) -> Dataset:
+    """The dataset of ``key`` (from :func:`_recent_data_key`), validated and pinned the
+    first time: built from a read-only copy of the bytes, so that no later change to the
+    caller's array reaches it."""
+    if key in _RECENT_DATA:
+        _RECENT_DATA.move_to_end(key)
+        return _RECENT_DATA[key]
+    dtype, shape, data = key[:3]
+    X = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, sharing the key's bytes
+    dataset = as_dataset(X, **options).pin(defer_reads=False)
+    _RECENT_DATA[key] = dataset
+    if len(_RECENT_DATA) > _RECENT_DATA_KEPT:
+        _RECENT_DATA.popitem(last=False)
+    return dataset
+
+
+def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
+    """The Predictor of a plain or jitted function, built once per function, width, example
+    shape, output names and float mode (as_predictor builds the same wrapper and probe from
+    them alone); None for any other model (a module's or pytree's arrays may change)."""
+    if type(model) not in _PLAIN_FUNCTIONS:
+        return None
+    try:
+        names = None if output_names is None else tuple(str(name) for name in output_names)
+    except TypeError:
+        return None
+    key = (model, dataset.X.shape[1], dataset.input_shape, names,
+           jax.dtypes.canonicalize_dtype(np.float64).str)  # the float mode: its dtype
+    if key in _PLAIN_PREDICTORS:
+        _PLAIN_PREDICTORS.move_to_end(key)
+        return _PLAIN_PREDICTORS[key]
+    predictor = as_predictor(model, n_features=key[1], output_names=output_names,
+                             input_shape=dataset.input_shape)
+    _PLAIN_PREDICTORS[key] = predictor
+    if len(_PLAIN_PREDICTORS) > _PLAIN_PREDICTORS_KEPT:
+        _PLAIN_PREDICTORS.popitem(last=False)
+    return predictor
 
 
 def keep_layout(info, dataset: Dataset, features=None):
