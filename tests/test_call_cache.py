@@ -1,0 +1,176 @@
+"""The plain functions' reuse of recent data and model wrappers never returns a stale result.
+
+``partial_dependence`` and ``permutation_importance`` keep the validated data of a small NumPy
+array they were called on (found by its bytes and options) and the Predictor of a plain or
+jitted function. Each test changes one thing those caches read and compares the second call
+with a float64 NumPy reference, or with a call that takes no cached path (X as a list, the
+model as a ``functools.partial``, neither of which is reused).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaximp
+from jaximp.methods._setup import prepare
+
+N, P = 200, 4
+
+
+def _data(seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).normal(size=(N, P)).astype(dtype)
+
+
+def _pd_reference(X, grid, weights=None, scale=1.0):
+    """PD of x0 for f(X) = scale * (x0 * x1 + x2), in float64: g * mean(x1) + mean(x2)."""
+    X = np.asarray(X, np.float64)
+    w = np.ones(len(X)) if weights is None else np.asarray(weights, np.float64)
+    mean = lambda column: np.sum(w * X[:, column]) / w.sum()  # noqa: E731
+    return scale * (np.asarray(grid) * mean(1) + mean(2))
+
+
+def _model(scale=1.0):
+    return jax.jit(lambda A: scale * (A[:, 0] * A[:, 1] + A[:, 2]))
+
+
+def _pd(model, X, **options):
+    result = jaximp.partial_dependence(model, X, 0, grid_resolution=7, **options)
+    return result, np.asarray(result.grid_values[0]), result.average[:, 0]
+
+
+def test_pd_follows_an_array_changed_in_place():
+    X, model = _data(), _model()
+    _, grid, first = _pd(model, X)
+    np.testing.assert_allclose(first, _pd_reference(X, grid), rtol=1e-5, atol=1e-6)
+    X[:, 1] += 1.0  # the same object, other values
+    X[:, 0] *= 2.0  # and another grid
+    _, grid2, second = _pd(model, X)
+    assert not np.allclose(grid, grid2)
+    np.testing.assert_allclose(second, _pd_reference(X, grid2), rtol=1e-5, atol=1e-6)
+
+
+def test_pd_follows_the_model_the_values_the_dtype_and_the_weights():
+    X = _data()
+    for scale in (1.0, 3.0):  # a different jitted function on the same data
+        _, grid, average = _pd(_model(scale), X)
+        np.testing.assert_allclose(average, _pd_reference(X, grid, scale=scale), rtol=1e-5,
+                                   atol=1e-6)
+    model = _model()
+    for other in (_data(1), _data(0, np.float64) + 1e-3, _data(0, np.float64)):
+        _, grid, average = _pd(model, other)  # other values, then the other dtype
+        np.testing.assert_allclose(average, _pd_reference(other, grid), rtol=1e-5, atol=1e-6)
+    weights = np.random.default_rng(2).uniform(size=N)
+    for w in (weights, 2 * weights + 1, None):
+        _, grid, average = _pd(model, X, sample_weight=w)
+        np.testing.assert_allclose(average, _pd_reference(X, grid, w), rtol=1e-5, atol=1e-6)
+
+
+def test_pd_follows_feature_and_output_names():
+    X, model = _data(), _model()
+    for names in (["a", "b", "c", "d"], ["p", "q", "r", "s"]):
+        result = jaximp.partial_dependence(model, X, names[0], grid_resolution=5,
+                                           feature_names=names)
+        assert result.feature_names == (names[0],)
+    two = jax.jit(lambda A: jnp.stack([A[:, 2], 2 * A[:, 2]], axis=1))
+    mean = np.mean(X[:, 2].astype(np.float64))
+    for outputs in (("u", "v"), ("v", "w"), None):
+        model = two if outputs is None else jaximp.as_predictor(two, n_features=P,
+                                                                output_names=outputs)
+        result = jaximp.partial_dependence(model, X, 0, grid_resolution=5)
+        assert result.output_names == (outputs or ("y0", "y1"))
+        np.testing.assert_allclose(result.average, np.tile([mean, 2 * mean], (5, 1)),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_the_wrapper_of_a_function_follows_its_width_names_and_example_shape():
+    X = _data()
+    two = jax.jit(lambda A: jnp.stack([A.sum(axis=tuple(range(1, A.ndim))),
+                                       A.reshape(A.shape[0], -1)[:, 0]], axis=1))
+    for outputs in (("u", "v"), ("v", "w"), None):
+        _, predictor = prepare(two, X, output_names=outputs, reuse=True)
+        assert predictor.output_names == (outputs or ("y0", "y1"))
+    with pytest.raises(ValueError, match="output_names has 3 names"):
+        prepare(two, X, output_names=("a", "b", "c"), reuse=True)
+    for shape in ((N, P), (N, 2 * P), (N, 2, 3)):
+        data = np.ones(shape, np.float32)
+        dataset, predictor = prepare(two, data, reuse=True)
+        rows = np.asarray(predictor(jnp.asarray(dataset.X[:2], jnp.float32)))
+        np.testing.assert_allclose(rows, [[np.prod(shape[1:]), 1.0]] * 2)
+
+
+def test_a_reused_call_still_refuses_bad_predictions_at_the_call():
+    X = _data()
+    jaximp.partial_dependence(_model(), X, 0, grid_resolution=5)
+    bad = jax.jit(lambda A: jnp.log(A[:, 0]))  # NaN for the negative grid values
+    with pytest.raises(FloatingPointError, match="NaN or infinite"):
+        jaximp.partial_dependence(bad, X, 0, grid_resolution=5)
+
+
+def _pfi(model, X, y, **options):
+    return jaximp.permutation_importance(model, X, y, n_repeats=3, **options)
+
+
+def _fresh_pfi(model, X, y, **options):
+    """No cached path: X as a list and the model as a partial are never reused."""
+    return jaximp.permutation_importance(functools.partial(model), np.asarray(X).tolist(), y,
+                                         n_repeats=3, **options)
+
+
+def _assert_same_importances(result, fresh):
+    np.testing.assert_allclose(result.importances, fresh.importances, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(result.info.baseline, fresh.info.baseline, rtol=1e-6)
+
+
+def test_permutation_importance_follows_data_model_targets_and_key():
+    X, model = _data(), _model()
+    y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64) + 0.1
+    for call in range(2):  # a repeated call gives the fresh call's numbers
+        result = _pfi(model, X, y)
+        _assert_same_importances(result, _fresh_pfi(model, X, y))
+    prediction = X[:, 0].astype(np.float64) * X[:, 1] + X[:, 2]
+    np.testing.assert_allclose(result.info.baseline, [np.mean((y - prediction) ** 2)],
+                               rtol=1e-5)
+    assert np.all(result.importances[3] == 0)  # x3 is not used by the model
+    changes = [
+        (_model(2.0), X, y, {}),  # another model
+        (model, X, 2 * y, {}),  # other targets
+        (model, X, y, {"random_state": 7}),  # other permutations
+        (model, X, y, {"sample_weight": np.arange(N) % 3 + 1.0}),
+    ]
+    X[:, 2] = -X[:, 2]  # the same array, changed in place
+    changes.append((model, X, y, {}))
+    changes.append((model, X.astype(np.float64) + 1e-3, y, {}))  # another dtype and values
+    for model_, X_, y_, options in changes:
+        result = _pfi(model_, X_, y_, **options)
+        _assert_same_importances(result, _fresh_pfi(model_, X_, y_, **options))
+
+
+def test_permutation_importance_follows_output_names_and_losses():
+    X = _data()
+    y = np.stack([X[:, 0], X[:, 1]], axis=1).astype(np.float64)
+    two = jax.jit(lambda A: jnp.stack([A[:, 0], 0.5 * A[:, 1]], axis=1))
+    first = _pfi(two, X, y, loss="mse")
+    renamed = jaximp.permutation_importance(two, X, y, n_repeats=3, loss="mse",
+                                            feature_names=["a", "b", "c", "d"])
+    assert renamed.feature_names == ("a", "b", "c", "d")
+    np.testing.assert_array_equal(renamed.importances, first.importances)
+    absolute = _pfi(two, X, y, loss="mae")
+    _assert_same_importances(absolute, _fresh_pfi(two, X, y, loss="mae"))
+    assert not np.allclose(absolute.importances, first.importances)
+
+
+def test_equal_bytes_and_options_give_the_same_dataset_and_predictor():
+    X, model = _data(), _model()
+    first = prepare(model, X, reuse=True)
+    again = prepare(model, X.copy(), reuse=True)
+    assert again[0] is first[0] and again[1] is first[1]
+    assert prepare(model, X, reuse=False)[0] is not first[0]
+    assert prepare(functools.partial(model), X, reuse=True)[0] is not first[0]
+    assert prepare(model, X, reuse=True, feature_names=list("abcd"))[0] is not first[0]
+    X[0, 0] += 1.0
+    changed = prepare(model, X, reuse=True)[0]
+    assert changed is not first[0] and changed.X[0, 0] == np.float64(X[0, 0])
+    assert first[0].X[0, 0] != changed.X[0, 0]  # the kept copy is not the caller's
