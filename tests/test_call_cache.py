@@ -174,3 +174,18 @@ def test_equal_bytes_and_options_give_the_same_dataset_and_predictor():
     changed = prepare(model, X, reuse=True)[0]
     assert changed is not first[0] and changed.X[0, 0] == np.float64(X[0, 0])
     assert first[0].X[0, 0] != changed.X[0, 0]  # the kept copy is not the caller's
+
+
+def test_a_function_with_a_predict_method_stays_a_host_model():
+    X = _data()
+
+    def linear(A):
+        return np.asarray(A, np.float64) @ np.arange(P)
+
+    linear.predict = linear  # an object with predict: called on the host, never traced
+    _, predictor = prepare(linear, X, reuse=True)
+    assert predictor.host
+    result = jaximp.partial_dependence(linear, X, 1, grid_resolution=4)
+    grid = np.asarray(result.grid_values[0])
+    expected = grid + np.asarray(X, np.float64)[:, [0, 2, 3]].mean(axis=0) @ [0, 2, 3]
+    np.testing.assert_allclose(result.average[:, 0], expected, rtol=1e-6)

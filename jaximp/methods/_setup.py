@@ -61,7 +61,8 @@ def prepare(
     options = dict(feature_names=feature_names, categorical=categorical, groups=groups,
                    sample_weight=sample_weight, allow_missing=allow_missing)
     # only a model wrapped into the same Predictor again: the stages kept on the data hold it
-    reuse = reuse and (type(model) in _PLAIN_FUNCTIONS or isinstance(model, Predictor))
+    reuse = reuse and (isinstance(model, Predictor) or (type(model) in _PLAIN_FUNCTIONS
+                                                        and not hasattr(model, "predict")))
     key = _recent_data_key(X, **options) if reuse else None
     if key is None:
         dataset = as_dataset(X, **options)
@@ -128,7 +129,7 @@ def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
     """The Predictor of a plain or jitted function, built once per function, width, example
     shape, output names and float mode (as_predictor builds the same wrapper and probe from
     them alone); None for any other model (a module's or pytree's arrays may change)."""
-    if type(model) not in _PLAIN_FUNCTIONS:
+    if type(model) not in _PLAIN_FUNCTIONS or hasattr(model, "predict"):
         return None
     try:
         names = None if output_names is None else tuple(str(name) for name in output_names)
