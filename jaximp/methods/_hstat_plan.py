@@ -159,6 +159,8 @@ def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_id
     # residual: 24 float64 PDs budgeted (a group of one statistic peaked at 20, measured).
     set_bytes = 8.0 * len(out_idx) * weights.shape[0] * rows.size
     group_size = max(1, int(resolve_budget(memory_budget) // (24 * set_bytes)))
+    for array in (rows, weights, counts):  # an Explainer shares the plan between calls
+        array.flags.writeable = False
     return HPlan(rows=rows, weights=weights, counts=counts, out_idx=tuple(out_idx),
                  columns={f.name: tuple(f.columns) for f in dataset.features},
                  n_columns=dataset.X.shape[1], group_size=group_size)
@@ -227,28 +229,41 @@ def _concatenated(parts: dict) -> dict[str, tuple]:
 class PDStore:
     """Centred float64 PDs at the rows (o, r, n), by key, of one model on one plan's rows.
 
-    Built with the centred prediction ``"F"`` and the rounding floor of the read-out; a plan's
-    statistics are computed by :meth:`run`, which evaluates the sets they need in budget-sized
-    groups and frees, after each group, the PDs no later statistic of the plan needs. 1-D PDs
-    stay (every later pair and triple reuses them), so a result can evaluate more sets later.
+    Built with the centred prediction ``"F"`` and the rounding floor of the read-out (both
+    read when first needed); a plan's statistics are computed by :meth:`run`, which evaluates
+    the sets they need in budget-sized groups and frees, after each group, the PDs no later
+    statistic of the plan needs. 1-D PDs stay (every later pair and triple reuses them), so a
+    result can evaluate more sets later.
     """
 
     def __init__(self, plan: HPlan, predictor: Predictor, data: Dataset, *,
                  memory_budget=None, progress=None):
         self._predictor, self._data = predictor, data
         self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
+        self._pds: dict[Any, np.ndarray] = {}
+        # read when first needed: the device evaluates the sets of the first group meanwhile
+        self._prediction = predict_rows(predictor, data, defer=True, **self._engine_kw).then(
+            lambda pred: self._read_prediction(pred, plan, predictor.dtype))
+
+    def _read_prediction(self, pred: np.ndarray, plan: HPlan, dtype) -> np.ndarray:
+        """Keep the centred prediction ``"F"`` of the predictions ``pred`` (n, outputs);
+        return the rounding floor of the read-out (o, r)."""
         weights = plan.weights
         ws = weights[0]
-        pred = predict_rows(predictor, data, **self._engine_kw)[:, list(plan.out_idx)]
-        pred = pred.astype(np.float64)  # (n, o)
+        pred = pred[:, list(plan.out_idx)].astype(np.float64)  # (n, o)
         o, r, n = pred.shape[1], weights.shape[0], plan.rows.size
-        self._pds: dict[Any, np.ndarray] = {
-            "F": centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)}
+        self._pds["F"] = centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)
         # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
         # the model's rounding: its statistic is 0, not a ratio of two rounding errors.
         centred = pred - (ws @ pred) / ws.sum()
-        resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
-        self.floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+        resolution = 16 * np.finfo(np.dtype(dtype)).eps
+        return resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+
+    @property
+    def floor(self) -> np.ndarray:
+        """The rounding floor (o, r) of the read-out: a joint PD whose weighted mean square is
+        below it is constant up to the model's rounding."""
+        return self._prediction.get()
 
     def run(self, plan: HPlan) -> dict[str, tuple]:
         """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
@@ -265,6 +280,7 @@ class PDStore:
             group = statistics[start:start + size]
             self.evaluate(plan, [k for st in group for k in (st.joint, *st.parts)
                                  if not isinstance(k, str)])
+            self._prediction.get()  # "F"
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
             for st in group:
