@@ -203,16 +203,31 @@ def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple
     >>> float(num[0, 0, 0]), float(den[0, 0, 0])
     (1.0, 3.0)
     """
-    residual = np.stack([pds[st.joint] for st in statistics])  # (s, o, r, n), a copy
+    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
+    position = {k: i for i, k in enumerate(keys)}
+    stacked = np.stack([pds[k] for k in keys])  # (keys, o, r, n)
+    residual = stacked[[position[st.joint] for st in statistics]]  # (s, o, r, n), a copy
     den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
-    for row, st in zip(residual, statistics):
-        for part, sign in zip(st.parts, st.signs):
-            row -= sign * pds[part]
+    # part t of every statistic that has one at once: the same differences, in the same order,
+    # as one statistic at a time
+    for t in range(max(len(st.parts) for st in statistics)):
+        having = [i for i, st in enumerate(statistics) if len(st.parts) > t]
+        signs = np.array([statistics[i].signs[t] for i in having])[:, None, None, None]
+        residual[having] -= signs * stacked[[position[statistics[i].parts[t]] for i in having]]
     num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
     total = weights.sum(axis=1)
     num, den = num / total, den / total
-    kinds = np.array([st.kind for st in statistics])
-    return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}
+    return {kind: (num[where], den[where]) for kind, where in _by_kind(statistics).items()}
+
+
+def _by_kind(statistics) -> dict:
+    """The positions of each kind's statistics: a slice where they are consecutive (as the
+    plans list them), else a list of indices."""
+    positions: dict[str, list] = {}
+    for i, st in enumerate(statistics):
+        positions.setdefault(st.kind, []).append(i)
+    return {kind: slice(at[0], at[-1] + 1) if at[-1] - at[0] == len(at) - 1 else at
+            for kind, at in positions.items()}
 
 
 def _concatenated(parts: dict) -> dict[str, tuple]:
