@@ -241,6 +241,10 @@ def _concatenated(parts: dict) -> dict[str, tuple]:
 # ---------------------------------------------------------------------------------------------
 
 
+# A group's centred PDs up to this size stay views of one array (one subtraction for all).
+_SHARED_BLOCK_BYTES = 1 << 20
+
+
 class PDStore:
     """Centred float64 PDs at the rows (o, r, n), by key, of one model on one plan's rows.
 
@@ -328,11 +332,13 @@ class PDStore:
             out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
             # centred as centre() does, the means of the group's sets in one pass; each set
-            # gets its own array, so that dropping it frees its memory
+            # of a large group gets its own array, so that dropping it frees its memory
             block = np.asarray(np.transpose(out[..., out_idx], (0, 3, 2, 1)), np.float64)
-            means = _weighted_means(block, plan.weights)  # (m, o, r)
-            self._pds.update((k, pd - mean[..., None]) for k, pd, mean in
-                             zip(group, block, means))
+            means = _weighted_means(block, plan.weights)[..., None]  # (m, o, r, 1)
+            if block.nbytes <= _SHARED_BLOCK_BYTES:  # one subtraction; the sets share it
+                self._pds.update(zip(group, block - means))
+            else:
+                self._pds.update((k, pd - mean) for k, pd, mean in zip(group, block, means))
             del out, block
 
 
