@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -54,6 +55,11 @@ def overall_statistics(names) -> tuple[HStat, ...]:
     >>> [st.kind for st in overall_statistics(["a", "b"])]
     ['overall', 'overall', 'total', 'pd_importance', 'pd_importance']
     """
+    return _overall_statistics(tuple(names))
+
+
+@functools.lru_cache(maxsize=64)  # a repeated call reuses the statistics and their keys' hashes
+def _overall_statistics(names: tuple) -> tuple[HStat, ...]:
     overall = [HStat("overall", "F", (frozenset((name,)), ("not", name)), (1.0, 1.0))
                for name in names]
     total = [HStat("total", "F", ("sum",), (1.0,))]
@@ -71,6 +77,11 @@ def set_statistics(pairs=(), triples=()) -> tuple[HStat, ...]:
     >>> pair.joint == frozenset("ab"), pair.parts == (frozenset("a"), frozenset("b"))
     (True, True)
     """
+    return _set_statistics(tuple(map(tuple, pairs)), tuple(map(tuple, triples)))
+
+
+@functools.lru_cache(maxsize=64)
+def _set_statistics(pairs: tuple, triples: tuple) -> tuple[HStat, ...]:
     statistics = [HStat("pairwise", frozenset((a, b)), (frozenset((a,)), frozenset((b,))),
                         (1.0, 1.0)) for a, b in pairs]
     for a, b, d in triples:
