@@ -93,7 +93,8 @@ def _computed_once(preds, valid):
     """``preds`` as the output of a conditional whose predicate XLA cannot fold (``valid`` is
     0 or 1): the split reads them three times, and XLA would otherwise evaluate a cheap
     elementwise model (and the gathers that build its rows) again inside each reading fusion
-    (all H pairs at p = 10, n = 100 with ``A[:, 0] + A[:, 1]``: 2.2 ms a call against 3.1)."""
+    (all H pairs at p = 10, n = 100 with ``A[:, 0] + A[:, 1]``: 2.2 ms a call against 3.1).
+    CPU only: a GPU reads a conditional's predicate back to the host before going on."""
     return jax.lax.cond(valid[0] >= 0, lambda p: p, lambda p: -p, preds)
 
 
@@ -137,7 +138,7 @@ class Mean(Reducer):
                               xp.zeros((preds.shape[0], w.shape[1], preds.shape[1]),
                                        preds.dtype)], axis=-1)
         else:
-            if xp is not np:
+            if xp is not np and jax.default_backend() == "cpu":
                 preds = _computed_once(preds, valid)
             total = _split_sums(preds, w, xp)
         return total[:, :1] if self.weights.shape[0] == 1 else total  # without _two_columns
