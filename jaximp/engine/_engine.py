@@ -598,12 +598,18 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
     sizes, n_row_chunks = launch.sizes, launch.n_row_chunks
     X_dev, tables, rowdata, consts, counts = launch.arrays
     keep = reducer.combine == "keep"
-    if not keep and len(launch.offsets) == 1 and sizes.row_blocks == 1 and progress is not True:
-        # one chunk of one row block (small calls): its items' totals as they come
+    if len(launch.offsets) == 1 and progress is not True and (
+            launch.mesh is None if keep else sizes.row_blocks == 1):
+        # one chunk (small calls): its items' totals (of one row block), or its predictions
+        # on one device, as they come
         out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, *launch.offsets[0])
 
         def fold():
             block = to_host(out)
+            if keep:
+                result = np.zeros((b, n, o), block.dtype)
+                _write_kept(result, block, sizes, 0, 0, n, launch.n_local, launch.n_dev)
+                return result
             totals = block.astype(np.float64).reshape(-1, *block.shape[2:])
             return reducer.finalize(totals[: math.ceil(b / reducer.group)])
 
@@ -743,7 +749,7 @@ def _host_replacement(plan: Plan, X, items, rows, n):
 
 @validate_params()
 def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=None,
-                 devices=None, label: str = "predict") -> np.ndarray:
+                 devices=None, label: str = "predict", defer: bool = False) -> np.ndarray:
     """Predictions on the data itself (a Dataset or an array), shape (n, o), float32.
 
     Parameters
@@ -763,6 +769,8 @@ def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=Non
         As in :func:`evaluate`.
     label : str, default "predict"
         The name of the progress line.
+    defer : bool, default False
+        Return a :class:`~jaximp.data.Deferred` of the predictions, as :func:`evaluate` does.
     """
     c = data.X.shape[1] if isinstance(data, Dataset) else np.shape(data)[1]
 
@@ -772,5 +780,7 @@ def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=Non
     # an Explainer's data keeps the plan, so a repeated call reuses its launch
     plan, keep = (data.memo("predict plan", make) if isinstance(data, Dataset) and data.pinned
                   else make())
-    return evaluate(predictor, data, plan, keep, memory_budget=memory_budget,
-                    progress=progress, devices=devices, label=label)[0]
+    out = evaluate(predictor, data, plan, keep, memory_budget=memory_budget,
+                   progress=progress, devices=devices, label=label, defer=True)
+    out = out.then(lambda kept: kept[0])
+    return out if defer else out.get()

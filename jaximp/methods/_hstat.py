@@ -231,7 +231,7 @@ def h_statistic(
     out_idx = select_outputs(predictor.output_names, output)
     output_names = tuple(predictor.output_names[i] for i in out_idx)
 
-    plan = make_plan(dataset, key, n_max, n_bootstrap, out_idx, memory_budget)
+    plan = _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_budget)
     store = PDStore(plan, predictor, _rows_of(dataset, plan.rows), memory_budget=memory_budget,
                     progress=progress)
     results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,
@@ -244,6 +244,17 @@ def h_statistic(
                              n_bootstrap=n_bootstrap, feature_names=dataset.feature_names)
     return HStatistic._read_out(raw, store.floor, output_names, plan.rows.size, info,
                                 normalized, squared, eps, HExtension(dataset, plan, store))
+
+
+def _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_budget):
+    """:func:`make_plan`, kept on an Explainer's data for an int seed (the same seed draws the
+    same rows and replicates), so that a repeated call draws nothing again."""
+    seeded = isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+    return cached_stage(
+        dataset, ("H-statistic plan", int(random_state) if seeded else None, n_max,
+                  n_bootstrap, tuple(out_idx), memory_budget),
+        lambda: make_plan(dataset, key, n_max, n_bootstrap, out_idx, memory_budget),
+        uncached=not seeded)
 
 
 def _rows_of(dataset, rows):

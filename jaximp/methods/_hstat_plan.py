@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -54,6 +55,11 @@ def overall_statistics(names) -> tuple[HStat, ...]:
     >>> [st.kind for st in overall_statistics(["a", "b"])]
     ['overall', 'overall', 'total', 'pd_importance', 'pd_importance']
     """
+    return _overall_statistics(tuple(names))
+
+
+@functools.lru_cache(maxsize=64)  # a repeated call reuses the statistics and their keys' hashes
+def _overall_statistics(names: tuple) -> tuple[HStat, ...]:
     overall = [HStat("overall", "F", (frozenset((name,)), ("not", name)), (1.0, 1.0))
                for name in names]
     total = [HStat("total", "F", ("sum",), (1.0,))]
@@ -71,6 +77,11 @@ def set_statistics(pairs=(), triples=()) -> tuple[HStat, ...]:
     >>> pair.joint == frozenset("ab"), pair.parts == (frozenset("a"), frozenset("b"))
     (True, True)
     """
+    return _set_statistics(tuple(map(tuple, pairs)), tuple(map(tuple, triples)))
+
+
+@functools.lru_cache(maxsize=64)
+def _set_statistics(pairs: tuple, triples: tuple) -> tuple[HStat, ...]:
     statistics = [HStat("pairwise", frozenset((a, b)), (frozenset((a,)), frozenset((b,))),
                         (1.0, 1.0)) for a, b in pairs]
     for a, b, d in triples:
@@ -159,6 +170,8 @@ def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_id
     # residual: 24 float64 PDs budgeted (a group of one statistic peaked at 20, measured).
     set_bytes = 8.0 * len(out_idx) * weights.shape[0] * rows.size
     group_size = max(1, int(resolve_budget(memory_budget) // (24 * set_bytes)))
+    for array in (rows, weights, counts):  # an Explainer shares the plan between calls
+        array.flags.writeable = False
     return HPlan(rows=rows, weights=weights, counts=counts, out_idx=tuple(out_idx),
                  columns={f.name: tuple(f.columns) for f in dataset.features},
                  n_columns=dataset.X.shape[1], group_size=group_size)
@@ -201,16 +214,31 @@ def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple
     >>> float(num[0, 0, 0]), float(den[0, 0, 0])
     (1.0, 3.0)
     """
-    residual = np.stack([pds[st.joint] for st in statistics])  # (s, o, r, n), a copy
+    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
+    position = {k: i for i, k in enumerate(keys)}
+    stacked = np.stack([pds[k] for k in keys])  # (keys, o, r, n)
+    residual = stacked[[position[st.joint] for st in statistics]]  # (s, o, r, n), a copy
     den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
-    for row, st in zip(residual, statistics):
-        for part, sign in zip(st.parts, st.signs):
-            row -= sign * pds[part]
+    # part t of every statistic that has one at once: the same differences, in the same order,
+    # as one statistic at a time
+    for t in range(max(len(st.parts) for st in statistics)):
+        having = [i for i, st in enumerate(statistics) if len(st.parts) > t]
+        signs = np.array([statistics[i].signs[t] for i in having])[:, None, None, None]
+        residual[having] -= signs * stacked[[position[statistics[i].parts[t]] for i in having]]
     num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
     total = weights.sum(axis=1)
     num, den = num / total, den / total
-    kinds = np.array([st.kind for st in statistics])
-    return {kind: (num[kinds == kind], den[kinds == kind]) for kind in dict.fromkeys(kinds)}
+    return {kind: (num[where], den[where]) for kind, where in _by_kind(statistics).items()}
+
+
+def _by_kind(statistics) -> dict:
+    """The positions of each kind's statistics: a slice where they are consecutive (as the
+    plans list them), else a list of indices."""
+    positions: dict[str, list] = {}
+    for i, st in enumerate(statistics):
+        positions.setdefault(st.kind, []).append(i)
+    return {kind: slice(at[0], at[-1] + 1) if at[-1] - at[0] == len(at) - 1 else at
+            for kind, at in positions.items()}
 
 
 def _concatenated(parts: dict) -> dict[str, tuple]:
@@ -224,31 +252,48 @@ def _concatenated(parts: dict) -> dict[str, tuple]:
 # ---------------------------------------------------------------------------------------------
 
 
+# A group's centred PDs up to this size stay views of one array (one subtraction for all).
+_SHARED_BLOCK_BYTES = 1 << 20
+
+
 class PDStore:
     """Centred float64 PDs at the rows (o, r, n), by key, of one model on one plan's rows.
 
-    Built with the centred prediction ``"F"`` and the rounding floor of the read-out; a plan's
-    statistics are computed by :meth:`run`, which evaluates the sets they need in budget-sized
-    groups and frees, after each group, the PDs no later statistic of the plan needs. 1-D PDs
-    stay (every later pair and triple reuses them), so a result can evaluate more sets later.
+    Built with the centred prediction ``"F"`` and the rounding floor of the read-out (both
+    read when first needed); a plan's statistics are computed by :meth:`run`, which evaluates
+    the sets they need in budget-sized groups and frees, after each group, the PDs no later
+    statistic of the plan needs. 1-D PDs stay (every later pair and triple reuses them), so a
+    result can evaluate more sets later.
     """
 
     def __init__(self, plan: HPlan, predictor: Predictor, data: Dataset, *,
                  memory_budget=None, progress=None):
         self._predictor, self._data = predictor, data
         self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
+        self._pds: dict[Any, np.ndarray] = {}
+        # read when first needed: the device evaluates the sets of the first group meanwhile
+        self._prediction = predict_rows(predictor, data, defer=True, **self._engine_kw).then(
+            lambda pred: self._read_prediction(pred, plan, predictor.dtype))
+
+    def _read_prediction(self, pred: np.ndarray, plan: HPlan, dtype) -> np.ndarray:
+        """Keep the centred prediction ``"F"`` of the predictions ``pred`` (n, outputs);
+        return the rounding floor of the read-out (o, r)."""
         weights = plan.weights
         ws = weights[0]
-        pred = predict_rows(predictor, data, **self._engine_kw)[:, list(plan.out_idx)]
-        pred = pred.astype(np.float64)  # (n, o)
+        pred = pred[:, list(plan.out_idx)].astype(np.float64)  # (n, o)
         o, r, n = pred.shape[1], weights.shape[0], plan.rows.size
-        self._pds: dict[Any, np.ndarray] = {
-            "F": centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)}
+        self._pds["F"] = centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)
         # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
         # the model's rounding: its statistic is 0, not a ratio of two rounding errors.
         centred = pred - (ws @ pred) / ws.sum()
-        resolution = 16 * np.finfo(np.dtype(predictor.dtype)).eps
-        self.floor = resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+        resolution = 16 * np.finfo(np.dtype(dtype)).eps
+        return resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+
+    @property
+    def floor(self) -> np.ndarray:
+        """The rounding floor (o, r) of the read-out: a joint PD whose weighted mean square is
+        below it is constant up to the model's rounding."""
+        return self._prediction.get()
 
     def run(self, plan: HPlan) -> dict[str, tuple]:
         """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
@@ -265,6 +310,7 @@ class PDStore:
             group = statistics[start:start + size]
             self.evaluate(plan, [k for st in group for k in (st.joint, *st.parts)
                                  if not isinstance(k, str)])
+            self._prediction.get()  # "F"
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
             for st in group:
@@ -297,11 +343,13 @@ class PDStore:
             out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)
             # centred as centre() does, the means of the group's sets in one pass; each set
-            # gets its own array, so that dropping it frees its memory
+            # of a large group gets its own array, so that dropping it frees its memory
             block = np.asarray(np.transpose(out[..., out_idx], (0, 3, 2, 1)), np.float64)
-            means = _weighted_means(block, plan.weights)  # (m, o, r)
-            self._pds.update((k, pd - mean[..., None]) for k, pd, mean in
-                             zip(group, block, means))
+            means = _weighted_means(block, plan.weights)[..., None]  # (m, o, r, 1)
+            if block.nbytes <= _SHARED_BLOCK_BYTES:  # one subtraction; the sets share it
+                self._pds.update(zip(group, block - means))
+            else:
+                self._pds.update((k, pd - mean) for k, pd, mean in zip(group, block, means))
             del out, block
 
 
