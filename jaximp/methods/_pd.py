@@ -18,7 +18,6 @@ from ..data import (
     ReadsDeferred,
     as_dataset,
     feature_grid,
-    mquantiles,
     output_index,
     product_grid_index,
     resolve_grid,
@@ -251,8 +250,8 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
     if feature.is_categorical:
         return None
     column = feature.columns[0]
-    return dataset.memo(("deciles", column), lambda: tuple(mquantiles(
-        dataset.sorted_column(column), np.arange(1, 10) / 10, assume_sorted=True).tolist()))
+    return dataset.memo(("deciles", column), lambda: tuple(
+        dataset.column_order(column).quantiles(np.arange(1, 10) / 10).tolist()))
 
 
 def _recursion_by_default(model) -> bool:
