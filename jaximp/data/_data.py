@@ -138,6 +138,12 @@ class Dataset:
         """Whether the rows are on the host (given there, or their host copy made)."""
         return self.__dict__["_X"] is not None or HOST_COPY in self._memo
 
+    @property
+    def resident_X(self):
+        """The rows where they are kept: ``X`` on the host, or the device rows (a
+        ``jax.Array``) while their host copy is not made; for reads that work on either."""
+        return self.X if self.on_host or self.device_X is None else self.device_X
+
     def sorted_column(self, j: int) -> np.ndarray:
         """The values of column ``j`` of ``X`` in ascending order, missing values (NaN) left
         out (computed once per dataset)."""
@@ -203,7 +209,8 @@ class Dataset:
 
     @property
     def n_columns(self) -> int:
-        return len(self.column_names)
+        rows = self.__dict__["_X"]
+        return (self.device_X if rows is None else rows).shape[1]
 
     def positions(self, features) -> list[int]:
         """The positions of ``features`` (Feature objects of this dataset) among its

@@ -47,13 +47,13 @@ def prepare(
         allow_missing=allow_missing,
     )
     predictor = as_predictor(
-        model, variables=variables, n_features=dataset.X.shape[1], output_names=output_names,
+        model, variables=variables, n_features=dataset.n_columns, output_names=output_names,
         input_shape=dataset.input_shape,
         sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
         if hasattr(model, "predict") else None,
     )
     if (allow_missing and not (predictor.host or predictor.handles_missing)
-            and not np.isfinite(dataset.X.sum())):
+            and dataset.has_missing):
         rows, cols = np.nonzero(np.isnan(dataset.X))
         raise ValueError(
             f"X contains {rows.size} NaN values (first at row {rows[0]}, column "
