@@ -60,8 +60,9 @@ class _HostRows:
         given = dataset.__dict__["_X"]
         if given is not None or dataset.device_X is None:
             return given
-        return dataset.memo(HOST_COPY, lambda: _read_only(np.asarray(
-            jax.device_get(dataset.device_X), dtype=np.float64)))
+        # an implicit transfer, so that a device-to-host transfer guard reports it
+        return dataset.memo(HOST_COPY, lambda: _read_only(np.asarray(dataset.device_X,
+                                                                     dtype=np.float64)))
 
     def __set__(self, dataset, value):  # the dataclass's __init__ only: Dataset is frozen
         dataset.__dict__["_X"] = value
@@ -178,7 +179,7 @@ class Dataset:
                 return not np.isfinite(self.X.sum())  # X holds no infinite value
             if not jnp.issubdtype(self.device_X.dtype, jnp.inexact):
                 return False
-            return bool(jnp.isnan(self.device_X).any())
+            return bool(jax.device_get(jnp.isnan(self.device_X).any()))
 
         return self.memo("has missing", make)
 

@@ -156,7 +156,7 @@ def bad_values(rows, allow_missing: bool) -> tuple[int, int, int] | None:
     if not jnp.issubdtype(rows.dtype, jnp.inexact):
         return None  # integers and booleans are finite
     bad = _device_bad_mask(rows, allow_missing)
-    if not bool(jnp.any(bad)):
+    if not jax.device_get(jnp.any(bad)):  # explicit reads: allowed under a transfer guard
         return None
     count, first = jax.device_get((jnp.sum(bad), jnp.argmax(bad.reshape(-1))))
     return int(count), *divmod(int(first), rows.shape[1])
@@ -180,7 +180,7 @@ def integer_levels(column) -> tuple | None:
         return tuple(np.unique(column).astype(int).tolist())
     if jnp.issubdtype(column.dtype, jnp.inexact):
         whole = jnp.all(jnp.isnan(column) | (column == jnp.round(column)))
-        if not bool(whole):
+        if not jax.device_get(whole):
             return None
     order = DeviceColumnOrder(column)
     return tuple(order.distinct().astype(int).tolist()) if order.size else ()
@@ -197,5 +197,6 @@ def is_onehot(block) -> bool:
     if block.shape[1] < 2:
         return False
     if isinstance(block, jax.Array):
-        return bool(jnp.all((block == 0) | (block == 1)) & jnp.all(block.sum(axis=1) == 1))
+        return bool(jax.device_get(jnp.all((block == 0) | (block == 1))
+                                   & jnp.all(block.sum(axis=1) == 1)))
     return bool(np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1))
