@@ -12,6 +12,7 @@ import pytest
 
 import jaximp
 from jaximp.data import GRID_STRATEGIES, as_dataset, feature_grid
+from jaximp.data import _device
 from jaximp.data._data import HOST_COPY
 
 RNG = np.random.default_rng(0)
@@ -24,6 +25,15 @@ HOST = np.column_stack([
 ]).astype(np.float32)
 DEVICE = jnp.asarray(HOST)
 Y = np.asarray(HOST[:, 0] * HOST[:, 1] + np.sin(HOST[:, 3] / 1e3), np.float64)
+
+
+@pytest.fixture(params=["device sort", "numpy sort of a cpu view"])
+def sort_where(request, monkeypatch):
+    """Columns sorted by XLA on the device, and (on the CPU backend, where device memory is
+    host memory) by NumPy on a view of the device column: both give the host path's grids."""
+    if request.param == "device sort":
+        monkeypatch.setattr(_device, "SORTED_BY_NUMPY", ())
+    return request.param
 
 
 def model(A):
@@ -57,7 +67,7 @@ def _equal(a, b):
         assert getattr(a, name, None) == getattr(b, name, None)
 
 
-def test_construction_reads_no_rows_and_describes_them_as_numpy():
+def test_construction_reads_no_rows_and_describes_them_as_numpy(sort_where):
     with jax.transfer_guard_device_to_host("disallow"):  # enforced on accelerators
         dataset = as_dataset(DEVICE, categorical=[2])
         assert dataset.n_rows == N and dataset.n_columns == 4
@@ -73,7 +83,7 @@ def test_construction_reads_no_rows_and_describes_them_as_numpy():
 
 @pytest.mark.parametrize("strategy", GRID_STRATEGIES)
 @pytest.mark.parametrize("grid_resolution", [2, 7, 40, 200])
-def test_grids_on_the_device_equal_numpys_bit_for_bit(strategy, grid_resolution):
+def test_grids_on_the_device_equal_numpys_bit_for_bit(strategy, grid_resolution, sort_where):
     dataset = as_dataset(DEVICE, categorical=[2])
     reference = as_dataset(np.asarray(DEVICE), categorical=[2])
     for feature in dataset.features:
@@ -86,7 +96,7 @@ def test_grids_on_the_device_equal_numpys_bit_for_bit(strategy, grid_resolution)
     assert not _host_copy_made(dataset)
 
 
-def test_grids_leave_missing_values_out_as_numpy_does():
+def test_grids_leave_missing_values_out_as_numpy_does(sort_where):
     values = HOST.copy()
     values[::7, 0] = np.nan
     dataset = as_dataset(jnp.asarray(values), allow_missing=True)
@@ -108,7 +118,7 @@ def test_grids_leave_missing_values_out_as_numpy_does():
     assert not _host_copy_made(dataset)
 
 
-def test_a_column_of_one_value_or_only_missing_values_is_refused_as_with_numpy():
+def test_a_column_of_one_value_or_only_missing_values_is_refused_as_with_numpy(sort_where):
     values = HOST.copy()
     values[:, 1] = 3.0
     values[:, 3] = np.nan
@@ -138,7 +148,7 @@ CALLS = {
 
 
 @pytest.mark.parametrize("name", CALLS)
-def test_a_function_never_copies_device_rows_to_the_host(name):
+def test_a_function_never_copies_device_rows_to_the_host(name, sort_where):
     dataset = as_dataset(DEVICE, categorical=[2])
     with jax.transfer_guard_device_to_host("disallow"):
         got = CALLS[name](dataset)
@@ -216,7 +226,7 @@ def test_categorical_codes_and_one_hot_groups_are_checked_as_with_numpy():
         feature_grid(got, got.feature("color"))
 
 
-def test_integer_and_many_axis_device_rows_are_described_as_numpy():
+def test_integer_and_many_axis_device_rows_are_described_as_numpy(sort_where):
     integers = jnp.asarray(RNG.integers(0, 5, size=(40, 3)), jnp.int32)
     got, want = as_dataset(integers, categorical=[0]), as_dataset(np.asarray(integers),
                                                                     categorical=[0])

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._device import (ColumnOrder, DeviceColumnOrder, HostColumnOrder, bad_values,
+from ._device import (ColumnOrder, HostColumnOrder, bad_values, device_column_order,
                       integer_levels, is_onehot)
 from ._params import Flag, validate_params
 
@@ -164,7 +164,7 @@ class Dataset:
         def make():
             if self.on_host or self.device_X is None:
                 return HostColumnOrder(self.sorted_column(j))
-            order = DeviceColumnOrder(self.device_X[:, j])
+            order = device_column_order(self.device_X[:, j])
             if order.size == 0:
                 raise ValueError(_ONLY_MISSING.format(self.column_names[j]))
             return order
