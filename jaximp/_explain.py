@@ -440,7 +440,7 @@ def explain(
     )
     chosen = dataset.resolve(features)
     names = [f.name for f in chosen]
-    network = _readable_network(model, dataset.X.shape[1])
+    network = _readable_network(model, dataset.n_columns)
     if listed is None:
         listed = _default_methods(len(chosen), y is not None, fit is not None, network)
     options = _check_options(options, listed)

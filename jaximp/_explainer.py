@@ -121,16 +121,16 @@ class Explainer:
         if background is not None:
             width = (len(background.column_names) if isinstance(background, Dataset)
                      else np.shape(background)[1] if np.ndim(background) == 2 else None)
-            if width != self.dataset.X.shape[1]:
+            if width != self.dataset.n_columns:
                 raise ValueError(
-                    f"background must have the columns of X ({self.dataset.X.shape[1]}); got "
+                    f"background must have the columns of X ({self.dataset.n_columns}); got "
                     f"shape {np.shape(getattr(background, 'X', background))}.")
         self.background = background
         self.memory_budget = memory_budget
         self.random_state = random_state
 
     def __repr__(self) -> str:
-        n, c = self.dataset.X.shape
+        n = self.dataset.n_rows
         return (f"Explainer({self.predictor.name}, {n} rows x {len(self.dataset.features)} "
                 f"features, outputs {list(self.predictor.output_names)}"
                 f"{', with y' if self.y is not None else ''})")

@@ -8,12 +8,18 @@ import functools
 from typing import Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ._device import (ColumnOrder, HostColumnOrder, bad_values, device_column_order,
+                      integer_levels, is_onehot)
 from ._params import Flag, validate_params
 
-__all__ = ["Feature", "Dataset", "as_dataset", "is_text"]
+__all__ = ["HOST_COPY", "Feature", "Dataset", "as_dataset", "is_text"]
+
+_ONLY_MISSING = ("column {!r} holds only missing values (NaN); it has no grid. Drop it or "
+                 "fill it.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,12 +49,44 @@ class Feature:
         return self.kind in ("categorical", "onehot")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+class _HostRows:
+    """``Dataset.X``: the rows given on the host, or the host copy of rows given on a device,
+    made on the first read and kept (a grid, a check or a model call on the device reads
+    none of it)."""
+
+    def __get__(self, dataset, owner=None):
+        if dataset is None:
+            raise AttributeError("X")  # no default: X is a required field
+        given = dataset.__dict__["_X"]
+        if given is not None or dataset.device_X is None:
+            return given
+        # an implicit transfer, so that a device-to-host transfer guard reports it
+        return dataset.memo(HOST_COPY, lambda: _read_only(np.asarray(dataset.device_X,
+                                                                     dtype=np.float64)))
+
+    def __set__(self, dataset, value):  # the dataclass's __init__ only: Dataset is frozen
+        dataset.__dict__["_X"] = value
+
+
+#: the memo key of a device dataset's host copy of its rows
+HOST_COPY = "host copy"
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values = values.view()
+    values.flags.writeable = False
+    return values
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Dataset:
     """Validated data: ``X`` float matrix (n, c), feature metadata, optional weights, and the
-    user's own data (``source``: a DataFrame or array) from which host models get their rows."""
+    user's own data (``source``: a DataFrame or array) from which host models get their rows.
 
-    X: np.ndarray
+    Rows given as a ``jax.Array`` on one device stay there (``device_X``, and ``X=None``):
+    ``X`` is then their float64 host copy, made when first read."""
+
+    X: np.ndarray = _HostRows()
     column_names: tuple[str, ...]
     features: tuple[Feature, ...]
     weights: np.ndarray | None = None
@@ -57,11 +95,16 @@ class Dataset:
     # example flattened to one row, and the model gets rows of this shape back
     input_shape: tuple[int, ...] | None = None
     # the rows as the user gave them on a device (a jax.Array on one device), flattened like
-    # X: the engine uses them in place instead of sending X's host copy back to the device
+    # X: the engine, the checks and the grids use them in place
     device_X: object = None
     # what is computed from the data once and asked again (sorted columns, grids, the
-    # device copy): kept for the dataset's lifetime, e.g. an Explainer's
+    # device copy, the host copy of device rows): kept for the dataset's lifetime
     _memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False)
+
+    def __repr__(self) -> str:
+        where = "host" if self.on_host else "device"
+        return (f"Dataset({self.n_rows} rows x {self.n_columns} columns on the {where}, "
+                f"features={list(self.feature_names)})")
 
     def memo(self, key, make):
         """``make()``, computed once per dataset and ``key`` (a Dataset is immutable)."""
@@ -99,6 +142,17 @@ class Dataset:
     def defers_reads(self) -> bool:
         return "defers reads" in self._memo
 
+    @property
+    def on_host(self) -> bool:
+        """Whether the rows are on the host (given there, or their host copy made)."""
+        return self.__dict__["_X"] is not None or HOST_COPY in self._memo
+
+    @property
+    def resident_X(self):
+        """The rows where they are kept: ``X`` on the host, or the device rows (a
+        ``jax.Array``) while their host copy is not made; for reads that work on either."""
+        return self.X if self.on_host or self.device_X is None else self.device_X
+
     def sorted_column(self, j: int) -> np.ndarray:
         """The values of column ``j`` of ``X`` in ascending order, missing values (NaN) left
         out (computed once per dataset)."""
@@ -106,11 +160,36 @@ class Dataset:
             column = self.X[:, j]
             present = column[~np.isnan(column)]
             if present.size == 0:
-                raise ValueError(f"column {self.column_names[j]!r} holds only missing values "
-                                 "(NaN); it has no grid. Drop it or fill it.")
+                raise ValueError(_ONLY_MISSING.format(self.column_names[j]))
             return np.sort(present)
 
         return self.memo(("sorted", j), make)
+
+    def column_order(self, j: int) -> ColumnOrder:
+        """Column ``j``'s present values in order, read as a grid needs them: sorted on the
+        device for rows kept there (only the values asked for come back), else from
+        :meth:`sorted_column`."""
+        def make():
+            if self.on_host or self.device_X is None:
+                return HostColumnOrder(self.sorted_column(j))
+            order = device_column_order(self.device_X[:, j])
+            if order.size == 0:
+                raise ValueError(_ONLY_MISSING.format(self.column_names[j]))
+            return order
+
+        return self.memo(("order", j), make)
+
+    @property
+    def has_missing(self) -> bool:
+        """Whether X holds a NaN (one reduction where the rows are)."""
+        def make():
+            if self.on_host or self.device_X is None:
+                return not np.isfinite(self.X.sum())  # X holds no infinite value
+            if not jnp.issubdtype(self.device_X.dtype, jnp.inexact):
+                return False
+            return bool(jax.device_get(jnp.isnan(self.device_X).any()))
+
+        return self.memo("has missing", make)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_memo": {}}  # device copies stay behind
@@ -121,15 +200,26 @@ class Dataset:
         source = self.source
         if isinstance(source, pd.DataFrame):
             source = source.iloc[rows].reset_index(drop=True)
+        elif isinstance(source, jax.Array):
+            source = source[rows]
         elif source is not None:
             source = np.asarray(source)[rows]
         weights = None if self.weights is None else self.weights[rows]
+        if not self.on_host:  # rows kept on the device are taken there
+            return dataclasses.replace(self, X=None, weights=weights, source=source,
+                                       device_X=self.device_X[rows])
         return dataclasses.replace(self, X=self.X[rows], weights=weights, source=source,
                                    device_X=None)
 
     @property
     def n_rows(self) -> int:
-        return self.X.shape[0]
+        rows = self.__dict__["_X"]
+        return (self.device_X if rows is None else rows).shape[0]
+
+    @property
+    def n_columns(self) -> int:
+        rows = self.__dict__["_X"]
+        return (self.device_X if rows is None else rows).shape[1]
 
     def positions(self, features) -> list[int]:
         """The positions of ``features`` (Feature objects of this dataset) among its
@@ -270,7 +360,7 @@ def as_dataset(
             f"{groups!r:.60}."
         )
     levels_of: dict[int, tuple] = {}
-    input_shape = None
+    input_shape = on_device = None
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
         if feature_names is not None and list(feature_names) != names:
@@ -305,11 +395,13 @@ def as_dataset(
                 )
         values = np.stack(columns, axis=1) if columns else np.empty((len(X), 0))
     else:
-        values = np.asarray(X)
+        on_device = _on_one_device(X)
+        # rows on one device stay there: checks and grids run on them in place
+        values = X if on_device is not None else np.asarray(X)
         if values.dtype.kind == "c":
             raise TypeError("X must hold real numbers; got complex values. Pass the real and "
                             "imaginary parts as separate columns.")
-        if values.dtype == object or values.dtype.kind in "USV":
+        if on_device is None and (values.dtype == object or values.dtype.kind in "USV"):
             raise TypeError(
                 f"X must hold numbers; got an array of dtype {values.dtype}. Convert text "
                 "columns to integer codes or pass a DataFrame with 'category' columns."
@@ -327,9 +419,8 @@ def as_dataset(
                                  "jaximp.input_groups).")
             feature_names = positions
             X = None  # host models get the flat rows
-        # no copy of float64 data; a read-only view, so that jaximp never writes into it
-        values = np.asarray(values, dtype=np.float64).view()
-        values.flags.writeable = False
+        if on_device is None:  # no copy of float64 data; read-only: jaximp never writes into it
+            values = _read_only(np.asarray(values, dtype=np.float64))
         if feature_names is None:
             names = [f"x{i}" for i in range(values.shape[1])]
         else:
@@ -343,16 +434,12 @@ def as_dataset(
     n, c = values.shape
     if n == 0 or c == 0:
         raise ValueError(f"X is empty: got shape {values.shape}; need at least 1 row and column.")
-    # the sum is finite for finite data short of overflow: one pass, no boolean copy
-    bad = None if np.isfinite(values.sum()) else ~np.isfinite(values)
-    if bad is not None and allow_missing:
-        bad = np.isinf(values)
-    if bad is not None and bad.any():
-        rows, cols = np.nonzero(bad)
+    bad = bad_values(values, allow_missing)
+    if bad is not None:
         what = "infinite" if allow_missing else "NaN or infinite"
         raise ValueError(
-            f"X contains {bad.sum()} {what} values (first at row {rows[0]}, column "
-            f"{names[cols[0]]!r}); impute or drop them first."
+            f"X contains {bad[0]} {what} values (first at row {bad[1]}, column "
+            f"{names[bad[2]]!r}); impute or drop them first."
         )
 
     def column_index(key) -> int:
@@ -367,13 +454,12 @@ def as_dataset(
     for key in categorical or ():
         i = column_index(key)
         if i not in levels_of:
-            col = values[:, i]
-            col = col[~np.isnan(col)]  # a missing code (allow_missing) is no level
-            if not np.all(col == np.round(col)):
+            levels = integer_levels(values[:, i])  # a missing code (NaN) is no level
+            if levels is None:
                 raise ValueError(
                     f"categorical column {names[i]!r} must hold integer codes; got non-integers."
                 )
-            levels_of[i] = tuple(np.unique(col).astype(int).tolist())
+            levels_of[i] = levels
 
     grouped: dict[int, str] = {}
     features: list[Feature] = []
@@ -388,15 +474,12 @@ def as_dataset(
                     f"column {names[i]!r} is in both groups {grouped[i]!r} and {gname!r}."
                 )
             grouped[i] = gname
-        block = values[:, idx]
-        is_onehot = len(idx) > 1 and np.all((block == 0) | (block == 1)) and np.all(
-            block.sum(axis=1) == 1
-        )
+        onehot = is_onehot(values[:, list(idx)])
         group_features[min(idx)] = Feature(
             str(gname),
             idx,
-            "onehot" if is_onehot else "continuous",
-            tuple(names[i] for i in idx) if is_onehot else None,
+            "onehot" if onehot else "continuous",
+            tuple(names[i] for i in idx) if onehot else None,
         )
     if not group_features and not levels_of:  # plain numeric columns: the same objects again
         features = list(_continuous_features(tuple(names)))
@@ -431,8 +514,8 @@ def as_dataset(
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."
             )
-    return Dataset(values, tuple(names), tuple(features), weights, X, input_shape,
-                   _on_one_device(X))
+    return Dataset(values if on_device is None else None, tuple(names), tuple(features),
+                   weights, X, input_shape, on_device)
 
 
 def _on_one_device(X):

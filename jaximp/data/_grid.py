@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ._data import Dataset, Feature
+from ._device import plotting_quantiles
 from ._params import Flag, Interval, Real, validate_params
 
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
@@ -52,14 +53,7 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
     data = np.asarray(x, dtype=np.float64)
     if not assume_sorted:
         data = np.sort(data)
-    n = data.size
-    p = np.asarray(prob, dtype=np.float64)
-    m = alphap + p * (1.0 - alphap - betap)
-    aleph = n * p + m
-    # np.minimum/np.maximum, not np.clip: this runs per feature per call on a few values
-    k = np.floor(np.minimum(np.maximum(aleph, 1), n - 1)).astype(int)
-    gamma = np.minimum(np.maximum(aleph - k, 0.0), 1.0)
-    return (1.0 - gamma) * data[k - 1] + gamma * data[k]
+    return plotting_quantiles(data.__getitem__, data.size, prob, alphap, betap)
 
 
 def feature_grid(
@@ -111,14 +105,16 @@ def feature_grid(
                 f"numbers; got {values!r}."
             )
         return grid[:, None], tuple(grid.tolist())
-    col = dataset.sorted_column(feature.columns[0])
-    uniques = col[np.concatenate([[True], col[1:] != col[:-1]])]
-    if uniques.size < 2:
+    # the column's order, read for what the grid needs (for rows on a device: sorted there,
+    # and only the grid's values come back)
+    col = dataset.column_order(feature.columns[0])
+    if col.n_distinct < 2:
         raise ValueError(
-            f"feature {feature.name!r} has a single distinct value ({uniques[0]:g}); its "
+            f"feature {feature.name!r} has a single distinct value ({col.at([0])[0]:g}); its "
             "partial dependence is undefined. Drop the feature or pass grid values explicitly."
         )
     if feature.kind == "categorical":
+        uniques = col.distinct()
         labels = feature.levels if feature.levels is not None else tuple(uniques.tolist())
         if len(labels) == uniques.size:
             return uniques[:, None], tuple(labels)
@@ -128,20 +124,20 @@ def feature_grid(
     if strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
     if strategy == "pdp":  # R pdp / vip: seq(min, max, length = min(n_unique, resolution))
-        grid = np.linspace(col[0], col[-1], min(uniques.size, grid_resolution))
+        low, high = col.at([0, col.size - 1])
+        grid = np.linspace(low, high, min(col.n_distinct, grid_resolution))
         return grid[:, None], tuple(grid.tolist())
     use_unique = (
         strategy == "unique"
-        or (strategy == "sklearn" and uniques.size < grid_resolution)
-        or (strategy in ("uniform", "quantile") and uniques.size <= grid_resolution)
+        or (strategy == "sklearn" and col.n_distinct < grid_resolution)
+        or (strategy in ("uniform", "quantile") and col.n_distinct <= grid_resolution)
     )
     if use_unique:
-        grid = uniques
+        grid = col.distinct()
     elif strategy == "quantile":
-        grid = np.unique(mquantiles(col, np.linspace(*percentiles, grid_resolution),
-                                     assume_sorted=True))
+        grid = np.unique(col.quantiles(np.linspace(*percentiles, grid_resolution)))
     else:
-        low, high = mquantiles(col, percentiles, assume_sorted=True)
+        low, high = col.quantiles(percentiles)
         # exact equality only: a narrow range at a large magnitude (a 900-wide range of
         # timestamps at 1.6e9) is a valid float64 grid; whether the model's dtype resolves it
         # is for jaximp.engine._precision.check_collapse to say.

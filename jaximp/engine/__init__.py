@@ -11,7 +11,8 @@ from ._engine import (
     predict_rows,
     resolve_budget,
 )
-from ._plans import Plan, at_coded_values, at_drawn_rows, at_permuted_rows, at_values
+from ._plans import (Plan, at_coded_values, at_data_rows, at_drawn_rows, at_permuted_rows,
+                     at_values)
 from ._precision import PrecisionWarning, check_collapse, check_collapse_columns
 from ._reducers import (
     ROW_LOSSES,
@@ -40,6 +41,7 @@ __all__ = [
     "Spread",
     "Stacked",
     "at_coded_values",
+    "at_data_rows",
     "at_drawn_rows",
     "at_permuted_rows",
     "at_values",

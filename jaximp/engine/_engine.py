@@ -342,8 +342,7 @@ def evaluate(
     """
     if not isinstance(data, Dataset):
         data = as_dataset(np.asarray(data, dtype=np.float64))
-    X = data.X
-    n, c = X.shape
+    n, c = data.n_rows, data.n_columns
     if plan.n_columns != c:
         raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
     budget = resolve_budget(memory_budget)
@@ -422,8 +421,13 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         g = jnp.where(valid, g, 0)
         base = jax.lax.dynamic_slice_in_dim(X, row0, rbl, axis=1)  # (D, rbl, c)
         mask = tables["masks"][tables["item_mask"][items]][:, None, None, :]  # (ib,1,1,c)
-        if index == "item":
+        if index == "item" and "table" in tables:
             values = tables["table"][tables["item_index"][items]][:, None, None, :]
+        elif index == "item":  # data rows: gathered from the rows on the devices
+            src = tables["item_index"][items]  # (ib,) global rows
+            if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
+                src = (src // n_local) * X.shape[1] + src % n_local
+            values = X.reshape(-1, X.shape[-1])[src][:, None, None, :]  # (ib, 1, 1, c)
         elif index == "code":
             codes = jax.lax.dynamic_slice_in_dim(rowdata["_codes"], row0, rbl, axis=1)
             picked = jnp.take(codes, tables["item_code"][items], axis=2)  # (D, rbl, ib)
@@ -529,8 +533,7 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
 
 
 def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
-    X = data.X
-    n, c = X.shape
+    n, c = data.n_rows, data.n_columns
     o = predictor.n_outputs
     dtype = np.dtype(predictor.dtype)
     mesh = global_mesh(devices)
@@ -579,12 +582,17 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         consts, counts, offsets = kept_on_device(
             data, ("whole", mesh_key), (consts, counts, offsets),
             lambda: replicate((consts, counts, offsets), mesh))
+    elif data.device_X is not None and mesh is None:  # rows on the device are used there
+        X_dev = device_rows(data, n_dev, n_local, n_local_pad, dtype, mesh)
+        if n_item_chunks * n_row_chunks > 1:
+            rowdata = shard_rows(rowdata, mesh)
+            consts, counts = replicate((consts, counts), mesh)
     elif mesh is None and n_item_chunks * n_row_chunks == 1:
         # one call: its host arguments go with it, cheaper than a device_put first
-        X_dev = layout_rows(X, n_dev, n_local, n_local_pad, dtype)
+        X_dev = layout_rows(data.X, n_dev, n_local, n_local_pad, dtype)
     else:
-        X_dev, rowdata = shard_rows((layout_rows(X, n_dev, n_local, n_local_pad, dtype), rowdata),
-                                    mesh)
+        X_dev, rowdata = shard_rows((layout_rows(data.X, n_dev, n_local, n_local_pad, dtype),
+                                     rowdata), mesh)
         consts, counts = replicate((consts, counts), mesh)
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
                             "source_rows" in tables)
@@ -736,7 +744,8 @@ def _run_host(predictor, data, plan, reducer, budget, progress, label):
 def _host_replacement(plan: Plan, X, items, rows, n):
     """Replacement values (ib, rows, c) in float64 for host models."""
     if plan.index == "item":
-        return plan.table[plan.item_index[items]][:, None, :]
+        table = X if plan.table is None else plan.table
+        return table[plan.item_index[items]][:, None, :]
     if plan.index == "code":
         idx = plan.item_index[items][:, None] + plan.row_codes[plan.item_code[items]][:, rows]
         return plan.table[idx]
@@ -772,7 +781,7 @@ def predict_rows(predictor: Predictor, data, *, memory_budget=None, progress=Non
     defer : bool, default False
         Return a :class:`~jaximp.data.Deferred` of the predictions, as :func:`evaluate` does.
     """
-    c = data.X.shape[1] if isinstance(data, Dataset) else np.shape(data)[1]
+    c = data.n_columns if isinstance(data, Dataset) else np.shape(data)[1]
 
     def make():
         return at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0]), Keep()

@@ -5,7 +5,7 @@ A plan has ``b`` *items*. Item ``k`` replaces the columns of ``masks[item_mask[k
 ``index`` rule:
 
 - ``"item"``: the same table row ``item_index[k]`` for all rows (PD grids, LOCO replacement
-  values, H-statistic rows);
+  values), or with no table the same data row (H-statistic rows);
 - ``"permutation"``: data row ``pi_k(i)`` of a seeded permutation ``pi_k`` (permutation
   importance); the seed is the plan's key and the item's stream label ``item_stream[k]``;
 - ``"draw"``: a data row drawn uniformly, with replacement, for each row (sensitivity analysis);
@@ -24,7 +24,8 @@ import numpy as np
 
 from ._rng import key_bits
 
-__all__ = ["Plan", "at_values", "at_permuted_rows", "at_drawn_rows", "at_coded_values"]
+__all__ = ["Plan", "at_values", "at_data_rows", "at_permuted_rows", "at_drawn_rows",
+           "at_coded_values"]
 
 INDEX_RULES = ("item", "permutation", "draw", "code")
 
@@ -132,6 +133,22 @@ def at_values(masks, item_mask, values, item_value) -> Plan:
     table = np.asarray(values, dtype=np.float64).reshape(-1, masks.shape[1])
     return Plan(masks, _ints(item_mask, "item_mask"), "item", table=table,
                 item_index=_ints(item_value, "item_value"))
+
+
+def at_data_rows(masks, item_mask, item_row) -> Plan:
+    """Item ``k`` sets its mask's columns to those of data row ``item_row[k]`` in every row:
+    :func:`at_values` with the data's own rows as the table, read where the rows are kept
+    (no copy of them is made or sent).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = at_data_rows(np.eye(2, dtype=bool), [0, 1], [5, 5])
+    >>> plan.index, plan.table is None, plan.item_index.tolist()
+    ('item', True, [5, 5])
+    """
+    return Plan(_masks(masks), _ints(item_mask, "item_mask"), "item",
+                item_index=_ints(item_row, "item_row"))
 
 
 def _streams(item_stream, b: int) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 
+import jax
 import numpy as np
 
 __all__ = ["PrecisionWarning", "check_collapse", "check_collapse_columns"]
@@ -143,7 +144,9 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     """:func:`check_collapse` for columns of a finite float64 matrix ``X``, one per name.
 
     Only each column's range is read; a column is read again (and its distinct values
-    counted) only when its range is coarsely resolved in ``dtype``.
+    counted) only when its range is coarsely resolved in ``dtype``. ``X`` may be rows on a
+    device (a ``jax.Array``): the ranges are found there, and only they come back, with a
+    coarse column.
     """
     try:
         info = _finfo(np.dtype(dtype))
@@ -152,7 +155,11 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     if info is None or X.shape[0] < 2 or not len(columns):
         return
     columns = np.asarray(columns, dtype=int)
-    if X.shape[0] <= 4096:  # small X: two passes over a copy cost less than calls per column
+    if isinstance(X, jax.Array):
+        chosen = X[:, columns]
+        low, high = (np.asarray(v, np.float64) for v in jax.device_get(
+            (chosen.min(axis=0), chosen.max(axis=0))))
+    elif X.shape[0] <= 4096:  # small X: two passes over a copy cost less than calls per column
         chosen = X[:, columns]
         low, high = chosen.min(axis=0), chosen.max(axis=0)
     else:  # column by column: on a row-major X about 3x faster than X.min(axis=0)
@@ -163,5 +170,6 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     if not coarse.any():
         return
     for k in np.flatnonzero(coarse):
-        check_collapse(feature_names[k], X[:, columns[k]], dtype, what,
+        column = np.asarray(X[:, columns[k]], np.float64)
+        check_collapse(feature_names[k], column, dtype, what,
                        stacklevel=stacklevel + 1)

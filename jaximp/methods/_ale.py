@@ -250,7 +250,7 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
     padded = np.zeros((1 if n_weightings == 1 else _power_of_two(n_weightings),
                        weights.shape[1]))
     padded[:n_weightings] = weights
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     if derivative:
         columns = [s.features[0].columns[0] for s in specs]
         codes = np.stack([s.discard(s.codes[0], s.n_bins[0]) for s in specs])

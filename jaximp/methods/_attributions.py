@@ -73,7 +73,7 @@ def row_outputs(output, output_names, n_rows: int) -> np.ndarray | None:
 def feature_membership(dataset: Dataset) -> np.ndarray:
     """(p, c) 0/1 matrix: feature (or group) j holds column k. A group's attribution is the
     sum of its columns' (completeness is kept)."""
-    member = np.zeros((len(dataset.features), dataset.X.shape[1]))
+    member = np.zeros((len(dataset.features), dataset.n_columns))
     for j, feat in enumerate(dataset.features):
         member[j, list(feat.columns)] = 1.0
     return member
@@ -212,7 +212,7 @@ def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_b
     """Unpack the derived predictor's (n, c*o + o [+ o]) outputs into an Attributions; with
     ``per_row`` (n,) output indices, one output column (``o = 1``) named
     :data:`ROW_OUTPUT_NAME`, the indices kept as ``info["output_per_row"]``."""
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     o = 1 if per_row is not None else len(out_idx)
     values = raw[:, : c * o].reshape(n, c, o).astype(np.float64)
     values = np.einsum("pc,nco->npo", feature_membership(dataset), values)

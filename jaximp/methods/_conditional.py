@@ -480,7 +480,7 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
 
 
 def _strata_cuts(strata: str, model, dataset: Dataset, n_bins: int) -> list:
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     cuts = split_points(model, c) if strata in ("auto", "splits") else None
     if cuts is None:
         if strata == "splits":

@@ -182,7 +182,7 @@ def dgsm(
         model, X, "dgsm", output=output, feature_names=feature_names, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
-    _n, c = dataset.X.shape
+    _n, c = dataset.n_rows, dataset.n_columns
     o = len(out_idx)
     weights = _bootstrap(dataset, n_bootstrap, random_state)
     totals = run_derived(_squared_gradient_apply(predictor, out_idx), predictor.params, c * o,
@@ -339,7 +339,7 @@ def gradient_interactions(
         groups=groups, sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress)
     check_choice(kind, "kind", ("hessian", "integrated_hessians"))
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     o = len(out_idx)
     member = feature_membership(dataset)
     p = member.shape[0]

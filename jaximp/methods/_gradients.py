@@ -199,7 +199,7 @@ def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Datas
         predictor, apply=apply, params=params, n_outputs=n_outputs,
         output_names=tuple(f"y{k}" for k in range(n_outputs)), name=f"{label} of {predictor.name}",
     )
-    c = data.X.shape[1]
+    c = data.n_columns
     plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
     return evaluate(derived, data, plan, reducer, label=label, **engine)
 
@@ -460,7 +460,7 @@ def integrated_gradients(
         memory_budget=memory_budget, progress=progress)
     base = resolve_baselines(baselines, dataset)
     alphas, weights = quadrature(method, n_steps)
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     o, by_row = _n_out(out_idx, per_row is not None), per_row is not None
     dtype = np.dtype(predictor.dtype)
     if paired_baselines:
@@ -530,7 +530,7 @@ def expected_gradients(
         model, X, "expected_gradients", output=output, feature_names=feature_names,
         groups=groups, sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress)
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     bg = dataset.X if background is None else resolve_baselines(background, dataset,
                                                                       "background")
     key = as_key(random_state)
@@ -586,7 +586,7 @@ def smoothgrad(
         model, X, "smoothgrad", output=output, feature_names=feature_names, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
     if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
         raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
@@ -612,7 +612,7 @@ def _local(model, X, method, kind, output, feature_names, groups, sample_weight,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
     by_row = per_row is not None
-    c, o = dataset.X.shape[1], _n_out(out_idx, by_row)
+    c, o = dataset.n_columns, _n_out(out_idx, by_row)
     raw = run_derived(_local_apply(predictor, out_idx, kind, by_row), predictor.params,
                       c * o + o, predictor, engine_rows(dataset, False, per_row), Keep(), method,
                       engine)[0]

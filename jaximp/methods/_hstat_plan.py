@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
-from ..engine import Mean, at_values, evaluate, predict_rows, resolve_budget
+from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
 from ._setup import cached_stage, digest
@@ -174,7 +174,7 @@ def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_id
         array.flags.writeable = False
     return HPlan(rows=rows, weights=weights, counts=counts, out_idx=tuple(out_idx),
                  columns={f.name: tuple(f.columns) for f in dataset.features},
-                 n_columns=dataset.X.shape[1], group_size=group_size)
+                 n_columns=dataset.n_columns, group_size=group_size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,9 +336,8 @@ class PDStore:
             engine_plan, reducer = cached_stage(
                 self._data, ("H-statistic sets", tuple(group), digest(plan.weights)),
                 lambda group=group, m=m: (
-                    at_values(np.stack([plan.mask(k) for k in group]),
-                              np.repeat(np.arange(m), n), self._data.X,
-                              np.tile(np.arange(n), m)),
+                    at_data_rows(np.stack([plan.mask(k) for k in group]),
+                                 np.repeat(np.arange(m), n), np.tile(np.arange(n), m)),
                     Mean(plan.weights)))
             out = evaluate(self._predictor, self._data, engine_plan, reducer,
                            label="H-statistic", **self._engine_kw).reshape(m, n, r, -1)

@@ -421,7 +421,7 @@ def loco_importance(
 
     dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
                          groups=groups, sample_weight=sample_weight, allow_missing=True)
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     target = check_target(y, n)
     held_out = _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups)
     if strategy == "refit" and (mlp_options is not None or traceable_fit):
@@ -539,7 +539,7 @@ def _refit_mlps(model, X, target, dataset, scored, chosen, key, options, batched
     first order."""
     if target.dtype.kind not in "biuf":
         raise ValueError(f"fit_mlp fits numeric targets; y has dtype {target.dtype}.")
-    masks = _refit_masks(dataset.X.shape[1], chosen, model is None)
+    masks = _refit_masks(dataset.n_columns, chosen, model is None)
     keys = [key] * len(masks)  # common random numbers: same initial weights and minibatches
     stacked = _fit_mlps(dataset.X, target, masks, keys, options, batched)
     return _collect_stacked(model, stacked, masks, scored, chosen, variables, "fit_mlp",
@@ -555,7 +555,7 @@ def _refit_traceable(model, target, dataset, scored, chosen, fit, variables, mem
             f"traceable_fit=True needs a numeric y; got dtype {target.dtype}. Encode the "
             "labels as numbers or pass traceable_fit=False."
         )
-    masks = _refit_masks(dataset.X.shape[1], chosen, model is None)
+    masks = _refit_masks(dataset.n_columns, chosen, model is None)
     X = jnp.asarray(dataset.X)  # float32, or float64 under jax_enable_x64
     try:
         stacked = _traced_fits(fit, X, jnp.asarray(target), jnp.asarray(masks, X.dtype))
@@ -575,7 +575,7 @@ def _collect_stacked(model, stacked, masks, dataset, chosen, variables, what, me
                      progress):
     """Predictor, predictions (1 + p, n, o) baseline first, refits by name and full model,
     from the stacked fits (the full model first when ``model`` is None)."""
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     predictions = _stacked_predictions(stacked, masks, dataset.X, memory_budget, progress)
     fitted = _unstack(stacked, len(masks))
     if model is None:

@@ -295,7 +295,7 @@ def partial_importance(
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress, allow_missing=True,
     )
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     target = check_target(y, n)
     if fn is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights)

@@ -18,7 +18,6 @@ from ..data import (
     ReadsDeferred,
     as_dataset,
     feature_grid,
-    mquantiles,
     output_index,
     product_grid_index,
     resolve_grid,
@@ -251,8 +250,8 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
     if feature.is_categorical:
         return None
     column = feature.columns[0]
-    return dataset.memo(("deciles", column), lambda: tuple(mquantiles(
-        dataset.sorted_column(column), np.arange(1, 10) / 10, assume_sorted=True).tolist()))
+    return dataset.memo(("deciles", column), lambda: tuple(
+        dataset.column_order(column).quantiles(np.arange(1, 10) / 10).tolist()))
 
 
 def _recursion_by_default(model) -> bool:
@@ -312,7 +311,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
 
 def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentiles, keep, w):
     """The grids of ``feature_sets`` and the engine plan and reducer of their PDs."""
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     grid = resolve_grid(grid, dataset)
     grids: dict[str, tuple[np.ndarray, tuple]] = {}
     masks, item_mask, values = [], [], []
@@ -587,7 +586,7 @@ def _derivative_predictor(dataset, predictor, chosen):
             f"derivative=True needs one numeric feature; got "
             f"{[f'{f.name} ({f.kind})' for f in chosen]}."
         )
-    gradient = gradient_predictor(predictor, list(chosen[0].columns), dataset.X.shape[1])
+    gradient = gradient_predictor(predictor, list(chosen[0].columns), dataset.n_columns)
     return dataclasses.replace(gradient, output_names=predictor.output_names)
 
 

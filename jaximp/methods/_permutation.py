@@ -254,14 +254,14 @@ def permutation_importance(
         dataset, target = dataset.take(rows), target[rows]
     chosen = dataset.resolve(features)
     feature_ids = dataset.positions(chosen)
-    c, p = dataset.X.shape[1], len(chosen)
+    c, p = dataset.n_columns, len(chosen)
     engine = dict(memory_budget=memory_budget, progress=progress)
 
     def build():
         specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
                                     greater_is_better) for name, each in losses.items()}
         checked = [(feat.name, column) for feat in chosen for column in feat.columns]
-        check_collapse_columns([name for name, _ in checked], dataset.X,
+        check_collapse_columns([name for name, _ in checked], dataset.resident_X,
                                [column for _, column in checked], predictor.dtype,
                                "permuted values", stacklevel=5)
         plan = _plan(c, tuple(feat.columns for feat in chosen), tuple(feature_ids),

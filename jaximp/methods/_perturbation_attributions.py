@@ -48,7 +48,7 @@ def _setup(model, X, *, output, feature_names, categorical, groups, sample_weigh
 
 def _masks(dataset: Dataset) -> np.ndarray:
     """(p, c) masks, one per feature (or group), and one last that replaces nothing."""
-    masks = np.zeros((len(dataset.features) + 1, dataset.X.shape[1]), bool)
+    masks = np.zeros((len(dataset.features) + 1, dataset.n_columns), bool)
     for j, feat in enumerate(dataset.features):
         masks[j, list(feat.columns)] = True
     return masks
@@ -171,7 +171,8 @@ def permutation_attributions(
     p = len(dataset.features)
     feature_ids = dataset.positions(list(dataset.features))
     masks = _masks(dataset)
-    check_collapse_columns([f.name for f in dataset.features for _ in f.columns], dataset.X,
+    check_collapse_columns([f.name for f in dataset.features for _ in f.columns],
+                           dataset.resident_X,
                            [c for f in dataset.features for c in f.columns], predictor.dtype,
                            "permuted values", stacklevel=3)
     streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]

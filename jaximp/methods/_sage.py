@@ -531,7 +531,7 @@ def sage_importance(
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, bg, **engine)
                      .astype(np.float64)) / bg_weights.sum()
-    player_columns = np.zeros((p, dataset.X.shape[1]), bool)
+    player_columns = np.zeros((p, dataset.n_columns), bool)
     for j, feat in enumerate(players):
         player_columns[j, list(feat.columns)] = True
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns, base, full,

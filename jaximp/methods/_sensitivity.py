@@ -152,7 +152,7 @@ def sensitivity_importance(
         sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress, allow_missing=True,
     )
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     n_pairs = 10 * n if n_pairs is None else n_pairs
     out_idx = select_outputs(predictor.output_names, output)
     o = len(out_idx)

@@ -71,13 +71,13 @@ def prepare(
     predictor = _plain_predictor(model, dataset, output_names) if variables is None else None
     if predictor is None:
         predictor = as_predictor(
-            model, variables=variables, n_features=dataset.X.shape[1],
+            model, variables=variables, n_features=dataset.n_columns,
             output_names=output_names, input_shape=dataset.input_shape,
             sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
             if hasattr(model, "predict") else None,
         )
     if (allow_missing and not (predictor.host or predictor.handles_missing)
-            and not np.isfinite(dataset.X.sum())):
+            and dataset.has_missing):
         rows, cols = np.nonzero(np.isnan(dataset.X))
         raise ValueError(
             f"X contains {rows.size} NaN values (first at row {rows[0]}, column "
@@ -135,7 +135,7 @@ def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
         names = None if output_names is None else tuple(str(name) for name in output_names)
     except TypeError:
         return None
-    key = (model, dataset.X.shape[1], dataset.input_shape, names,
+    key = (model, dataset.n_columns, dataset.input_shape, names,
            jax.dtypes.canonicalize_dtype(np.float64).str)  # the float mode: its dtype
     if key in _PLAIN_PREDICTORS:
         _PLAIN_PREDICTORS.move_to_end(key)

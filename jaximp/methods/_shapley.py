@@ -445,7 +445,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
     if not bg_weights.sum() > 0:
         raise ValueError("the background rows all have zero weight; give some rows a positive "
                          "weight or use another random_state.")
-    c = dataset.X.shape[1]
+    c = dataset.n_columns
     player_columns = np.zeros((len(players), c), bool)
     for j, feat in enumerate(players):
         player_columns[j, list(feat.columns)] = True

@@ -276,7 +276,7 @@ def sobol_indices(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         variables=variables, memory_budget=memory_budget, progress=progress)
-    n, c = dataset.X.shape
+    n, c = dataset.n_rows, dataset.n_columns
     if n < 2:
         raise ValueError(f"sobol_indices needs at least 2 rows of X to resample; got {n}.")
     if dataset.weights is not None:  # e.g. the Dataset of a weighted Explainer

@@ -167,10 +167,10 @@ def _read(model) -> _Ensemble:
 def _rows(model, X, feature_names, n_features: int, what: str):
     """The rows of ``X`` as a float64 array (n, c) and the feature names."""
     dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
-    if dataset.X.shape[1] != n_features:
+    if dataset.n_columns != n_features:
         raise ValueError(
             f"{what} must have the {n_features} features the model was fitted on; got "
-            f"{dataset.X.shape[1]} columns. Fix: pass the columns the model was trained with, "
+            f"{dataset.n_columns} columns. Fix: pass the columns the model was trained with, "
             "in the same order.")
     fitted = getattr(model, "feature_names_in_", None)
     names = tuple(dataset.column_names)

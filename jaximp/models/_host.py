@@ -149,7 +149,7 @@ class HostData:
 
     def __init__(self, X_user, dataset: Dataset):
         self.dataset = dataset
-        n, c = dataset.X.shape
+        n, c = dataset.n_rows, dataset.n_columns
         self.is_frame = isinstance(X_user, pd.DataFrame)
         if self.is_frame:
             if X_user.shape != (n, c):
@@ -220,7 +220,7 @@ class HostData:
                 f"rows must be a 1-D integer array; got dtype {rows.dtype} and shape {rows.shape}."
             )
         columns = [int(j) for j in columns]
-        n_cols = self.dataset.X.shape[1]
+        n_cols = self.dataset.n_columns
         if columns:
             values = np.asarray(values, dtype=np.float64)
             if values.shape != (rows.shape[0], n_cols):
@@ -283,7 +283,7 @@ def probe_rows(X_user, k: int = 2):
         raise ValueError(f"k must be an int >= 1; got {k!r}.")
     if isinstance(X_user, pd.DataFrame):
         return X_user.iloc[:k].reset_index(drop=True)
-    return np.asarray(X_user)[:k]
+    return np.asarray(X_user[:k])  # rows on a device: only these come to the host
 
 
 def call_host(fn: Callable, batch, name: str, *, n_outputs: int | None = None) -> np.ndarray:
