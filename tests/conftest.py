@@ -6,7 +6,8 @@ import tempfile
 # compile them at LLVM's lowest optimization level (-19% CPU on the PD and H tests) and with
 # XLA:CPU's older elemental emitters for fusions, which compile faster than its MLIR fusion
 # emitters (-36% CPU on the H and PD-importance tests). The arithmetic is the same (no
-# fast-math either way); subprocess tests that set their own XLA_FLAGS keep the defaults.
+# fast-math either way); subprocesses inherit them (the multi-device tests add their device
+# count to them; the compute-bound notebook drops the optimization level).
 os.environ["XLA_FLAGS"] = " ".join([
     os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
     "--xla_cpu_use_fusion_emitters=false"]).strip()

@@ -314,8 +314,9 @@ MULTI_DEVICE_SCRIPT = textwrap.dedent(
 
 def test_one_device_equals_four_forced_host_devices(tmp_path):
     out = tmp_path / "multi.npz"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    # the suite's compile flags (tests/conftest.py), and four host devices
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
+        [os.environ["XLA_FLAGS"], "--xla_force_host_platform_device_count=4"]))
     script = MULTI_DEVICE_SCRIPT.replace("OUT", repr(str(out)))
     subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
     rng = np.random.default_rng(0)

@@ -37,7 +37,9 @@ def _env(devices_per_process: int) -> dict:
     env = {k: v for k, v in os.environ.items()
            if "_proxy" not in k.lower() and not k.startswith("JAXIMP_")}
     env.update(
-        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices_per_process}",
+        # the suite's compile flags (tests/conftest.py), and the host devices asked for
+        XLA_FLAGS=" ".join([os.environ.get("XLA_FLAGS", ""),
+                            f"--xla_force_host_platform_device_count={devices_per_process}"]),
         JAX_PLATFORMS="cpu",
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
