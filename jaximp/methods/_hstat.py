@@ -38,6 +38,7 @@ from ._hstat_plan import (
     HExtension,
     PDStore,
     make_plan,
+    overall_and_set_statistics,
     overall_statistics,
     set_statistics,
 )
@@ -278,9 +279,8 @@ def _run(store: PDStore, plan, chosen, pair_spec, triple_spec, overall: bool, ep
     # they fit one group; the top-m rule needs the overall values first
     known_sets = not isinstance(pair_spec, int) and not isinstance(triple_spec, int)
     if overall:
-        statistics = overall_statistics(chosen)
-        if known_sets:
-            statistics += set_statistics(pair_spec, triple_spec)
+        statistics = (overall_and_set_statistics(chosen, pair_spec, triple_spec) if known_sets
+                      else overall_statistics(chosen))
         results.update(store.run(plan.with_statistics(statistics)))
     if isinstance(pair_spec, int):
         pair_spec = list(itertools.combinations(
