@@ -224,7 +224,7 @@ def h_statistic(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress, allow_missing=True,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
     pair_spec, triple_spec = _resolve_sets(dataset, chosen, pairs, reference, three_way, overall)
