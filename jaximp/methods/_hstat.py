@@ -315,7 +315,7 @@ def _resolve_sets(dataset, chosen, pairs, reference, three_way, overall) -> tupl
 
 
 def _names(spec):
-    return spec if isinstance(spec, int) else [tuple(f.name for f in fs) for fs in spec]
+    return spec if isinstance(spec, int) else [tuple([f.name for f in fs]) for fs in spec]
 
 
 def _top_features(chosen, overall, m: int, eps: float) -> list:

@@ -280,7 +280,8 @@ def _group_program(statistics) -> tuple:
 class _Schedule:
     """How :meth:`PDStore.run` goes through a plan's statistics: whether it needs the sum of
     the 1-D PDs, the sets evaluated with them (all of a single group's), and per group its
-    statistics, the sets it evaluates and the keys later groups read."""
+    statistics, the sets it evaluates, those of several features that no later group reads
+    (freed after it) and the keys later groups read."""
 
     needs_sum: bool
     first: list
@@ -298,7 +299,8 @@ def _schedule(statistics: tuple, size: int) -> _Schedule:
     for start in range(0, len(statistics), size):
         sets = list(dict.fromkeys(k for keys in reads[start:start + size] for k in keys))
         later = frozenset(k for keys in reads[start + size:] for k in keys)
-        groups.append((statistics[start:start + size], sets, later))
+        done = [k for k in sets if len(k) > 1 and k not in later]
+        groups.append((statistics[start:start + size], sets, done, later))
     schedule = _Schedule(needs_sum=any("sum" in st.parts for st in statistics),
                          first=groups[0][1] if len(groups) == 1 else [], groups=groups)
     _PROGRAMS[(id(statistics), size)] = (statistics, schedule)
@@ -379,16 +381,17 @@ class PDStore:
             self.evaluate(plan, plan.singles + schedule.first)
             self._pds["sum"] = np.sum([self._pds[k] for k in plan.singles], axis=0)
         parts: dict[str, list] = collections.defaultdict(list)
-        for group, sets, later in schedule.groups:
+        for group, sets, done, later in schedule.groups:
             self.evaluate(plan, sets)
             self._prediction.get()  # "F"
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
             # PDs of several features (complements included) no later group reads; 1-D PDs
             # stay for sets asked for later
-            for k in [k for k in self._pds if not isinstance(k, str) and len(k) > 1
-                      and k not in later and (isinstance(k, tuple) or k in sets)]:
-                del self._pds[k]
+            for k in done:
+                self._pds.pop(k, None)
+            for k in [k for k in self._pds if type(k) is tuple and k not in later]:
+                del self._pds[k]  # complements no later group reads
         return _concatenated(parts)
 
     def evaluate(self, plan: HPlan, keys) -> None:
