@@ -234,16 +234,16 @@ def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple
     >>> float(num[0, 0, 0]), float(den[0, 0, 0])
     (1.0, 3.0)
     """
-    keys, joints, coefficients, by_kind = _group_program(statistics)
+    keys, joints, steps, by_kind = _group_program(statistics)
     stacked = np.stack([pds[k] for k in keys])  # (keys, o, r, n)
-    shape = stacked.shape[1:]
-    # every residual F_joint - sum_t sign_t F_t at once: a product with a matrix of 0 and
-    # +-1, whose products are exact, so each residual is its few float64 differences
-    residual = (coefficients @ stacked.reshape(len(keys), -1)).reshape(-1, *shape)
-    joint = stacked[joints]  # (s, o, r, n)
+    residual = stacked[joints]  # (s, o, r, n), a copy
     total = weights.sum(axis=1)
+    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights) / total
+    # part t of every statistic that has one at once: the same differences, in the same order,
+    # as one statistic at a time
+    for having, signs, parts in steps:
+        residual[having] -= stacked[parts] if signs is None else signs * stacked[parts]
     num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights) / total
-    den = np.einsum("sorn,sorn,rn->sor", joint, joint, weights) / total
     return {kind: (num[where], den[where]) for kind, where in by_kind.items()}
 
 
@@ -255,19 +255,24 @@ _PROGRAMS_KEPT = 32
 
 def _group_program(statistics) -> tuple:
     """The keys a group of statistics reads, in order, the position of each statistic's
-    joint PD among them, the coefficients (s, keys) of its residual and its kinds' positions
-    (:func:`_by_kind`); cached for a tuple of statistics."""
+    joint PD among them, the steps of its residuals (for each part t: the statistics having
+    one, their signs, or None for all 1, and the positions of their parts) and its kinds'
+    positions (:func:`_by_kind`); cached for a tuple of statistics."""
     entry = _PROGRAMS.get(id(statistics)) if isinstance(statistics, tuple) else None
     if entry is not None and entry[0] is statistics:
         return entry[1]
     keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
     position = {k: i for i, k in enumerate(keys)}
-    coefficients = np.zeros((len(statistics), len(keys)))
-    for i, st in enumerate(statistics):
-        coefficients[i, position[st.joint]] = 1.0
-        for part, sign in zip(st.parts, st.signs):
-            coefficients[i, position[part]] -= sign
-    program = (keys, np.array([position[st.joint] for st in statistics]), coefficients,
+    steps = []
+    for t in range(max(len(st.parts) for st in statistics)):
+        having = [i for i, st in enumerate(statistics) if len(st.parts) > t]
+        signs = np.array([statistics[i].signs[t] for i in having])
+        steps.append((
+            slice(having[0], having[-1] + 1) if having[-1] - having[0] == len(having) - 1
+            else np.array(having),
+            None if np.all(signs == 1.0) else signs[:, None, None, None],
+            np.array([position[statistics[i].parts[t]] for i in having])))
+    program = (keys, np.array([position[st.joint] for st in statistics]), steps,
                _by_kind(statistics))
     if isinstance(statistics, tuple):
         _PROGRAMS[id(statistics)] = (statistics, program)
