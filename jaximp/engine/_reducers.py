@@ -144,7 +144,8 @@ class Mean(Reducer):
         return total[:, :1] if self.weights.shape[0] == 1 else total  # without _two_columns
 
     def finalize(self, total):
-        total = total.sum(axis=-1)  # high + low, in float64
+        total = total[..., 0] + total[..., 1]  # high + low, in float64 (a sum over a
+        # last axis of two is several times slower)
         total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
         return total
 

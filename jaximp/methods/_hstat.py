@@ -38,6 +38,7 @@ from ._hstat_plan import (
     HExtension,
     PDStore,
     make_plan,
+    overall_and_set_statistics,
     overall_statistics,
     set_statistics,
 )
@@ -223,7 +224,7 @@ def h_statistic(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress, allow_missing=True,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
     pair_spec, triple_spec = _resolve_sets(dataset, chosen, pairs, reference, three_way, overall)
@@ -278,9 +279,8 @@ def _run(store: PDStore, plan, chosen, pair_spec, triple_spec, overall: bool, ep
     # they fit one group; the top-m rule needs the overall values first
     known_sets = not isinstance(pair_spec, int) and not isinstance(triple_spec, int)
     if overall:
-        statistics = overall_statistics(chosen)
-        if known_sets:
-            statistics += set_statistics(pair_spec, triple_spec)
+        statistics = (overall_and_set_statistics(chosen, pair_spec, triple_spec) if known_sets
+                      else overall_statistics(chosen))
         results.update(store.run(plan.with_statistics(statistics)))
     if isinstance(pair_spec, int):
         pair_spec = list(itertools.combinations(
@@ -315,7 +315,7 @@ def _resolve_sets(dataset, chosen, pairs, reference, three_way, overall) -> tupl
 
 
 def _names(spec):
-    return spec if isinstance(spec, int) else [tuple(f.name for f in fs) for fs in spec]
+    return spec if isinstance(spec, int) else [tuple([f.name for f in fs]) for fs in spec]
 
 
 def _top_features(chosen, overall, m: int, eps: float) -> list:

@@ -27,7 +27,7 @@ from ._hstat_result import RawStatistic, select_sets
 from ._setup import cached_stage, digest
 
 __all__ = ["HExtension", "HPlan", "HStat", "PDStore", "centre", "compute_group", "make_plan",
-           "overall_statistics", "set_statistics"]
+           "overall_and_set_statistics", "overall_statistics", "set_statistics"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +90,26 @@ def _set_statistics(pairs: tuple, triples: tuple) -> tuple[HStat, ...]:
             tuple(frozenset(p) for p in ((a, b), (a, d), (b, d), (a,), (b,), (d,))),
             (1.0, 1.0, 1.0, -1.0, -1.0, -1.0)))
     return tuple(statistics)
+
+
+def overall_and_set_statistics(names, pairs=(), triples=()) -> tuple[HStat, ...]:
+    """:func:`overall_statistics` of ``names`` then :func:`set_statistics` of ``pairs`` and
+    ``triples``: the same tuple object for the same names, so that a repeated call reuses
+    what was planned for it.
+
+    Examples
+    --------
+    >>> first = overall_and_set_statistics(["a", "b"], [("a", "b")])
+    >>> [st.kind for st in first][-1], first is overall_and_set_statistics(["a", "b"], [("a", "b")])
+    ('pairwise', True)
+    """
+    return _overall_and_set_statistics(tuple(names), tuple(map(tuple, pairs)),
+                                       tuple(map(tuple, triples)))
+
+
+@functools.lru_cache(maxsize=64)
+def _overall_and_set_statistics(names: tuple, pairs: tuple, triples: tuple) -> tuple:
+    return _overall_statistics(names) + _set_statistics(pairs, triples)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -214,21 +234,84 @@ def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple
     >>> float(num[0, 0, 0]), float(den[0, 0, 0])
     (1.0, 3.0)
     """
-    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
-    position = {k: i for i, k in enumerate(keys)}
+    keys, joints, steps, by_kind = _group_program(statistics)
     stacked = np.stack([pds[k] for k in keys])  # (keys, o, r, n)
-    residual = stacked[[position[st.joint] for st in statistics]]  # (s, o, r, n), a copy
-    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
+    residual = stacked[joints]  # (s, o, r, n), a copy
+    total = weights.sum(axis=1)
+    den = np.einsum("sorn,sorn,rn->sor", residual, residual, weights) / total
     # part t of every statistic that has one at once: the same differences, in the same order,
     # as one statistic at a time
+    for having, signs, parts in steps:
+        residual[having] -= stacked[parts] if signs is None else signs * stacked[parts]
+    num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights) / total
+    return {kind: (num[where], den[where]) for kind, where in by_kind.items()}
+
+
+# A repeated call (an Explainer's, or the same arguments again) passes the same statistics
+# tuple: its program is read, not rebuilt. Entries hold their tuple, so ids are not reused.
+_PROGRAMS: collections.OrderedDict = collections.OrderedDict()
+_PROGRAMS_KEPT = 32
+
+
+def _group_program(statistics) -> tuple:
+    """The keys a group of statistics reads, in order, the position of each statistic's
+    joint PD among them, the steps of its residuals (for each part t: the statistics having
+    one, their signs, or None for all 1, and the positions of their parts) and its kinds'
+    positions (:func:`_by_kind`); cached for a tuple of statistics."""
+    entry = _PROGRAMS.get(id(statistics)) if isinstance(statistics, tuple) else None
+    if entry is not None and entry[0] is statistics:
+        return entry[1]
+    keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
+    position = {k: i for i, k in enumerate(keys)}
+    steps = []
     for t in range(max(len(st.parts) for st in statistics)):
         having = [i for i, st in enumerate(statistics) if len(st.parts) > t]
-        signs = np.array([statistics[i].signs[t] for i in having])[:, None, None, None]
-        residual[having] -= signs * stacked[[position[statistics[i].parts[t]] for i in having]]
-    num = np.einsum("sorn,sorn,rn->sor", residual, residual, weights)
-    total = weights.sum(axis=1)
-    num, den = num / total, den / total
-    return {kind: (num[where], den[where]) for kind, where in _by_kind(statistics).items()}
+        signs = np.array([statistics[i].signs[t] for i in having])
+        steps.append((
+            slice(having[0], having[-1] + 1) if having[-1] - having[0] == len(having) - 1
+            else np.array(having),
+            None if np.all(signs == 1.0) else signs[:, None, None, None],
+            np.array([position[statistics[i].parts[t]] for i in having])))
+    program = (keys, np.array([position[st.joint] for st in statistics]), steps,
+               _by_kind(statistics))
+    if isinstance(statistics, tuple):
+        _PROGRAMS[id(statistics)] = (statistics, program)
+        while len(_PROGRAMS) > _PROGRAMS_KEPT:
+            _PROGRAMS.popitem(last=False)
+    return program
+
+
+@dataclasses.dataclass(frozen=True)
+class _Schedule:
+    """How :meth:`PDStore.run` goes through a plan's statistics: whether it needs the sum of
+    the 1-D PDs, the sets evaluated with them (all of a single group's), and per group its
+    statistics, the sets it evaluates, those of several features that no later group reads
+    (freed after it) and the keys later groups read."""
+
+    needs_sum: bool
+    first: list
+    groups: list
+
+
+def _schedule(statistics: tuple, size: int) -> _Schedule:
+    """The :class:`_Schedule` of ``statistics`` in groups of ``size``, cached as
+    :func:`_group_program` is."""
+    entry = _PROGRAMS.get((id(statistics), size))
+    if entry is not None and entry[0] is statistics:
+        return entry[1]
+    reads = [[k for k in (st.joint, *st.parts) if not isinstance(k, str)] for st in statistics]
+    groups = []
+    for start in range(0, len(statistics), size):
+        sets = list(dict.fromkeys(k for keys in reads[start:start + size] for k in keys))
+        later = frozenset(k for keys in reads[start + size:] for k in keys)
+        done = [k for k in sets if len(k) > 1 and k not in later]
+        groups.append((statistics[start:start + size], sets, done, later))
+    schedule = _Schedule(needs_sum=any("sum" in st.parts for st in statistics),
+                         first=groups[0][1] if len(groups) == 1 else [], groups=groups)
+    _PROGRAMS[(id(statistics), size)] = (statistics, schedule)
+    while len(_PROGRAMS) > _PROGRAMS_KEPT:
+        _PROGRAMS.popitem(last=False)
+    return schedule
 
 
 def _by_kind(statistics) -> dict:
@@ -297,30 +380,23 @@ class PDStore:
 
     def run(self, plan: HPlan) -> dict[str, tuple]:
         """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
-        statistics, size = plan.statistics, plan.group_size
-        if any("sum" in st.parts for st in statistics) and "sum" not in self._pds:
+        schedule = _schedule(plan.statistics, plan.group_size)
+        if schedule.needs_sum and "sum" not in self._pds:
             # the sets of a single group go to the engine in the call of the 1-D PDs
-            first = [k for st in statistics[:size] for k in (st.joint, *st.parts)
-                     if not isinstance(k, str)]
-            self.evaluate(plan, plan.singles + (first if len(statistics) <= size else []))
+            self.evaluate(plan, plan.singles + schedule.first)
             self._pds["sum"] = np.sum([self._pds[k] for k in plan.singles], axis=0)
-        needed_later = collections.Counter(k for st in statistics for k in (st.joint, *st.parts))
         parts: dict[str, list] = collections.defaultdict(list)
-        for start in range(0, len(statistics), size):
-            group = statistics[start:start + size]
-            self.evaluate(plan, [k for st in group for k in (st.joint, *st.parts)
-                                 if not isinstance(k, str)])
+        for group, sets, done, later in schedule.groups:
+            self.evaluate(plan, sets)
             self._prediction.get()  # "F"
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
-            for st in group:
-                for k in (st.joint, *st.parts):
-                    needed_later[k] -= 1
-                    if needed_later[k] == 0 and not isinstance(k, str) and len(k) > 1:
-                        self._pds.pop(k, None)
-            for k in [k for k in self._pds if isinstance(k, tuple)]:  # complements: overall
-                if needed_later[k] <= 0:
-                    self._pds.pop(k)
+            # PDs of several features (complements included) no later group reads; 1-D PDs
+            # stay for sets asked for later
+            for k in done:
+                self._pds.pop(k, None)
+            for k in [k for k in self._pds if type(k) is tuple and k not in later]:
+                del self._pds[k]  # complements no later group reads
         return _concatenated(parts)
 
     def evaluate(self, plan: HPlan, keys) -> None:
