@@ -20,7 +20,7 @@ from ._distributed import replicate, shard_rows
 from ._plans import Plan
 
 __all__ = ["bucket", "device_rows", "kept_on_device", "layout_rows", "pad_items", "plan_tables",
-           "source_index", "source_rows"]
+           "source_index", "source_rows", "with_drawn_sources"]
 
 _PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # device tables of recent plans by content, so that an equal plan built again reuses them
@@ -135,6 +135,23 @@ def source_rows(index: str, tables: dict, n: int, n_rows: int):
     radices = jnp.asarray(_streams.feistel_radices(n), jnp.int32)
     return _source_rows_of(index, tables["key"], tables["stream"], radices, tables.get("cdf"),
                            jnp.int32(n), n_rows)
+
+
+@jax.jit
+def _source_values_of(X, rows, column, item_mask):
+    return X[0][rows, column[item_mask][:, None]]
+
+
+def with_drawn_sources(index: str, tables: dict, X, n: int, single_column: bool) -> dict:
+    """``tables`` plus the draws of a permutation or draw plan made once for an Explainer's
+    repeated calls, on one device holding X (1, n_rows, c): ``"source_values"`` (items,
+    n_rows), the replacement value itself when every item replaces one column (a chunk then
+    reads it without gathering an index and then a row), else ``"source_rows"``."""
+    rows = source_rows(index, tables, n, X.shape[1])
+    if single_column:
+        return dict(tables, source_values=_source_values_of(X, rows, tables["column"],
+                                                             tables["item_mask"]))
+    return dict(tables, source_rows=rows)
 
 
 def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh):

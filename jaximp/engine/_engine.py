@@ -40,7 +40,7 @@ from ._device_arrays import (
     pad_items,
     plan_tables,
     source_index,
-    source_rows,
+    with_drawn_sources,
 )
 from ._distributed import (
     agree_min,
@@ -194,10 +194,10 @@ def _sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial
     rows_fit = max(1, int(budget // (2 * row_bytes)))
     block_total = max(1, min(block_rows, rows_fit))
     rows_per_block = max(1, block_total // (n_devices * group))
-    if rows_per_block >= n_local:  # every row in one block: put several items in it
-        rows_per_block = min(bucket(n_local), rows_per_block)
+    if rows_per_block >= n_local:  # all rows in one block, with the nearest count of items
+        rows_per_block = min(bucket(n_local), rows_per_block)  # (n = 10,000: 2, not 1)
         items_per_block = _items_per_block(
-            n_items, block_total // max(1, rows_per_block * n_devices),
+            n_items, round(block_total / max(1, rows_per_block * n_devices)),
             rows_fit // max(1, rows_per_block * n_devices), group)
         row_blocks = 1
     else:
@@ -398,12 +398,13 @@ def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, l
 
 
 def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
-                    mesh, dtype, single_column: bool, source_rows: bool = False):
-    """The jitted evaluation of one chunk, cached per model apply function and geometry."""
+                    mesh, dtype, single_column: bool, drawn: str | None = None):
+    """The jitted evaluation of one chunk, cached per model apply function and geometry;
+    ``drawn``: the table of draws made once (``with_drawn_sources``), or None."""
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
     key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
            np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
-           single_column, source_rows)
+           single_column, drawn)
     if key in cache:
         return cache[key]
     apply, o = predictor.apply, predictor.n_outputs
@@ -433,8 +434,11 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
             picked = jnp.take(codes, tables["item_code"][items], axis=2)  # (D, rbl, ib)
             idx = tables["item_index"][items][:, None, None] + jnp.moveaxis(picked, 2, 0)
             values = tables["table"][idx]  # (ib, D, rbl, c)
+        elif drawn == "source_values":  # an Explainer's replacement values, drawn once
+            values = jax.lax.dynamic_slice(tables["source_values"], (items[0], row0), (ib, rbl))
+            values = values[:, None, :, None]  # (ib, 1, rbl, 1): the replaced column
         else:
-            if "source_rows" in tables:  # an Explainer's permutations, drawn once
+            if drawn == "source_rows":  # an Explainer's permutations, drawn once
                 src = jax.lax.dynamic_slice_in_dim(tables["source_rows"][items], row0, rbl,
                                                    axis=1)[:, None, :]  # (ib, 1, rbl)
             else:
@@ -576,7 +580,7 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         mesh_key = rows_key[-1]
         if (plan.index in ("permutation", "draw") and mesh is None
                 and 4 * items_pad * n_local_pad <= _SOURCE_ROWS_BYTES):
-            tables = dict(tables, source_rows=source_rows(plan.index, tables, n, n_local_pad))
+            tables = with_drawn_sources(plan.index, tables, X_dev, n, single_column)
         rowdata = kept_on_device(data, ("rows", mesh_key), rowdata,
                                   lambda: shard_rows(rowdata, mesh))
         consts, counts, offsets = kept_on_device(
@@ -594,8 +598,9 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         X_dev, rowdata = shard_rows((layout_rows(data.X, n_dev, n_local, n_local_pad, dtype),
                                      rowdata), mesh)
         consts, counts = replicate((consts, counts), mesh)
+    drawn = next((name for name in ("source_values", "source_rows") if name in tables), None)
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
-                            "source_rows" in tables)
+                            drawn)
     return _Launch(chunk, sizes, n_row_chunks, n_item_chunks, n_local, n_dev, mesh,
                    (X_dev, tables, rowdata, consts, counts), offsets)
 
