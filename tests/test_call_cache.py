@@ -227,3 +227,29 @@ def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets()
     drawn = ex.permutation_importance(random_state=np.random.default_rng(3))
     fresh = jaximp.permutation_importance(model, X, y, random_state=np.random.default_rng(3))
     np.testing.assert_array_equal(drawn.importances, fresh.importances)
+
+
+def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
+    """An Explainer sets an H-statistic up once per options: each call, repeated or changed,
+    equals the plain function's fresh call, and a product of two features interacts."""
+    X = _data()
+    model = _model()
+    ex = jaximp.Explainer(model, X)
+
+    def check(**options):
+        result = ex.h_statistic(n_max=60, **options)
+        fresh = jaximp.h_statistic(model, X, n_max=60, **options)
+        np.testing.assert_array_equal(result.pairwise.values, fresh.pairwise.values)
+        np.testing.assert_array_equal(result.overall.importances, fresh.overall.importances)
+        return result
+
+    first = check()
+    for options in ({}, {"random_state": 1}, {"random_state": 0}, {"pairs": [(0, 2)]},
+                    {"features": [0, 1, 2]}, {"normalized": False}, {"squared": False},
+                    {"n_bootstrap": 2}, {"eps": 1e-3}, {}):
+        check(**options)
+    frame = first.to_frame().set_index(["feature_1", "feature_2"])["interaction"]
+    assert frame[("x0", "x1")] > 0.1  # x0 * x1 in the model
+    assert abs(frame[("x2", "x3")]) < 1e-6  # additive: no interaction
+    assert ex.h_statistic(n_max=60, random_state=1).pairwise.values.tolist() != \
+        first.pairwise.values.tolist()
