@@ -189,3 +189,67 @@ def test_a_function_with_a_predict_method_stays_a_host_model():
     grid = np.asarray(result.grid_values[0])
     expected = grid + np.asarray(X, np.float64)[:, [0, 2, 3]].mean(axis=0) @ [0, 2, 3]
     np.testing.assert_allclose(result.average[:, 0], expected, rtol=1e-6)
+
+
+def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets():
+    """An Explainer sets a permutation importance up once per options and targets: each
+    call, repeated or changed (an option, the seed, equal values of another type, targets
+    changed in place, a random state that draws), equals the plain function's fresh call."""
+    X, model = _data(), _model()
+    y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64) + 0.1
+    ex = jaximp.Explainer(model, X, y)
+
+    def check(**options):
+        result = ex.permutation_importance(**options)
+        fresh = jaximp.permutation_importance(model, X, y, **options)
+        np.testing.assert_array_equal(result.importances, fresh.importances)
+        np.testing.assert_array_equal(result.info.baseline, fresh.info.baseline)
+        return result
+
+    first = check()
+    prediction = X[:, 0].astype(np.float64) * X[:, 1] + X[:, 2]
+    np.testing.assert_allclose(first.info.baseline, [np.mean((y - prediction) ** 2)],
+                               rtol=1e-5)
+    assert np.all(first.importances[3] == 0)  # x3 is not used by the model
+    for options in ({}, {"random_state": 7}, {"random_state": 0}, {"n_repeats": 2},
+                    {"features": [1, 0]}, {"features": (1, 0)},
+                    {"features": [True, False, True, False]}, {"loss": "mae"},
+                    {"kind": "ratio"}, {"output": 0}, {"memory_budget": 1 << 20},
+                    {"max_samples": 50}, {"n_bootstrap": 2}, {}):
+        check(**options)
+    mask = ex.permutation_importance(features=[True, False, True, False])
+    assert mask.feature_names == ("x0", "x2")  # not the positions 1 and 0
+    assert ex.permutation_importance(random_state=7).importances.tolist() != \
+        first.importances.tolist()
+    y[:] = 2 * y  # the targets the Explainer holds, changed in place
+    changed = check()
+    assert not np.allclose(changed.info.baseline, first.info.baseline)
+    drawn = ex.permutation_importance(random_state=np.random.default_rng(3))
+    fresh = jaximp.permutation_importance(model, X, y, random_state=np.random.default_rng(3))
+    np.testing.assert_array_equal(drawn.importances, fresh.importances)
+
+
+def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
+    """An Explainer sets an H-statistic up once per options: each call, repeated or changed,
+    equals the plain function's fresh call, and a product of two features interacts."""
+    X = _data()
+    model = _model()
+    ex = jaximp.Explainer(model, X)
+
+    def check(**options):
+        result = ex.h_statistic(n_max=60, **options)
+        fresh = jaximp.h_statistic(model, X, n_max=60, **options)
+        np.testing.assert_array_equal(result.pairwise.values, fresh.pairwise.values)
+        np.testing.assert_array_equal(result.overall.importances, fresh.overall.importances)
+        return result
+
+    first = check()
+    for options in ({}, {"random_state": 1}, {"random_state": 0}, {"pairs": [(0, 2)]},
+                    {"features": [0, 1, 2]}, {"normalized": False}, {"squared": False},
+                    {"n_bootstrap": 2}, {"eps": 1e-3}, {}):
+        check(**options)
+    frame = first.to_frame().set_index(["feature_1", "feature_2"])["interaction"]
+    assert frame[("x0", "x1")] > 0.1  # x0 * x1 in the model
+    assert abs(frame[("x2", "x3")]) < 1e-6  # additive: no interaction
+    assert ex.h_statistic(n_max=60, random_state=1).pairwise.values.tolist() != \
+        first.pairwise.values.tolist()

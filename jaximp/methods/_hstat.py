@@ -20,6 +20,7 @@ the numerators and denominators out into an :class:`HStatistic`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -43,7 +44,7 @@ from ._hstat_plan import (
     set_statistics,
 )
 from ._hstat_result import HStatistic, RawStatistic, check_eps
-from ._setup import cached_stage, digest, prepare
+from ._setup import cached_stage, digest, prepare, warm_call
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -216,6 +217,20 @@ def h_statistic(
     1        x1        x2      y     0.000000
     2        x1        x3      y     0.000000
     """
+    options = dict(features=features, pairs=pairs, reference=reference, three_way=three_way,
+                   overall=overall, normalized=normalized, squared=squared, n_max=n_max,
+                   eps=eps, output=output, sample_weight=sample_weight,
+                   n_bootstrap=n_bootstrap, random_state=random_state,
+                   feature_names=feature_names, categorical=categorical, groups=groups,
+                   variables=variables, memory_budget=memory_budget, progress=progress)
+    # a repeated call on an Explainer's data skips its setup; each call evaluates anew
+    return warm_call("H-statistic", _set_up, model, X, None, options)()
+
+
+def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, normalized, squared,
+            n_max, eps, output, sample_weight, n_bootstrap, random_state, feature_names,
+            categorical, groups, variables, memory_budget, progress):
+    """Validate and plan an H-statistic call; returns ``run()``, which evaluates it."""
     overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
     n_max = _check_n_max(n_max)
     eps = check_eps(eps)
@@ -233,6 +248,14 @@ def h_statistic(
     output_names = tuple(predictor.output_names[i] for i in out_idx)
 
     plan = _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_budget)
+    return functools.partial(_evaluate, dataset, predictor, plan, chosen, pair_spec, triple_spec,
+                             output_names, overall, normalized, squared, eps, n_bootstrap,
+                             memory_budget, progress)
+
+
+def _evaluate(dataset, predictor, plan, chosen, pair_spec, triple_spec, output_names, overall,
+              normalized, squared, eps, n_bootstrap, memory_budget, progress):
+    """Evaluate a planned H-statistic call (from :func:`_set_up`) and read it out."""
     store = PDStore(plan, predictor, _rows_of(dataset, plan.rows), memory_budget=memory_budget,
                     progress=progress)
     results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,

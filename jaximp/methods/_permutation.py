@@ -50,7 +50,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import cached_stage, digest, keep_layout, prepare
+from ._setup import cached_stage, digest, keep_layout, prepare, warm_call
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -225,6 +225,22 @@ def permutation_importance(
     >>> np.round(result.importances_mean[:, 0] / (2 * np.var(X, axis=0)))  # = coef^2
     array([4., 1., 0.])
     """
+    options = dict(loss=loss, kind=kind, n_repeats=n_repeats, max_samples=max_samples,
+                   n_bootstrap=n_bootstrap, features=features, output=output,
+                   sample_weight=sample_weight, random_state=random_state,
+                   greater_is_better=greater_is_better, response=response,
+                   feature_names=feature_names, categorical=categorical, groups=groups,
+                   variables=variables, memory_budget=memory_budget, progress=progress,
+                   scoring=scoring, n_jobs=n_jobs)
+    # a repeated call on an Explainer's data skips its setup: the call, set up once per
+    # model, targets and options, still evaluates (and dispatches its device work) anew
+    return warm_call("permutation importance", _set_up, model, X, y, options)()
+
+
+def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, features, output,
+            sample_weight, random_state, greater_is_better, response, feature_names,
+            categorical, groups, variables, memory_budget, progress, scoring, n_jobs):
+    """Validate and plan a permutation importance; returns ``run()``, which evaluates it."""
     if n_jobs is not None and (isinstance(n_jobs, bool)
                                or not isinstance(n_jobs, (int, np.integer))):
         raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
@@ -254,7 +270,7 @@ def permutation_importance(
         dataset, target = dataset.take(rows), target[rows]
     chosen = dataset.resolve(features)
     feature_ids = dataset.positions(chosen)
-    c, p = dataset.n_columns, len(chosen)
+    c = dataset.n_columns
     engine = dict(memory_budget=memory_budget, progress=progress)
 
     def build():
@@ -281,6 +297,14 @@ def permutation_importance(
         dataset, ("permutation importance", tuple(losses.items()), output, greater_is_better,
                   predictor, tuple(feature_ids), n_repeats, tuple(bits), digest(target)),
         build, uncached=rows is not None)
+    return functools.partial(_run, predictor, dataset, key, chosen, rows, n_repeats, kind,
+                             n_bootstrap, engine, specs, plan, reducers, loss)
+
+
+def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, engine, specs,
+         plan, reducers, loss):
+    """Evaluate a planned permutation importance (from :func:`_set_up`) and read it out."""
+    p = len(chosen)
     if n_bootstrap:
         (name, reducer), = _bootstrappable(reducers, n_bootstrap)
         weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap,

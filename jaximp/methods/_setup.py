@@ -14,7 +14,7 @@ from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
-__all__ = ["cached_stage", "digest", "keep_layout", "prepare"]
+__all__ = ["cached_stage", "digest", "keep_layout", "prepare", "warm_call"]
 
 _STAGES_KEPT = 16
 # a plain function called again on the same small array reuses its validated, pinned dataset
@@ -177,3 +177,44 @@ def digest(array) -> bytes | None:
     array = np.ascontiguousarray(array)
     return hashlib.blake2b(f"{array.dtype.str}{array.shape}".encode() + array.data.tobytes(),
                            digest_size=16).digest()
+
+
+def warm_call(method: str, set_up, model, X, y, options: dict):
+    """``set_up(model, X, y, **options)``: a method's validated and planned call, a function
+    that evaluates it. On an Explainer's (pinned) dataset with its Predictor, the call is
+    set up once per model, targets and options (compared with their types: ``1`` is not
+    ``True``) and kept, so that a repeated call skips its validation and setup; each run
+    still evaluates anew. Options that draw (a Generator, ``random_state=None``), arrays
+    among the options and targets that are not numeric arrays set up each call."""
+    key = _warm_key(method, model, X, y, options)
+    if key is None:
+        return set_up(model, X, y, **options)
+    return X.recent("warm calls", key, lambda: set_up(model, X, y, **options), _STAGES_KEPT)
+
+
+def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
+    """What a warm call is kept by (None where it is not kept): everything it reads."""
+    if not (isinstance(X, Dataset) and X.pinned and isinstance(model, Predictor)):
+        return None
+    if type(options.get("random_state")) is not int:  # a draw or an array: set up anew
+        return None
+    if y is not None and not (type(y) is np.ndarray and y.dtype.kind in "biuf"):
+        return None
+    try:
+        key = (method, model, digest(y), _typed(options))
+        hash(key)
+    except TypeError:  # an array or another unhashable option
+        return None
+    return key
+
+
+def _typed(value):
+    """``value`` with the type of each part (so that equal values of other types, ``1`` and
+    ``True`` or ``1.0``, differ); lists, tuples and dicts part by part."""
+    if isinstance(value, (list, tuple)):
+        return type(value), tuple(_typed(part) for part in value)
+    if isinstance(value, dict):
+        return dict, tuple((name, _typed(part)) for name, part in value.items())
+    if isinstance(value, np.ndarray):
+        raise TypeError("arrays are not kept")
+    return type(value), value
