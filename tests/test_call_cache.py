@@ -253,3 +253,23 @@ def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
     assert abs(frame[("x2", "x3")]) < 1e-6  # additive: no interaction
     assert ex.h_statistic(n_max=60, random_state=1).pairwise.values.tolist() != \
         first.pairwise.values.tolist()
+
+
+def test_a_warm_call_follows_the_float_mode_and_the_default_budget(monkeypatch):
+    """A repeated Explainer call sets up again when what its set-up reads besides its options
+    changes: the float mode (x64) and the default memory budget from the environment."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = X[:, 0] * X[:, 1]
+    ex = jaximp.Explainer(lambda A: A[:, 0] * A[:, 1], X, y)
+    first = ex.permutation_importance(n_repeats=2).importances
+    with jax.enable_x64(True):
+        wide = ex.permutation_importance(n_repeats=2)
+    assert wide.importances.shape == first.shape
+    np.testing.assert_allclose(wide.importances, first, rtol=1e-5)
+    keys = [key for key in ex.dataset.memo("warm calls", dict)]
+    assert {key[-2] for key in keys} == {False, True}
+    monkeypatch.setenv("JAXIMP_MEMORY_BUDGET", str(1 << 20))
+    small = ex.permutation_importance(n_repeats=2).importances
+    np.testing.assert_array_equal(small, first)
+    assert len(ex.dataset.memo("warm calls", dict)) == 3

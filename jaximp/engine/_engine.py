@@ -435,7 +435,8 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
             idx = tables["item_index"][items][:, None, None] + jnp.moveaxis(picked, 2, 0)
             values = tables["table"][idx]  # (ib, D, rbl, c)
         elif drawn == "source_values":  # an Explainer's replacement values, drawn once
-            values = jax.lax.dynamic_slice(tables["source_values"], (items[0], row0), (ib, rbl))
+            start = tuple(jnp.asarray(i, jnp.int32) for i in (items[0], row0))  # under x64 too
+            values = jax.lax.dynamic_slice(tables["source_values"], start, (ib, rbl))
             values = values[:, None, :, None]  # (ib, 1, rbl, 1): the replaced column
         else:
             if drawn == "source_rows":  # an Explainer's permutations, drawn once
@@ -457,8 +458,7 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         if row_sharding is not None:
             flat = jax.lax.with_sharding_constraint(flat, row_sharding)
         # (ib, o, rows): rows last, so the reducer's loops vectorize along them. Padding rows
-        # repeat a real row's modification, so their predictions are finite; reducers weight
-        # them 0.
+        # repeat a real row's modification (finite predictions); reducers weight them 0.
         pred = apply(params, flat)
         if pred.size != flat.shape[0] * o:  # found while tracing, before any evaluation
             raise ValueError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import os
 import types
 
 import jax
@@ -201,7 +202,9 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
     if y is not None and not (type(y) is np.ndarray and y.dtype.kind in "biuf"):
         return None
     try:
-        key = (method, model, digest(y), _typed(options))
+        # and what a set-up reads besides its arguments: the float mode and the default budget
+        key = (method, model, digest(y), _typed(options), jax.config.jax_enable_x64,
+               os.environ.get("JAXIMP_MEMORY_BUDGET"))
         hash(key)
     except TypeError:  # an array or another unhashable option
         return None
