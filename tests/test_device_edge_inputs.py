@@ -471,3 +471,14 @@ def test_dataset_recent_keeps_the_most_recent_under_threads():
         thread.join()
     assert not errors, errors
     assert len(dataset.memo("test entries", dict)) == 3
+
+
+def test_a_dataframe_next_to_device_rows_answers_as_numpy():
+    import pandas as pd
+    frame = pd.DataFrame(np.asarray(HOST[:, :3]), columns=["a", "b", "c"])
+    rows = DEVICE[:, :3]
+    _assert_same(jaximp.shapley_values(product, rows[:3], frame, feature_names=["a", "b", "c"]),
+                 jaximp.shapley_values(product, np.asarray(rows[:3]), frame,
+                                       feature_names=["a", "b", "c"]))
+    _assert_same(jaximp.shapley_values(product, frame.iloc[:3], rows),
+                 jaximp.shapley_values(product, frame.iloc[:3], np.asarray(rows)))
