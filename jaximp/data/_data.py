@@ -5,6 +5,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import math
+import threading
 from typing import Mapping, Sequence
 
 import jax
@@ -68,6 +70,9 @@ class _HostRows:
         dataset.__dict__["_X"] = value
 
 
+_RECENT_LOCK = threading.Lock()
+_ABSENT = object()
+
 #: the memo key of a device dataset's host copy of its rows
 HOST_COPY = "host copy"
 
@@ -117,12 +122,20 @@ class Dataset:
     def recent(self, kind: str, key, make, keep: int):
         """``make()`` kept per ``key`` among the ``keep`` most recently used of ``kind``."""
         kept = self.memo(kind, collections.OrderedDict)
-        if key not in kept:
-            kept[key] = make()
-            if len(kept) > keep:
+        # threads share a dataset that plain functions reuse: a test and the reorder that
+        # follows it go together, or another thread's eviction in between raises KeyError
+        with _RECENT_LOCK:
+            value = kept.get(key, _ABSENT)
+            if value is not _ABSENT:
+                kept.move_to_end(key)
+                return value
+        value = make()  # outside the lock: it may evaluate the model
+        with _RECENT_LOCK:
+            kept[key] = value
+            kept.move_to_end(key)
+            while len(kept) > keep:
                 kept.popitem(last=False)
-        kept.move_to_end(key)
-        return kept[key]
+        return value
 
     def pin(self, *, defer_reads: bool = True) -> "Dataset":
         """Keep what the engine puts on the devices for this dataset (its rows), for the
@@ -401,7 +414,10 @@ def as_dataset(
         if values.dtype.kind == "c":
             raise TypeError("X must hold real numbers; got complex values. Pass the real and "
                             "imaginary parts as separate columns.")
-        if on_device is None and (values.dtype == object or values.dtype.kind in "USV"):
+        # object, text and structured arrays; bfloat16 and the other ml_dtypes floats are
+        # numbers (NumPy gives them kind "V")
+        if on_device is None and (values.dtype == object or values.dtype.kind in "USV") and (
+                not jnp.issubdtype(values.dtype, jnp.floating)):
             raise TypeError(
                 f"X must hold numbers; got an array of dtype {values.dtype}. Convert text "
                 "columns to integer codes or pass a DataFrame with 'category' columns."
@@ -411,7 +427,8 @@ def as_dataset(
                              f"with more axes; got shape {values.shape}.")
         if values.ndim > 2:  # images, sequences: one row per example, the model reshapes back
             input_shape = values.shape[1:]
-            values = values.reshape(values.shape[0], -1)
+            # not reshape(n, -1), which has no answer for an X of no rows
+            values = values.reshape(values.shape[0], math.prod(input_shape))
             positions = [f"x[{','.join(map(str, at))}]" for at in np.ndindex(*input_shape)]
             if feature_names is not None and list(feature_names) != positions:
                 raise ValueError("feature_names cannot name the positions of an X with more "
@@ -433,7 +450,8 @@ def as_dataset(
         raise ValueError(f"column names must be unique; got {names}.")
     n, c = values.shape
     if n == 0 or c == 0:
-        raise ValueError(f"X is empty: got shape {values.shape}; need at least 1 row and column.")
+        shape = values.shape if input_shape is None else (n, *input_shape)
+        raise ValueError(f"X is empty: got shape {shape}; need at least 1 row and column.")
     bad = bad_values(values, allow_missing)
     if bad is not None:
         what = "infinite" if allow_missing else "NaN or infinite"
@@ -521,5 +539,6 @@ def as_dataset(
 def _on_one_device(X):
     """``X`` flattened to rows when it is a ``jax.Array`` on one device, else None."""
     if isinstance(X, jax.Array) and X.is_fully_addressable and len(X.devices()) == 1:
-        return X.reshape(X.shape[0], -1)
+        # fewer than 2 axes: as_dataset refuses X with NumPy's message
+        return X if X.ndim < 2 else X.reshape(X.shape[0], math.prod(X.shape[1:]))
     return None

@@ -39,8 +39,11 @@ def plotting_quantiles(at, n: int, prob: Sequence[float], alphap: float,
     # np.minimum/np.maximum, not np.clip: this runs per feature per call on a few values
     k = np.floor(np.minimum(np.maximum(aleph, 1), n - 1)).astype(int)
     gamma = np.minimum(np.maximum(aleph - k, 0.0), 1.0)
-    # one read of both order statistics (a device column sends back 2 values per quantile)
-    below, above = np.split(np.asarray(at(np.concatenate([k - 1, k])), np.float64), 2)
+    # one read of both order statistics (a device column sends back 2 values per quantile);
+    # position k - 1 is -1 for a sample of one, whose only value it is (a device column's
+    # position -1 is its last row, a NaN where the column has any)
+    below, above = np.split(np.asarray(at(np.concatenate([np.maximum(k - 1, 0), k])),
+                                       np.float64), 2)
     return (1.0 - gamma) * below + gamma * above
 
 

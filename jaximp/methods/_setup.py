@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
+import threading
 import types
 
 import jax
@@ -30,6 +31,9 @@ _RECENT_DATA_BYTES = 256 << 10
 _PLAIN_PREDICTORS: "collections.OrderedDict" = collections.OrderedDict()
 _PLAIN_PREDICTORS_KEPT = 64
 _PLAIN_FUNCTIONS = (types.FunctionType, type(jax.jit(lambda X: X)))
+# both caches are shared by threads calling the methods: a look-up's test and its reorder,
+# and an insertion and its eviction, go together (building an entry runs outside the lock)
+_CACHES_LOCK = threading.Lock()
 
 
 def prepare(
@@ -114,16 +118,32 @@ def _recent_dataset(key, **options) -> Dataset:
     """The dataset of ``key`` (from :func:`_recent_data_key`), validated and pinned the
     first time: built from a read-only copy of the bytes, so that no later change to the
     caller's array reaches it."""
-    if key in _RECENT_DATA:
-        _RECENT_DATA.move_to_end(key)
-        return _RECENT_DATA[key]
+    dataset = _kept(_RECENT_DATA, key)
+    if dataset is not None:
+        return dataset
     dtype, shape, data = key[:3]
     X = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, sharing the key's bytes
     dataset = as_dataset(X, **options).pin(defer_reads=False)
-    _RECENT_DATA[key] = dataset
-    if len(_RECENT_DATA) > _RECENT_DATA_KEPT:
-        _RECENT_DATA.popitem(last=False)
+    _keep(_RECENT_DATA, key, dataset, _RECENT_DATA_KEPT)
     return dataset
+
+
+def _kept(cache: "collections.OrderedDict", key):
+    """The entry of ``key`` in ``cache``, made the most recently used; None if absent."""
+    with _CACHES_LOCK:
+        value = cache.get(key)
+        if value is not None:
+            cache.move_to_end(key)
+        return value
+
+
+def _keep(cache: "collections.OrderedDict", key, value, kept: int) -> None:
+    """Add ``value`` to ``cache`` under ``key``, keeping the ``kept`` most recently used."""
+    with _CACHES_LOCK:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > kept:
+            cache.popitem(last=False)
 
 
 def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
@@ -138,14 +158,11 @@ def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
         return None
     key = (model, dataset.n_columns, dataset.input_shape, names,
            jax.dtypes.canonicalize_dtype(np.float64).str)  # the float mode: its dtype
-    if key in _PLAIN_PREDICTORS:
-        _PLAIN_PREDICTORS.move_to_end(key)
-        return _PLAIN_PREDICTORS[key]
-    predictor = as_predictor(model, n_features=key[1], output_names=output_names,
-                             input_shape=dataset.input_shape)
-    _PLAIN_PREDICTORS[key] = predictor
-    if len(_PLAIN_PREDICTORS) > _PLAIN_PREDICTORS_KEPT:
-        _PLAIN_PREDICTORS.popitem(last=False)
+    predictor = _kept(_PLAIN_PREDICTORS, key)
+    if predictor is None:
+        predictor = as_predictor(model, n_features=key[1], output_names=output_names,
+                                 input_shape=dataset.input_shape)
+        _keep(_PLAIN_PREDICTORS, key, predictor, _PLAIN_PREDICTORS_KEPT)
     return predictor
 
 
