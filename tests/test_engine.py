@@ -169,7 +169,7 @@ def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
     (100_000, 16384, 2048), (30_000, 16384, 2048), (10**6, 16384, 4096), (5000, 16384, 2048),
     (100_000, 1000, 2048), (10**7, 10**6, 256)])
 def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
-    from jaximp.engine._engine import _rows_per_block
+    from jaximp.engine._blocks import _rows_per_block
 
     rows = _rows_per_block(n_local, most, unit)
     padded = -(-n_local // rows) * rows
@@ -189,7 +189,7 @@ def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
     (10**7, 10**5, 10**6, 7),
 ])
 def test_items_per_block_pads_least_near_the_target(n_items, target, most, group):
-    from jaximp.engine._engine import _items_per_block
+    from jaximp.engine._blocks import _items_per_block
 
     size = _items_per_block(n_items, target, most, group)
     padded = -(-n_items // size) * size
