@@ -80,6 +80,29 @@ def test_bootstrap_weightings_in_one_pass(permuted, data3):
     np.testing.assert_allclose(means[..., 0], kept @ weights.T / weights.sum(1), atol=1e-5)
 
 
+def test_mean_over_chunks_of_several_item_and_row_blocks(monkeypatch):
+    """A mean reduces all the blocks of a chunk at once on CPU (several items and row blocks
+    here): weighted means equal a float64 sum of the float32 predictions."""
+    monkeypatch.setattr(jaximp.engine._engine, "_CPU_BLOCK_ROWS", 512)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 2))
+    pred = jaximp.as_predictor(lambda A: jnp.sin(A[:, 0]) * 3.0 + A[:, 1] ** 2, n_features=2)
+    grid = np.c_[np.linspace(-2, 2, 7), np.zeros(7)]
+    plan = at_values([[True, False]], np.zeros(7, int), grid, np.arange(7))
+    weights = rng.integers(0, 4, size=(2, len(X))).astype(float)
+    built = []
+    chunk_function = jaximp.engine._engine._chunk_function
+    monkeypatch.setattr(jaximp.engine._engine, "_chunk_function",
+                        lambda *args: built.append(args) or chunk_function(*args))
+    means = evaluate(pred, X, plan, Mean(weights))
+    sizes, reduce_once = built[0][3], built[0][-1]
+    assert reduce_once and sizes.row_blocks > 1 and sizes.item_blocks > 1  # what is tested
+    X32 = X.astype(np.float32).astype(np.float64)
+    for k, value in enumerate(grid[:, 0].astype(np.float32)):
+        f = np.sin(np.float32(value)) * 3.0 + X32[:, 1] ** 2
+        np.testing.assert_allclose(means[k, :, 0], weights @ f / weights.sum(1), rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["mse", "rmse", "mae", "r2"])
 def test_loss_sums_equal_the_loss_of_kept_predictions(permuted, data3, name):
     pred, f_np, plan, src = permuted
@@ -169,7 +192,7 @@ def test_sizes_respect_budget_and_blocks(n_items, n_local, devices, block):
     (100_000, 16384, 2048), (30_000, 16384, 2048), (10**6, 16384, 4096), (5000, 16384, 2048),
     (100_000, 1000, 2048), (10**7, 10**6, 256)])
 def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
-    from jaximp.engine._engine import _rows_per_block
+    from jaximp.engine._blocks import _rows_per_block
 
     rows = _rows_per_block(n_local, most, unit)
     padded = -(-n_local // rows) * rows
@@ -189,7 +212,7 @@ def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
     (10**7, 10**5, 10**6, 7),
 ])
 def test_items_per_block_pads_least_near_the_target(n_items, target, most, group):
-    from jaximp.engine._engine import _items_per_block
+    from jaximp.engine._blocks import _items_per_block
 
     size = _items_per_block(n_items, target, most, group)
     padded = -(-n_items // size) * size

@@ -1,0 +1,102 @@
+"""Chunk geometry: how many items and rows one block holds, and how many blocks one chunk
+(one jitted call) holds, within a memory budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+from ._device_arrays import bucket
+
+__all__ = ["Sizes", "sizes"]
+
+# One chunk (one jitted call) holds at most this many blocks, so that progress keeps moving
+# and the partials of a chunk stay small.
+MAX_BLOCKS_PER_CHUNK = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """Chunk geometry: items and per-device rows of one block, blocks of one chunk."""
+
+    items_per_block: int
+    rows_per_block: int  # per device
+    item_blocks: int  # per chunk
+    row_blocks: int  # per chunk
+
+    @property
+    def items_per_chunk(self) -> int:
+        return self.items_per_block * self.item_blocks
+
+    @property
+    def rows_per_chunk(self) -> int:
+        return self.rows_per_block * self.row_blocks
+
+
+@functools.lru_cache(maxsize=256)  # a pure function of numbers, asked again by every call
+def sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_bytes: float,
+           budget: float, block_rows: int, group: int, row_unit: int = 256,
+           kept_bytes: float = 0.0) -> Sizes:
+    """Block and chunk sizes: a block's rows (all devices) fit ``block_rows`` and half the
+    budget; a chunk's partials (one per block), and the ``kept_bytes`` per item and row it
+    keeps until its reduction, fit a quarter of it.
+
+    When one block holds every row, the rows are padded to a bucket size (a new n in the same
+    bucket reuses the compiled chunk) and several items share the block. Otherwise blocks hold
+    a multiple of ``row_unit`` rows, from half the largest block to all of it, that pads the
+    rows least (balanced multiples of 256 when ``row_unit`` does not fit that range).
+    """
+    rows_fit = max(1, int(budget // (2 * row_bytes)))
+    block_total = max(1, min(block_rows, rows_fit))
+    rows_per_block = max(1, block_total // (n_devices * group))
+    if rows_per_block >= n_local:  # all rows in one block, with the nearest count of items
+        rows_per_block = min(bucket(n_local), rows_per_block)  # (n = 10,000: 2, not 1)
+        items_per_block = _items_per_block(
+            n_items, round(block_total / max(1, rows_per_block * n_devices)),
+            rows_fit // max(1, rows_per_block * n_devices), group)
+        row_blocks = 1
+    else:
+        items_per_block = group
+        rows_per_block = _rows_per_block(n_local, rows_per_block, row_unit)
+        row_blocks = math.ceil(n_local / rows_per_block)
+    item_blocks_total = math.ceil(n_items / items_per_block)
+    per_block = max(1.0, (partial_bytes + kept_bytes * rows_per_block * n_devices)
+                    * items_per_block)
+    blocks = max(1, min(MAX_BLOCKS_PER_CHUNK, int(budget // 4 // per_block)))
+    row_blocks_per_chunk = min(row_blocks, blocks)
+    row_chunks = math.ceil(row_blocks / row_blocks_per_chunk)
+    row_blocks_per_chunk = math.ceil(row_blocks / row_chunks)  # balance the row chunks
+    item_blocks = max(1, min(item_blocks_total, blocks // row_blocks_per_chunk))
+    n_chunks = math.ceil(item_blocks_total / item_blocks)
+    item_blocks = math.ceil(item_blocks_total / n_chunks)  # balance: no mostly-padding chunk
+    return Sizes(items_per_block, rows_per_block, item_blocks, row_blocks_per_chunk)
+
+
+def _rows_per_block(n_local: int, most: int, unit: int) -> int:
+    """Rows per block for ``n_local`` rows in blocks of at most ``most``: the multiple of
+    ``unit`` from ``most / 2`` to ``most`` that pads least (ties to the larger); with none
+    or too many of them (an accelerator's huge blocks), the balanced block rounded up to a
+    multiple of 256."""
+    candidates = range(-(-most // 2 // unit) * unit, most // unit * unit + 1, unit)
+    if 0 < len(candidates) <= 64:
+        return min(candidates, key=lambda rows: (-(-n_local // rows) * rows, -rows))
+    blocks = math.ceil(n_local / most)
+    return min(most, -(-math.ceil(n_local / blocks) // 256) * 256)
+
+
+def _items_per_block(n_items: int, target: int, most: int, group: int) -> int:
+    """Items per block near ``target`` (from 2/3 to 3/2 of it, at most ``most``, a multiple
+    of ``group``) that pads ``n_items`` to whole blocks with the fewest padding items; ties go
+    to the size nearest ``target``. E.g. 51 items, target 12: 3 blocks of 17, not 5 of 11."""
+    target = max(group, target // group * group)
+    upper = max(group, min(most // group * group, target * 3 // 2 // group * group))
+    lower = min(upper, max(group, -(-target * 2 // 3 // group) * group))
+    every_item = -(-n_items // group) * group  # one block holding all items: least padding
+    if every_item <= upper:
+        return every_item
+    candidates = range(lower, upper + 1, group)
+    if len(candidates) > 64:  # a large target (an accelerator): balanced blocks pad little
+        n_blocks = math.ceil(n_items / target)
+        return math.ceil(math.ceil(n_items / n_blocks) / group) * group
+    return min(candidates, key=lambda size: (-(-n_items // size) * size, abs(size - target)))
