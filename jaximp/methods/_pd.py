@@ -391,7 +391,7 @@ def compute_pd(
         result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
         defer=True,
     )
-    if not dataset.defers_reads:  # a plain call reads now (bad predictions are refused at the call);
+    if not dataset.defers_reads:  # a plain call reads now (bad predictions refused at the call);
         out.get()  # an Explainer's returns before the device finishes
     per_set = []
     if not keep and weightings.shape[0] > 1:
