@@ -448,7 +448,9 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
     """The model on ``[X | M | A' | A]`` (width c + 3q): ``X`` with columns ``targets`` set to
     ``M + A'`` where the permuted noise ``A'`` differs from the row's own ``A``."""
     q = len(targets)
-    index = np.asarray(targets)
+    # int32 indices: JAX fails to trace int64 array indices under jax.enable_x64 after the
+    # same indexing was traced without it (int32 vs int64 in its index normalization)
+    index = np.asarray(targets, np.int32)
 
     def make():
         def apply(params, Z):
