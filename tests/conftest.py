@@ -1,16 +1,19 @@
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 # Most of the suite's time is XLA compiling small programs that then run for microseconds:
-# compile them at LLVM's lowest optimization level (-19% CPU on the PD and H tests) and with
+# compile them at LLVM's lowest optimization level (-19% CPU on the PD and H tests), with
 # XLA:CPU's older elemental emitters for fusions, which compile faster than its MLIR fusion
-# emitters (-36% CPU on the H and PD-importance tests). The arithmetic is the same (no
-# fast-math either way); subprocesses inherit them (the multi-device tests add their device
-# count to them; the compute-bound notebook drops the optimization level).
+# emitters (-36% CPU on the H and PD-importance tests), and as one LLVM module rather than 32
+# parts compiled in parallel (-8%: the parts of a small program cost more than they save).
+# The arithmetic is the same (no fast-math either way); subprocesses inherit the flags (the
+# multi-device tests add their device count; the compute-bound notebook drops the level).
 os.environ["XLA_FLAGS"] = " ".join([
     os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
-    "--xla_cpu_use_fusion_emitters=false"]).strip()
+    "--xla_cpu_use_fusion_emitters=false", "--xla_cpu_parallel_codegen_split_count=1"]).strip()
 
 import jax  # noqa: E402 (after XLA_FLAGS, which the backend reads when it starts)
 import jax.numpy as jnp  # noqa: E402
@@ -34,6 +37,17 @@ jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 def pytest_unconfigure(config):
     if _CACHE_OWNER:
         shutil.rmtree(os.environ.pop(_CACHE_ENV), ignore_errors=True)
+
+
+def run_on_host_devices(script: str, out, devices: int = 4):
+    """Run ``script`` (Python source writing an ``.npz`` to the path ``out``, which it names
+    ``OUT``) in a process with ``devices`` forced CPU devices and the suite's compile flags;
+    returns the loaded arrays."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
+        [os.environ["XLA_FLAGS"], f"--xla_force_host_platform_device_count={devices}"]))
+    subprocess.run([sys.executable, "-c", script.replace("OUT", repr(str(out)))], check=True,
+                   env=env, timeout=300)
+    return np.load(out)
 
 
 @jax.jit

@@ -7,9 +7,7 @@ model kinds and threads."""
 
 import dataclasses
 import functools
-import os
 import pickle
-import subprocess
 import sys
 import textwrap
 import threading
@@ -19,6 +17,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import run_on_host_devices
 
 import jaximp
 from jaximp.data import GRID_STRATEGIES, as_dataset, feature_grid
@@ -301,12 +300,7 @@ SHARDED_SCRIPT = textwrap.dedent(
 
 
 def test_rows_sharded_over_several_devices_take_the_host_path(tmp_path):
-    out = tmp_path / "sharded.npz"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
-        [os.environ["XLA_FLAGS"], "--xla_force_host_platform_device_count=4"]))
-    script = SHARDED_SCRIPT.replace("OUT", repr(str(out)))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
-    got = np.load(out)
+    got = run_on_host_devices(SHARDED_SCRIPT, tmp_path / "sharded.npz")
     for name in ("sharded", "replicated"):
         for what in ("pfi", "pd", "shap", "ex"):
             np.testing.assert_allclose(got[f"{name}_{what}"], got[f"{name}_numpy_{what}"],

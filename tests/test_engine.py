@@ -1,15 +1,12 @@
 """The evaluation engine: chunking, sharding, jit, accuracy, errors."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import engine_permutations
+from conftest import engine_permutations, run_on_host_devices
 from jaximp.kernels import _streams
 
 import jaximp
@@ -336,18 +333,12 @@ MULTI_DEVICE_SCRIPT = textwrap.dedent(
 
 
 def test_one_device_equals_four_forced_host_devices(tmp_path):
-    out = tmp_path / "multi.npz"
-    # the suite's compile flags (tests/conftest.py), and four host devices
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
-        [os.environ["XLA_FLAGS"], "--xla_force_host_platform_device_count=4"]))
-    script = MULTI_DEVICE_SCRIPT.replace("OUT", repr(str(out)))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+    multi = run_on_host_devices(MULTI_DEVICE_SCRIPT, tmp_path / "multi.npz")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(203, 3))
     W = rng.normal(size=(3, 8)).astype(np.float32)
     res = jaximp.partial_dependence_all(lambda X: jnp.tanh(X @ W).sum(axis=1), X,
                                         grid_resolution=6, kind="both")
-    multi = np.load(out)
     weighted = jaximp.partial_dependence_all(lambda X: jnp.tanh(X @ W).sum(axis=1), X,
                                              grid_resolution=6, sample_weight=np.arange(203.0))
     for name, r in weighted.items():

@@ -8,14 +8,12 @@ quantity computed in NumPy with the same permutations and rows.
 """
 
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import engine_permutations, random_mlp
+from conftest import engine_permutations, random_mlp, run_on_host_devices
 
 import jaximp
 
@@ -258,13 +256,8 @@ np.savez(OUT, **out)
 def test_four_forced_host_devices_match_float64(tmp_path):
     """On four host devices the Explainer's permutation importance (source values), H
     (device data rows) and PD, cold and warm, equal float64; sensitivity equals one device."""
-    out = tmp_path / "four.npz"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
-        [os.environ["XLA_FLAGS"], "--xla_force_host_platform_device_count=4"]))
-    script = FOUR_DEVICES.replace("TESTS", repr(os.path.dirname(__file__))).replace(
-        "OUT", repr(str(out)))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
-    got = np.load(out)
+    got = run_on_host_devices(FOUR_DEVICES.replace("TESTS", repr(os.path.dirname(__file__))),
+                              tmp_path / "four.npz")
     want = _permutation_reference(F1_NP, Y1, WEIGHTS, _mse, _permutations(3, 3, N, 4))
     pairwise, overall, three = _h_reference(F1_NP, WEIGHTS)
     for r in range(2):
