@@ -104,3 +104,13 @@ def mlp3():
 @pytest.fixture
 def data3():
     return np.random.default_rng(1).normal(size=(120, 3))
+
+
+# Tests that each take seconds (notebooks, subprocesses, the docs build): started first, so
+# that the two test processes end together instead of one waiting on the other's last one.
+_LONG_FIRST = ("test_notebooks.py", "test_multiprocess.py", "test_docs.py", "test_readme.py",
+               "test_packaging.py", "test_engine_modes.py", "test_memory_budget.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in _LONG_FIRST)  # stable: order kept
