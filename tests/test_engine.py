@@ -81,6 +81,7 @@ def test_mean_over_chunks_of_several_item_and_row_blocks(monkeypatch):
     """A mean reduces all the blocks of a chunk at once on CPU (several items and row blocks
     here): weighted means equal a float64 sum of the float32 predictions."""
     monkeypatch.setattr(jaximp.engine._engine, "_CPU_BLOCK_ROWS", 512)
+    monkeypatch.setattr(jaximp.engine._engine, "_REDUCE_ONCE_MIN_ROWS", 256)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(3000, 2))
     pred = jaximp.as_predictor(lambda A: jnp.sin(A[:, 0]) * 3.0 + A[:, 1] ** 2, n_features=2)
