@@ -11,7 +11,7 @@ from ._checks import (
     output_index,
     select_outputs,
 )
-from ._data import Dataset, Feature, as_dataset, is_text
+from ._data import Dataset, Feature, Recent, as_dataset, is_text
 from ._datasets import make_friedman1, make_linear
 from ._deferred import Deferred, ReadsDeferred
 from ._edge import (
@@ -59,6 +59,7 @@ __all__ = [
     "Int",
     "Interval",
     "PERCENTILES",
+    "Recent",
     "PositiveClass",
     "Real",
     "ReadsDeferred",

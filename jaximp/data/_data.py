@@ -18,7 +18,7 @@ from ._device import (ColumnOrder, HostColumnOrder, bad_values, device_column_or
                       integer_levels, is_onehot)
 from ._params import Flag, validate_params
 
-__all__ = ["HOST_COPY", "Feature", "Dataset", "as_dataset", "is_text"]
+__all__ = ["HOST_COPY", "Feature", "Dataset", "Recent", "as_dataset", "is_text"]
 
 _ONLY_MISSING = ("column {!r} holds only missing values (NaN); it has no grid. Drop it or "
                  "fill it.")
@@ -70,8 +70,48 @@ class _HostRows:
         dataset.__dict__["_X"] = value
 
 
-_RECENT_LOCK = threading.Lock()
 _ABSENT = object()
+
+
+class Recent:
+    """Values made by key, the ``keep`` most recently used kept; threads may share it: a
+    look-up and its reorder, and an insertion and its evictions, go together (making a value
+    runs outside the lock: it may evaluate a model).
+
+    Examples
+    --------
+    >>> kept = Recent()
+    >>> [kept.get(key, lambda: key * 10, keep=2) for key in (1, 2, 1, 3)]
+    [10, 20, 10, 30]
+    >>> list(kept)  # 2 was the least recently used
+    [1, 3]
+    """
+
+    _lock = threading.Lock()  # one for all: look-ups are short
+
+    def __init__(self):
+        self._values: collections.OrderedDict = collections.OrderedDict()
+
+    def get(self, key, make, *, keep: int):
+        """The value of ``key``, made by ``make()`` when it is not kept."""
+        with self._lock:
+            value = self._values.get(key, _ABSENT)
+            if value is not _ABSENT:
+                self._values.move_to_end(key)
+                return value
+        value = make()
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > keep:
+                self._values.popitem(last=False)
+        return value
+
+    def __iter__(self):
+        return iter(list(self._values))
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 #: the memo key of a device dataset's host copy of its rows
 HOST_COPY = "host copy"
@@ -121,21 +161,8 @@ class Dataset:
 
     def recent(self, kind: str, key, make, keep: int):
         """``make()`` kept per ``key`` among the ``keep`` most recently used of ``kind``."""
-        kept = self.memo(kind, collections.OrderedDict)
-        # threads share a dataset that plain functions reuse: a test and the reorder that
-        # follows it go together, or another thread's eviction in between raises KeyError
-        with _RECENT_LOCK:
-            value = kept.get(key, _ABSENT)
-            if value is not _ABSENT:
-                kept.move_to_end(key)
-                return value
-        value = make()  # outside the lock: it may evaluate the model
-        with _RECENT_LOCK:
-            kept[key] = value
-            kept.move_to_end(key)
-            while len(kept) > keep:
-                kept.popitem(last=False)
-        return value
+        # threads share a dataset that plain functions reuse (Recent is safe for them)
+        return self.memo(kind, Recent).get(key, make, keep=keep)
 
     def pin(self, *, defer_reads: bool = True) -> "Dataset":
         """Keep what the engine puts on the devices for this dataset (its rows), for the

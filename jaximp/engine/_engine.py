@@ -406,48 +406,41 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
         return reduced(pred, valid, rowdata, consts, item0 + jnp.arange(ib), row0, rbl)
 
     def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
-        def one(k):
-            first = item0 + (k // n_rb) * ib
+        def over_blocks(per_block):
+            """``per_block(first item, first row)`` of each of the chunk's blocks, stacked;
+            the last chunk's padding item blocks are skipped (zeros), not evaluated."""
+            def one(k):
+                first = item0 + (k // n_rb) * ib
+                run = functools.partial(per_block, first, row0 + (k % n_rb) * rbl)
+                skipped = jax.eval_shape(run)
+                return jax.lax.cond(first < counts[2], run,
+                                    lambda: jnp.zeros(skipped.shape, skipped.dtype))
 
-            def evaluate_block():
-                return block(params, X, tables, rowdata, consts, counts, first,
-                             row0 + (k % n_rb) * rbl)
+            return jax.lax.map(one, jnp.arange(sizes.item_blocks * n_rb))
 
-            # the last chunk's padding item blocks are skipped, not evaluated
-            skipped = jax.eval_shape(evaluate_block)
-            return jax.lax.cond(first < counts[2], evaluate_block,
-                                lambda: jnp.zeros(skipped.shape, skipped.dtype))
-
-        n_blocks = sizes.item_blocks * n_rb
-        if n_blocks == 1:  # a chunk's first item is always real
+        if sizes.item_blocks * n_rb == 1:  # a chunk's first item is always real
             return block(params, X, tables, rowdata, consts, counts, item0, row0)[None]
-        if reduce_once:
-            return reduced_once(params, X, tables, rowdata, consts, counts, item0, row0)
-        return jax.lax.map(one, jnp.arange(n_blocks))
+        if not reduce_once:
+            return over_blocks(lambda first, row: block(params, X, tables, rowdata, consts,
+                                                        counts, first, row))
+        pred = over_blocks(lambda first, row: predictions(params, X, tables, rowdata, counts,
+                                                          first, row)[0])
+        return reduced_at_once(pred, rowdata, consts, counts, item0, row0)
 
-    def reduced_once(params, X, tables, rowdata, consts, counts, item0, row0):
-        """The chunk's predictions block by block, then one reduction of all of them: the
-        exact mean's dozen small operations per block cost ~15% of a small model's
-        evaluation on CPU (partial dependence, [10, 64, 64, 1] MLP, n = 10,000: 1.26x the
-        floor against 1.11x); a loss's few fused ones cost less than keeping them (1.17x
-        against 1.22x at n = 100,000)."""
-        def one(k):
-            first = item0 + (k // n_rb) * ib
-            return jax.lax.cond(  # the last chunk's padding item blocks are not evaluated
-                first < counts[2],
-                lambda: predictions(params, X, tables, rowdata, counts, first,
-                                    row0 + (k % n_rb) * rbl)[0],
-                lambda: jnp.zeros((ib, o, rbl), dtype))
-
-        pred = jax.lax.map(one, jnp.arange(sizes.item_blocks * n_rb))  # (blocks, ib, o, rbl)
+    def reduced_at_once(pred, rowdata, consts, counts, item0, row0):
+        """One reduction of a chunk's predictions (blocks, ib, o, rbl), in the layout of
+        per-block partials: the exact mean's dozen small operations per block cost ~15% of a
+        small model's evaluation on CPU (partial dependence, [10, 64, 64, 1] MLP,
+        n = 10,000: 1.26x the floor against 1.11x); a loss's few fused ones cost less than
+        keeping them (1.17x against 1.22x at n = 100,000)."""
         pred = pred.reshape(sizes.item_blocks, n_rb, ib, o, rbl)
         pred = jnp.transpose(pred, (0, 2, 3, 1, 4)).reshape(sizes.items_per_chunk, o, -1)
         local = row0 + jnp.arange(sizes.rows_per_chunk)
         valid = (local < counts[1]) & (local < counts[0])
         out = reduced(pred, valid, rowdata, consts, item0 + jnp.arange(sizes.items_per_chunk),
                       row0, sizes.rows_per_chunk)
-        # in the layout of per-block partials, (item blocks x row blocks, ib / group, ...):
-        # the first row block's partials hold the sums over all the chunk's rows
+        # (item blocks x row blocks, ib / group, ...): the first row block's partials hold the
+        # sums over all the chunk's rows
         out = out.reshape(sizes.item_blocks, 1, -1, *out.shape[1:])
         out = jnp.pad(out, [(0, 0), (0, n_rb - 1)] + [(0, 0)] * (out.ndim - 2))
         return out.reshape(sizes.item_blocks * n_rb, *out.shape[2:])

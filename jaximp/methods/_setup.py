@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import os
-import threading
 import types
 
 import jax
 import numpy as np
 
-from ..data import SHARED, Dataset, InputLayout, as_dataset
+from ..data import SHARED, Dataset, InputLayout, Recent, as_dataset
 from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
@@ -23,17 +21,14 @@ _STAGES_KEPT = 16
 # (grids, plans and device copies kept): up to this many arrays of at most this many bytes,
 # found by their bytes (hashing 40 kB costs some microseconds; larger data costs more to
 # hash than its setup saves)
-_RECENT_DATA: "collections.OrderedDict" = collections.OrderedDict()
+_RECENT_DATA = Recent()
 _RECENT_DATA_KEPT = 4
 _RECENT_DATA_BYTES = 256 << 10
 # the Predictor of a plain (or jitted) function, per function and everything it is built
 # from; most recently used first out, as the wrappers' own cache (stable_apply)
-_PLAIN_PREDICTORS: "collections.OrderedDict" = collections.OrderedDict()
+_PLAIN_PREDICTORS = Recent()
 _PLAIN_PREDICTORS_KEPT = 64
 _PLAIN_FUNCTIONS = (types.FunctionType, type(jax.jit(lambda X: X)))
-# both caches are shared by threads calling the methods: a look-up's test and its reorder,
-# and an insertion and its eviction, go together (building an entry runs outside the lock)
-_CACHES_LOCK = threading.Lock()
 
 
 def prepare(
@@ -118,32 +113,12 @@ def _recent_dataset(key, **options) -> Dataset:
     """The dataset of ``key`` (from :func:`_recent_data_key`), validated and pinned the
     first time: built from a read-only copy of the bytes, so that no later change to the
     caller's array reaches it."""
-    dataset = _kept(_RECENT_DATA, key)
-    if dataset is not None:
-        return dataset
-    dtype, shape, data = key[:3]
-    X = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, sharing the key's bytes
-    dataset = as_dataset(X, **options).pin(defer_reads=False)
-    _keep(_RECENT_DATA, key, dataset, _RECENT_DATA_KEPT)
-    return dataset
+    def make():
+        dtype, shape, data = key[:3]
+        X = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, sharing the key's bytes
+        return as_dataset(X, **options).pin(defer_reads=False)
 
-
-def _kept(cache: "collections.OrderedDict", key):
-    """The entry of ``key`` in ``cache``, made the most recently used; None if absent."""
-    with _CACHES_LOCK:
-        value = cache.get(key)
-        if value is not None:
-            cache.move_to_end(key)
-        return value
-
-
-def _keep(cache: "collections.OrderedDict", key, value, kept: int) -> None:
-    """Add ``value`` to ``cache`` under ``key``, keeping the ``kept`` most recently used."""
-    with _CACHES_LOCK:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > kept:
-            cache.popitem(last=False)
+    return _RECENT_DATA.get(key, make, keep=_RECENT_DATA_KEPT)
 
 
 def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
@@ -158,12 +133,10 @@ def _plain_predictor(model, dataset: Dataset, output_names) -> Predictor | None:
         return None
     key = (model, dataset.n_columns, dataset.input_shape, names,
            jax.dtypes.canonicalize_dtype(np.float64).str)  # the float mode: its dtype
-    predictor = _kept(_PLAIN_PREDICTORS, key)
-    if predictor is None:
-        predictor = as_predictor(model, n_features=key[1], output_names=output_names,
-                                 input_shape=dataset.input_shape)
-        _keep(_PLAIN_PREDICTORS, key, predictor, _PLAIN_PREDICTORS_KEPT)
-    return predictor
+    return _PLAIN_PREDICTORS.get(
+        key, lambda: as_predictor(model, n_features=key[1], output_names=output_names,
+                                  input_shape=dataset.input_shape),
+        keep=_PLAIN_PREDICTORS_KEPT)
 
 
 def keep_layout(info, dataset: Dataset, features=None):
