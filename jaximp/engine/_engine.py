@@ -413,8 +413,7 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
                 first = item0 + (k // n_rb) * ib
                 run = functools.partial(per_block, first, row0 + (k % n_rb) * rbl)
                 skipped = jax.eval_shape(run)
-                return jax.lax.cond(first < counts[2], run,
-                                    lambda: jnp.zeros(skipped.shape, skipped.dtype))
+                return jax.lax.cond(first < counts[2], run, lambda: _zeros(skipped))
 
             return jax.lax.map(one, jnp.arange(sizes.item_blocks * n_rb))
 
@@ -447,6 +446,13 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
 
     cache[key] = jax.jit(chunk)
     return cache[key]
+
+
+def _zeros(like):
+    """Zeros of the shape and dtype of ``like``, float64 too (CPU means' partials) in a
+    process without ``jax_enable_x64``."""
+    with jax.enable_x64(True):
+        return jnp.zeros(like.shape, like.dtype)
 
 
 @dataclasses.dataclass(frozen=True)
