@@ -80,7 +80,8 @@ def test_bootstrap_weightings_in_one_pass(permuted, data3):
 def test_mean_over_chunks_of_several_item_and_row_blocks(monkeypatch):
     """A mean reduces all the blocks of a chunk at once on CPU (several items and row blocks
     here): weighted means equal a float64 sum of the float32 predictions."""
-    monkeypatch.setattr(jaximp.engine._engine, "_CPU_BLOCK_ROWS", 512)
+    for blocks in ("_CPU_BLOCK_ROWS", "_CPU_FUSED_BLOCK_ROWS"):  # the model is fused whole
+        monkeypatch.setattr(jaximp.engine._engine, blocks, 512)
     monkeypatch.setattr(jaximp.engine._engine, "_REDUCE_ONCE_MIN_ROWS", 256)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(3000, 2))
@@ -388,3 +389,35 @@ def test_split_sums_of_float32_predictions_are_as_exact_as_a_float64_sum():
     np.testing.assert_allclose(got, expected, rtol=1e-9)
     plain = np.einsum("bon,nr->bro", preds, weights.astype(np.float32))
     assert np.abs(plain / expected - 1).max() > 100 * np.abs(got / expected - 1).max()
+
+
+def test_a_model_fused_whole_runs_in_blocks_bounded_by_the_budget_alone(monkeypatch):
+    """On CPU, blocks of a model with activations hold about 16,384 rows (they stay in
+    cache); a model XLA fuses whole has none, and its rows go in blocks as large as the
+    budget allows. The means equal a float64 sum of the float32 predictions either way."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1000, 3))
+    W = jnp.asarray(rng.normal(size=(3, 32)), jnp.float32)
+    v = jnp.asarray(rng.normal(size=32), jnp.float32)
+    models = {"fused": lambda A: jnp.sin(A[:, 0]) + A[:, 1] * A[:, 2],
+              "activations": lambda A: jnp.tanh(A @ W) @ v}
+    grid = np.c_[np.linspace(-2, 2, 40), np.zeros((40, 2))]
+    plan = at_values([[True, False, False]], np.zeros(40, int), grid, np.arange(40))
+    built = []
+    chunk_function = jaximp.engine._engine._chunk_function
+    monkeypatch.setattr(jaximp.engine._engine, "_chunk_function",
+                        lambda *args: built.append(args) or chunk_function(*args))
+    for name, model in models.items():
+        means = evaluate(jaximp.as_predictor(model, n_features=3), X, plan,
+                         Mean(np.ones((1, 1000))))
+        sizes = built[-1][3]
+        rows = sizes.items_per_block * sizes.rows_per_block
+        if name == "fused":
+            assert sizes.item_blocks == 1 and rows >= 40 * 1000, sizes
+        else:  # about 16,384 rows (items per block may go 1.5x above, to pad less)
+            assert sizes.item_blocks > 1 and rows <= 1.5 * 16384, sizes
+        modified = np.repeat(X[None], 40, axis=0).astype(np.float32)
+        modified[:, :, 0] = grid[:, :1].astype(np.float32)
+        expected = np.asarray(model(jnp.asarray(modified.reshape(-1, 3))), np.float64)
+        np.testing.assert_allclose(means[:, 0, 0], expected.reshape(40, 1000).mean(axis=1),
+                                   rtol=1e-6, atol=1e-7)
