@@ -201,9 +201,15 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
     return key
 
 
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
 def _typed(value):
     """``value`` with the type of each part (so that equal values of other types, ``1`` and
     ``True`` or ``1.0``, differ); lists, tuples and dicts part by part."""
+    if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
+        # a call's options are mostly plain scalars: their types side by side
+        return dict, tuple(value.items()), tuple(map(type, value.values()))
     if isinstance(value, (list, tuple)):
         return type(value), tuple(_typed(part) for part in value)
     if isinstance(value, dict):
