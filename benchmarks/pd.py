@@ -91,7 +91,8 @@ def main() -> None:
     large = [10, 1024, 1024, 1024, 1]
     cases = [("small MLP", small, 1000)]
     if not args.quick:
-        cases += [("small MLP", small, 10_000), ("large MLP", large, 2000)]
+        cases += [("small MLP", small, 10_000), ("small MLP", small, 100_000),
+                  ("large MLP", large, 2000)]
     rows = [case(*c, 3 if c[1] is large else args.repeats) for c in cases]
     header = ("case", "n", "rows", "jaximp_s", "floor_s", "ratio_floor", f"target_{TARGET}x",
               "sklearn_s", "speedup_vs_sklearn", "sklearn_rounds", "gflops")

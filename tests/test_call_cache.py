@@ -1,6 +1,7 @@
 """The plain functions' reuse of recent data and model wrappers never returns a stale result.
 
-``partial_dependence`` and ``permutation_importance`` keep the validated data of a small NumPy
+``partial_dependence``, ``partial_dependence_all``, ``permutation_importance`` and
+``h_statistic`` keep the validated data of a small NumPy
 array they were called on (found by its bytes and options) and the Predictor of a plain or
 jitted function. Each test changes one thing those caches read and compares the second call
 with a float64 NumPy reference, or with a call that takes no cached path (X as a list, the
@@ -50,6 +51,30 @@ def test_pd_follows_an_array_changed_in_place():
     _, grid2, second = _pd(model, X)
     assert not np.allclose(grid, grid2)
     np.testing.assert_allclose(second, _pd_reference(X, grid2), rtol=1e-5, atol=1e-6)
+
+
+def test_pd_of_every_feature_follows_an_array_changed_in_place_and_its_options():
+    X, model = _data(), _model()
+
+    def check(**options):
+        pds = jaximp.partial_dependence_all(model, X, **options)
+        fresh = jaximp.partial_dependence_all(model, X.tolist(), **options)  # never reused
+        assert list(pds) == list(fresh)
+        for name in pds:
+            np.testing.assert_array_equal(pds[name].grid_values[0], fresh[name].grid_values[0])
+            np.testing.assert_allclose(pds[name].average, fresh[name].average, rtol=1e-6)
+        return pds
+
+    first = check(grid_resolution=7)
+    np.testing.assert_allclose(first["x0"].average[:, 0], _pd_reference(
+        X, first["x0"].grid_values[0]), rtol=1e-5, atol=1e-6)
+    X[:, 1] += 1.0  # the same object, other values
+    X[:, 0] *= 2.0
+    second = check(grid_resolution=7)
+    assert not np.allclose(first["x0"].average, second["x0"].average)
+    check(grid_resolution=5)
+    check(grid_resolution=5, features=[2, 0])
+    check(grid_resolution=5, percentiles=(0.1, 0.9))
 
 
 def test_pd_follows_the_model_the_values_the_dtype_and_the_weights():

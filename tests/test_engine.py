@@ -421,3 +421,68 @@ def test_a_model_fused_whole_runs_in_blocks_bounded_by_the_budget_alone(monkeypa
         expected = np.asarray(model(jnp.asarray(modified.reshape(-1, 3))), np.float64)
         np.testing.assert_allclose(means[:, 0, 0], expected.reshape(40, 1000).mean(axis=1),
                                    rtol=1e-6, atol=1e-7)
+
+
+def _numpy_feistel_permutation(seed: int, rows: np.ndarray, n: int) -> np.ndarray:
+    """The engine's keyed permutation written again in NumPy integers (uint64 products, plain
+    division): the rows' positions under a 4-round Feistel network on the radices (a, b),
+    walked back into 0..n-1."""
+    mask = np.uint64(0xFFFFFFFF)
+
+    def mix32(x):
+        x = x ^ (x >> np.uint64(16))
+        x = (x * np.uint64(0x7FEB352D)) & mask
+        x = x ^ (x >> np.uint64(15))
+        x = (x * np.uint64(0x846CA68B)) & mask
+        return x ^ (x >> np.uint64(16))
+
+    a, b = (np.uint64(r) for r in _streams.feistel_radices(n))
+    seed = mix32(np.uint64(seed))
+
+    def network(x):
+        left, right, size_left = x // b, x % b, a
+        sizes = (a, b)
+        for r in range(4):
+            f = mix32(right ^ ((seed + np.uint64(((r + 1) * 0x9E3779B9) & 0xFFFFFFFF)) & mask))
+            total = left + ((f * size_left) >> np.uint64(32))
+            left, right = right, np.where(total >= size_left, total - size_left, total)
+            size_left = sizes[(r + 1) % 2]
+        return left * b + right
+
+    x = network(np.asarray(rows, np.uint64))
+    while (x >= n).any():
+        x = np.where(x >= n, network(x), x)
+    return x.astype(np.int64)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 997, 10_000, 99_991, 100_000, 2**31 - 1])
+def test_permutations_equal_a_numpy_integer_feistel_network(n):
+    """The device's permutation (its products and divisions written for speed) equals the
+    same network in NumPy's integers, at exact and near-square radices, up to n = 2**31 - 1
+    (rows sampled there)."""
+    rows = np.arange(n) if n <= 100_000 else np.random.default_rng(0).integers(0, n, 5000)
+    for seed in (0, 12345, 0xFFFFFFFF):
+        device = _streams.feistel_permutation(jnp.uint32(seed), jnp.asarray(rows, jnp.int32),
+                                              jnp.int32(n), _streams.feistel_radices(n))
+        np.testing.assert_array_equal(np.asarray(device),
+                                      _numpy_feistel_permutation(seed, rows, n))
+
+
+def test_uniform_draws_equal_a_numpy_multiply_shift():
+    """Draws with replacement: the high 32 bits of hash(row) * n, in NumPy's uint64."""
+    mask = np.uint64(0xFFFFFFFF)
+
+    def mix32(x):
+        x = x ^ (x >> np.uint64(16))
+        x = (x * np.uint64(0x7FEB352D)) & mask
+        x = x ^ (x >> np.uint64(15))
+        x = (x * np.uint64(0x846CA68B)) & mask
+        return x ^ (x >> np.uint64(16))
+
+    rows = np.arange(100_000, dtype=np.uint64)
+    for seed, n in ((3, 5), (0xFFFFFFFF, 99_991), (7, 2**31 - 1)):
+        hashed = mix32(rows ^ mix32(np.uint64(seed) ^ np.uint64(0x9E3779B9)))
+        expected = (hashed * np.uint64(n)) >> np.uint64(32)
+        device = _streams.uniform_rows(jnp.uint32(seed), jnp.asarray(rows, jnp.int32),
+                                       jnp.int32(n))
+        np.testing.assert_array_equal(np.asarray(device), expected.astype(np.int64))

@@ -54,7 +54,7 @@ def sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_
         rows_per_block = min(bucket(n_local), rows_per_block)  # (n = 10,000: 2, not 1)
         items_per_block = _items_per_block(
             n_items, round(block_total / max(1, rows_per_block * n_devices)),
-            rows_fit // max(1, rows_per_block * n_devices), group)
+            min(rows_fit, block_total) // max(1, rows_per_block * n_devices), group)
         row_blocks = 1
     else:
         items_per_block = group

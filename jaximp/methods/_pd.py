@@ -634,7 +634,7 @@ def partial_dependence_all(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
-        memory_budget=memory_budget, progress=progress, allow_missing=True,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
     results = compute_pd(
