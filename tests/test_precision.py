@@ -95,10 +95,11 @@ def test_exports():
                                        "check_collapse_columns"}
 
 
-def test_column_check_warns_exactly_where_the_one_column_check_does():
+@pytest.mark.parametrize("n", [200, 5003])  # a small X, and one read by column ranges
+def test_column_check_warns_exactly_where_the_one_column_check_does(n):
     rng = np.random.default_rng(0)
-    X = np.column_stack([rng.uniform(size=200), 1.6e9 + rng.uniform(0, 900, 200),
-                         np.full(200, 3.0), 1e-30 * rng.uniform(size=200)])
+    X = np.column_stack([rng.uniform(size=n), 1.6e9 + rng.uniform(0, 900, n),
+                         np.full(n, 3.0), 1e-30 * rng.uniform(size=n)])
     names = ["u", "stamp", "const", "tiny"]
     for dtype in (np.float32, np.float16):
         with warnings.catch_warnings(record=True) as one:
@@ -110,3 +111,12 @@ def test_column_check_warns_exactly_where_the_one_column_check_does():
             _precision.check_collapse_columns(names, X, range(4), dtype, "permuted values")
         assert [str(w.message) for w in many] == [str(w.message) for w in one]
         assert any("'stamp'" in str(w.message) for w in many)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (5003, 10), (4099, 1), (3000, 2000)])
+def test_column_ranges_equal_numpys_column_min_and_max(shape):
+    X = np.random.default_rng(1).normal(size=shape)
+    for view in (X, X[::-1], X[:, ::2]):  # contiguous, and views NumPy must copy to reshape
+        low, high = _precision._column_ranges(view)
+        np.testing.assert_array_equal(low, view.min(axis=0))
+        np.testing.assert_array_equal(high, view.max(axis=0))

@@ -295,7 +295,8 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
 
     specs, plan, reducers = cached_stage(
         dataset, ("permutation importance", tuple(losses.items()), output, greater_is_better,
-                  predictor, tuple(feature_ids), n_repeats, tuple(bits), digest(target)),
+                  predictor, tuple(feature_ids), n_repeats, tuple(bits),
+                  digest(target) if dataset.pinned else None),  # unpinned data keeps nothing
         build, uncached=rows is not None)
     return functools.partial(_run, predictor, dataset, key, chosen, rows, n_repeats, kind,
                              n_bootstrap, engine, specs, plan, reducers, loss)
