@@ -7,7 +7,8 @@ pairs or triples asked for later (:class:`HExtension`).
 
 A feature set is named by a *key*: ``frozenset`` of feature names for the PD of those
 features, ``("not", name)`` for the PD of every feature but one, ``"F"`` for the centred
-prediction and ``"sum"`` for the sum of every feature's 1-D PD.
+prediction (the PD of every feature, ``("not",)``: row i's prediction under every weighting)
+and ``"sum"`` for the sum of every feature's 1-D PD.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import jax
 import numpy as np
 
 from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
-from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget
+from ..engine import Mean, at_data_rows, evaluate, resolve_budget
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
 from ._setup import cached_stage, digest
@@ -339,14 +340,19 @@ def _concatenated(parts: dict) -> dict[str, tuple]:
 _SHARED_BLOCK_BYTES = 1 << 20
 
 
+# The PD of every feature: at row i, row i itself under every weighting (its prediction).
+_EVERY_FEATURE = ("not",)
+
+
 class PDStore:
     """Centred float64 PDs at the rows (o, r, n), by key, of one model on one plan's rows.
 
-    Built with the centred prediction ``"F"`` and the rounding floor of the read-out (both
-    read when first needed); a plan's statistics are computed by :meth:`run`, which evaluates
-    the sets they need in budget-sized groups and frees, after each group, the PDs no later
-    statistic of the plan needs. 1-D PDs stay (every later pair and triple reuses them), so a
-    result can evaluate more sets later.
+    A plan's statistics are computed by :meth:`run`, which evaluates the sets they need in
+    budget-sized groups and frees, after each group, the PDs no later statistic of the plan
+    needs; its first engine call also evaluates the centred prediction ``"F"`` (as the PD of
+    every feature: one engine call, not two) and with it the rounding floor of the read-out.
+    1-D PDs stay (every later pair and triple reuses them), so a result can evaluate more sets
+    later.
     """
 
     def __init__(self, plan: HPlan, predictor: Predictor, data: Dataset, *,
@@ -354,41 +360,41 @@ class PDStore:
         self._predictor, self._data = predictor, data
         self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
         self._pds: dict[Any, np.ndarray] = {}
-        # read when first needed: the device evaluates the sets of the first group meanwhile
-        self._prediction = predict_rows(predictor, data, defer=True, **self._engine_kw).then(
-            lambda pred: self._read_prediction(pred, plan, predictor.dtype))
+        self._floor: np.ndarray | None = None
 
-    def _read_prediction(self, pred: np.ndarray, plan: HPlan, dtype) -> np.ndarray:
-        """Keep the centred prediction ``"F"`` of the predictions ``pred`` (n, outputs);
-        return the rounding floor of the read-out (o, r)."""
-        weights = plan.weights
-        ws = weights[0]
-        pred = pred[:, list(plan.out_idx)].astype(np.float64)  # (n, o)
-        o, r, n = pred.shape[1], weights.shape[0], plan.rows.size
-        self._pds["F"] = centre(np.broadcast_to(pred.T[:, None, :], (o, r, n)), weights)
+    def _keep_prediction(self, plan: HPlan) -> None:
+        """Keep the centred prediction ``"F"`` (the PD of every feature, evaluated) and the
+        rounding floor (o, r) of the read-out."""
+        centred = self._pds.pop(_EVERY_FEATURE)  # (o, r, n): row i, centred per weighting
+        self._pds["F"] = centred
         # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
-        # the model's rounding: its statistic is 0, not a ratio of two rounding errors.
-        centred = pred - (ws @ pred) / ws.sum()
-        resolution = 16 * np.finfo(np.dtype(dtype)).eps
-        return resolution ** 2 * (weights @ centred ** 2 / weights.sum(axis=1)[:, None]).T
+        # the model's rounding: its statistic is 0, not a ratio of two rounding errors. The
+        # spread is the case-weighted one's, weighted by each weighting.
+        spread = centred[:, 0, :] ** 2  # (o, n)
+        resolution = 16 * np.finfo(np.dtype(self._predictor.dtype)).eps
+        self._floor = resolution ** 2 * (spread @ plan.weights.T) / plan.weights.sum(axis=1)
 
     @property
     def floor(self) -> np.ndarray:
         """The rounding floor (o, r) of the read-out: a joint PD whose weighted mean square is
         below it is constant up to the model's rounding."""
-        return self._prediction.get()
+        return self._floor
 
     def run(self, plan: HPlan) -> dict[str, tuple]:
         """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
         schedule = _schedule(plan.statistics, plan.group_size)
+        first = [] if "F" in self._pds else [_EVERY_FEATURE]  # joins the first engine call
         if schedule.needs_sum and "sum" not in self._pds:
             # the sets of a single group go to the engine in the call of the 1-D PDs
-            self.evaluate(plan, plan.singles + schedule.first)
+            self.evaluate(plan, first + plan.singles + schedule.first)
+            first = []
             self._pds["sum"] = np.sum([self._pds[k] for k in plan.singles], axis=0)
         parts: dict[str, list] = collections.defaultdict(list)
         for group, sets, done, later in schedule.groups:
-            self.evaluate(plan, sets)
-            self._prediction.get()  # "F"
+            self.evaluate(plan, first + sets)
+            first = []
+            if _EVERY_FEATURE in self._pds:
+                self._keep_prediction(plan)
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
             # PDs of several features (complements included) no later group reads; 1-D PDs
