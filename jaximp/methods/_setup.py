@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import types
 
 import jax
@@ -17,6 +18,12 @@ from ..results import with_input_layout
 __all__ = ["cached_stage", "digest", "keep_layout", "prepare", "warm_call"]
 
 _STAGES_KEPT = 16
+# digest(): the bytes and digests of a few small arrays, by object id (a reused id is
+# harmless: its bytes are compared)
+_DIGESTS: dict = {}
+_DIGESTS_LOCK = threading.Lock()
+_DIGESTS_KEPT = 8
+_DIGESTS_BYTES = 256 << 10
 # a plain function called again on the same small array reuses its validated, pinned dataset
 # (grids, plans and device copies kept): up to this many arrays of at most this many bytes,
 # found by their bytes (hashing 40 kB costs some microseconds; larger data costs more to
@@ -162,12 +169,25 @@ def cached_stage(dataset: Dataset, key: tuple, build, *, uncached: bool = False)
 
 
 def digest(array) -> bytes | None:
-    """A short digest of an array's contents (None for None), for :func:`cached_stage` keys."""
+    """A short digest of an array's contents (None for None), for :func:`cached_stage` keys.
+
+    The digests of the last few small arrays are kept with their bytes, by array object: a
+    call repeated on the same targets compares 8 kB in 0.2 us instead of hashing them (6 us).
+    """
     if array is None:
         return None
     array = np.ascontiguousarray(array)
-    return hashlib.blake2b(f"{array.dtype.str}{array.shape}".encode() + array.data.tobytes(),
-                           digest_size=16).digest()
+    content = f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
+    known = _DIGESTS.get(id(array))
+    if known is not None and known[0] == content:
+        return known[1]
+    value = hashlib.sha256(content).digest()[:16]
+    if len(content) <= _DIGESTS_BYTES:
+        with _DIGESTS_LOCK:
+            _DIGESTS[id(array)] = (content, value)
+            while len(_DIGESTS) > _DIGESTS_KEPT:
+                del _DIGESTS[next(iter(_DIGESTS))]
+    return value
 
 
 def warm_call(method: str, set_up, model, X, y, options: dict):
