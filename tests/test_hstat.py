@@ -166,6 +166,26 @@ def test_matches_numpy_reference_on_random_mlp(normalized, squared):
     assert h.normalized is normalized and h.squared is squared
 
 
+@pytest.mark.parametrize("as_set_rows", [0, 10**6])
+def test_prediction_at_the_rows_as_a_set_or_apart_gives_the_reference(monkeypatch,
+                                                                      as_set_rows):
+    """The prediction at the rows comes from the sets' engine call (few rows) or from a call
+    of its own: the statistics and their bootstrap replicates are the reference's either way."""
+    import jaximp.methods._hstat_plan as plan
+
+    monkeypatch.setattr(plan, "_PREDICTION_AS_SET_ROWS", as_set_rows)
+    h = h_statistic(F3, X12, sample_weight=W12, three_way=[("x0", "x1", "x2")],
+                    n_bootstrap=3, random_state=2)
+    counts = h.info["bootstrap_counts"]
+    for weights, point in ((W12, True), (W12 * counts[1], False)):
+        overall, pairwise, total, three = ref_h_all(F3_NP, X12, weights, PAIRS3, [(0, 1, 2)])
+        got = ((h.overall.importances_mean, h.pairwise.values, h.total, h.three_way.values)
+               if point else (h.overall.importances[..., 1], h.pairwise.replicates[..., 1],
+                              h.total_replicates[:, 1], h.three_way.replicates[..., 1]))
+        for value, expected in zip(got, (overall, pairwise, total, three)):
+            np.testing.assert_allclose(value, expected, rtol=5e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("normalized,squared", [(True, True), (False, True), (True, False)])
 def test_pd_importance_matches_numpy_reference(normalized, squared):
     """hstats' pd_importance: (F - F_not_j)^2 over F^2, from the overall statistic's PDs."""

@@ -7,8 +7,8 @@ pairs or triples asked for later (:class:`HExtension`).
 
 A feature set is named by a *key*: ``frozenset`` of feature names for the PD of those
 features, ``("not", name)`` for the PD of every feature but one, ``"F"`` for the centred
-prediction (the PD of every feature, ``("not",)``: row i's prediction under every weighting)
-and ``"sum"`` for the sum of every feature's 1-D PD.
+prediction (for a few rows evaluated as the PD of every feature, ``("not",)``: row i's
+prediction under every weighting) and ``"sum"`` for the sum of every feature's 1-D PD.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
-from ..engine import Mean, at_data_rows, evaluate, resolve_budget
+from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
 from ._setup import cached_stage, digest
@@ -342,6 +342,11 @@ _SHARED_BLOCK_BYTES = 1 << 20
 
 # The PD of every feature: at row i, row i itself under every weighting (its prediction).
 _EVERY_FEATURE = ("not",)
+# Up to this many rows, the prediction at the rows is one more set of the first engine call:
+# its n^2 model rows (one CPU block) cost less than a call of its own and its read (all H
+# pairs at p = 10, n = 100, a near-free model: 0.72 ms against 0.80); above, they cost more
+# (n = 300, an MLP: 1.8% more model rows).
+_PREDICTION_AS_SET_ROWS = 128
 
 
 class PDStore:
@@ -349,10 +354,10 @@ class PDStore:
 
     A plan's statistics are computed by :meth:`run`, which evaluates the sets they need in
     budget-sized groups and frees, after each group, the PDs no later statistic of the plan
-    needs; its first engine call also evaluates the centred prediction ``"F"`` (as the PD of
-    every feature: one engine call, not two) and with it the rounding floor of the read-out.
-    1-D PDs stay (every later pair and triple reuses them), so a result can evaluate more sets
-    later.
+    needs; the centred prediction ``"F"``, and with it the rounding floor of the read-out,
+    comes with the first group (for a few rows, as the PD of every feature in the same engine
+    call). 1-D PDs stay (every later pair and triple reuses them), so a result can evaluate
+    more sets later.
     """
 
     def __init__(self, plan: HPlan, predictor: Predictor, data: Dataset, *,
@@ -361,11 +366,19 @@ class PDStore:
         self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
         self._pds: dict[Any, np.ndarray] = {}
         self._floor: np.ndarray | None = None
+        self._prediction = None  # the prediction as a set of the first engine call
+        if plan.rows.size > _PREDICTION_AS_SET_ROWS:  # predicted apart, read when needed
+            self._prediction = predict_rows(predictor, data, defer=True, **self._engine_kw)
 
     def _keep_prediction(self, plan: HPlan) -> None:
-        """Keep the centred prediction ``"F"`` (the PD of every feature, evaluated) and the
-        rounding floor (o, r) of the read-out."""
-        centred = self._pds.pop(_EVERY_FEATURE)  # (o, r, n): row i, centred per weighting
+        """Keep the centred prediction ``"F"`` and the rounding floor (o, r) of the
+        read-out."""
+        if self._prediction is None:  # evaluated as the PD of every feature
+            centred = self._pds.pop(_EVERY_FEATURE)  # (o, r, n): centred per weighting
+        else:
+            pred = self._prediction.get()[:, list(plan.out_idx)].astype(np.float64)  # (n, o)
+            centred = centre(np.broadcast_to(pred.T[:, None, :],
+                                             (pred.shape[1], *plan.weights.shape)), plan.weights)
         self._pds["F"] = centred
         # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
         # the model's rounding: its statistic is 0, not a ratio of two rounding errors. The
@@ -383,7 +396,7 @@ class PDStore:
     def run(self, plan: HPlan) -> dict[str, tuple]:
         """Numerators and denominators (s, o, r) of ``plan.statistics``, by kind."""
         schedule = _schedule(plan.statistics, plan.group_size)
-        first = [] if "F" in self._pds else [_EVERY_FEATURE]  # joins the first engine call
+        first = [_EVERY_FEATURE] if self._prediction is None and self._floor is None else []
         if schedule.needs_sum and "sum" not in self._pds:
             # the sets of a single group go to the engine in the call of the 1-D PDs
             self.evaluate(plan, first + plan.singles + schedule.first)
@@ -393,7 +406,7 @@ class PDStore:
         for group, sets, done, later in schedule.groups:
             self.evaluate(plan, first + sets)
             first = []
-            if _EVERY_FEATURE in self._pds:
+            if self._floor is None:
                 self._keep_prediction(plan)
             for kind, values in compute_group(group, self._pds, plan.weights).items():
                 parts[kind].append(values)
