@@ -486,3 +486,22 @@ def test_uniform_draws_equal_a_numpy_multiply_shift():
         device = _streams.uniform_rows(jnp.uint32(seed), jnp.asarray(rows, jnp.int32),
                                        jnp.int32(n))
         np.testing.assert_array_equal(np.asarray(device), expected.astype(np.int64))
+
+
+def test_a_model_without_a_memory_estimate_keeps_cache_sized_blocks(monkeypatch):
+    """Where the compiler gives no memory analysis, a model is not taken for one XLA fuses
+    whole: its blocks stay cache-sized."""
+    monkeypatch.setattr(jax.stages.Compiled, "memory_analysis", lambda self: None)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(1000, 3))
+    predictor = jaximp.as_predictor(lambda A: jnp.sin(A[:, 0]) + A[:, 1], n_features=3)
+    row_bytes, temp = jaximp.engine._engine._bytes_per_row(predictor, 3, np.float32)
+    assert temp == np.inf and row_bytes > 0
+    built = []
+    chunk_function = jaximp.engine._engine._chunk_function
+    monkeypatch.setattr(jaximp.engine._engine, "_chunk_function",
+                        lambda *args: built.append(args) or chunk_function(*args))
+    grid = np.c_[np.linspace(-2, 2, 40), np.zeros((40, 2))]
+    plan = at_values([[True, False, False]], np.zeros(40, int), grid, np.arange(40))
+    evaluate(predictor, X, plan, Mean(np.ones((1, 1000))))
+    assert built[-1][3].item_blocks > 1, built[-1][3]

@@ -132,22 +132,23 @@ def resolve_budget(memory_budget) -> int:
 def _bytes_per_row(predictor: Predictor, n_columns: int, dtype) -> tuple[float, float]:
     """Device bytes one evaluated row costs (the modified input, the model's temporaries and
     its output), and of them the model's temporaries, from the compiler's memory analysis of
-    a probe batch (0 where the model needs none)."""
+    a probe batch (0 where the model needs none, inf where the compiler gives no estimate)."""
     cache = _BYTES_PER_ROW.setdefault(predictor.apply, {})
     key = (n_columns, np.dtype(dtype).str, predictor.n_outputs)
     if key not in cache:
         spec = jax.ShapeDtypeStruct((_PROBE_ROWS, n_columns), dtype)
-        temp = 0.0
+        temp = math.inf
         try:
             compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
-            temp = float(getattr(compiled.memory_analysis(), "temp_size_in_bytes", 0) or 0)
+            temp = float(getattr(compiled.memory_analysis(), "temp_size_in_bytes", None))
         except Exception:  # noqa: BLE001 - memory analysis is optional on some backends
-            temp = 0.0
+            pass
         itemsize = np.dtype(dtype).itemsize
         io = itemsize * (2 * n_columns + 2 * predictor.n_outputs) + 16
+        per_row = temp / _PROBE_ROWS
         # Without a compiler estimate, assume activations a few times the input width.
-        cache[key] = (io + max(temp / _PROBE_ROWS, 4.0 * itemsize * n_columns),
-                      temp / _PROBE_ROWS)
+        cache[key] = (io + max(per_row if math.isfinite(per_row) else 0.0,
+                               4.0 * itemsize * n_columns), per_row)
     return cache[key]
 
 
