@@ -505,3 +505,18 @@ def test_a_model_without_a_memory_estimate_keeps_cache_sized_blocks(monkeypatch)
     plan = at_values([[True, False, False]], np.zeros(40, int), grid, np.arange(40))
     evaluate(predictor, X, plan, Mean(np.ones((1, 1000))))
     assert built[-1][3].item_blocks > 1, built[-1][3]
+
+
+def test_sampled_rows_are_distinct_reproducible_and_uniform():
+    """Row subsamples (H's n_max, Shapley and SAGE backgrounds): k distinct rows in order, the
+    same for the same key, and each row drawn about k / n of the time."""
+    from jaximp.engine import sample_rows
+
+    key = jax.random.key(3)
+    rows = sample_rows(key, 10**7, 500)
+    assert rows.shape == (500,) and np.all(np.diff(rows) > 0) and rows[-1] < 10**7
+    np.testing.assert_array_equal(rows, sample_rows(key, 10**7, 500))
+    assert not np.array_equal(rows, sample_rows(jax.random.key(4), 10**7, 500))
+    counts = np.bincount(np.concatenate([sample_rows(jax.random.key(s), 20, 5)
+                                         for s in range(4000)]), minlength=20)
+    assert abs(counts / 4000 - 5 / 20).max() < 0.03  # 1,000 expected per row, sd ~27

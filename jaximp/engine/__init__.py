@@ -25,7 +25,7 @@ from ._reducers import (
     Spread,
     Stacked,
 )
-from ._rng import key_bits, rng_stream
+from ._rng import key_bits, rng_stream, sample_rows
 
 __all__ = [
     "GroupedMean",
@@ -55,4 +55,5 @@ __all__ = [
     "predict_rows",
     "resolve_budget",
     "rng_stream",
+    "sample_rows",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["key_bits", "rng_stream"]
+__all__ = ["key_bits", "rng_stream", "sample_rows"]
 
 
 _BITS: dict[int, tuple] = {}  # id(key) -> (key, bits): int seeds reuse one key object
@@ -30,3 +30,17 @@ def rng_stream(bits: list[int], *indices: int) -> np.random.Generator:
     ``indices`` (a stream tag, then e.g. a feature's position), so each stream depends only on
     the key and its labels."""
     return np.random.default_rng([*bits, *[int(i) for i in indices]])
+
+
+def sample_rows(key: jax.Array, n: int, k: int) -> np.ndarray:
+    """``k`` distinct rows of ``0..n-1`` (a uniform sample without replacement), in order,
+    drawn on the host from ``key``: O(k) work, where ``jax.random.choice`` without replacement
+    sorts all ``n`` (35 ms at 100,000 rows on a CPU, 0.7 s at a million).
+
+    Examples
+    --------
+    >>> rows = sample_rows(jax.random.key(0), 1_000_000, 5)
+    >>> rows.shape, bool(np.all(np.diff(rows) > 0))
+    ((5,), True)
+    """
+    return np.sort(rng_stream(key_bits(key), 0).choice(n, k, replace=False))

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
-from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget
+from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget, sample_rows
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
 from ._setup import cached_stage, digest
@@ -170,7 +170,7 @@ def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_id
     key_rows, key_boot = jax.random.split(key)
     n = dataset.n_rows
     if n_max is not None and n > n_max:
-        rows = np.sort(np.asarray(jax.random.choice(key_rows, n, (n_max,), replace=False)))
+        rows = sample_rows(key_rows, n, n_max)
     else:
         rows = np.arange(n)
     ws = row_weights(dataset)[rows]

@@ -46,6 +46,7 @@ from ..engine import (
     evaluate,
     predict_rows,
     resolve_budget,
+    sample_rows,
 )
 from ..results import Details, FeatureImportance
 from ._loss import (
@@ -525,8 +526,7 @@ def sage_importance(
 
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
-        background_rows = np.sort(np.asarray(jax.random.choice(
-            key_background, bg.n_rows, (background_size,), replace=False)))
+        background_rows = sample_rows(key_background, bg.n_rows, background_size)
         bg = bg.take(background_rows)
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, bg, **engine)

@@ -38,7 +38,15 @@ from ..data import (
     select_outputs,
     validate_params,
 )
-from ..engine import Mean, at_values, evaluate, key_bits, resolve_budget, rng_stream
+from ..engine import (
+    Mean,
+    at_values,
+    evaluate,
+    key_bits,
+    resolve_budget,
+    rng_stream,
+    sample_rows,
+)
 from ..results import (
     FeatureImportance,
     FeatureInteraction,
@@ -438,8 +446,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
                                  allow_missing=predictor.host)
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
-        background_rows = np.sort(np.asarray(jax.random.choice(
-            key_background, bg.n_rows, (background_size,), replace=False)))
+        background_rows = sample_rows(key_background, bg.n_rows, background_size)
         bg = bg.take(background_rows)
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     if not bg_weights.sum() > 0:
