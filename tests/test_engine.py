@@ -423,27 +423,31 @@ def test_a_model_fused_whole_runs_in_blocks_bounded_by_the_budget_alone(monkeypa
                                    rtol=1e-6, atol=1e-7)
 
 
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _numpy_mix32(x):
+    """The engine's 32-bit finalizer in NumPy's uint64."""
+    x = x ^ (x >> np.uint64(16))
+    x = (x * np.uint64(0x7FEB352D)) & _MASK32
+    x = x ^ (x >> np.uint64(15))
+    x = (x * np.uint64(0x846CA68B)) & _MASK32
+    return x ^ (x >> np.uint64(16))
+
+
 def _numpy_feistel_permutation(seed: int, rows: np.ndarray, n: int) -> np.ndarray:
     """The engine's keyed permutation written again in NumPy integers (uint64 products, plain
     division): the rows' positions under a 4-round Feistel network on the radices (a, b),
     walked back into 0..n-1."""
-    mask = np.uint64(0xFFFFFFFF)
-
-    def mix32(x):
-        x = x ^ (x >> np.uint64(16))
-        x = (x * np.uint64(0x7FEB352D)) & mask
-        x = x ^ (x >> np.uint64(15))
-        x = (x * np.uint64(0x846CA68B)) & mask
-        return x ^ (x >> np.uint64(16))
-
     a, b = (np.uint64(r) for r in _streams.feistel_radices(n))
-    seed = mix32(np.uint64(seed))
+    seed = _numpy_mix32(np.uint64(seed))
 
     def network(x):
         left, right, size_left = x // b, x % b, a
         sizes = (a, b)
         for r in range(4):
-            f = mix32(right ^ ((seed + np.uint64(((r + 1) * 0x9E3779B9) & 0xFFFFFFFF)) & mask))
+            round_key = (seed + np.uint64(((r + 1) * 0x9E3779B9) & 0xFFFFFFFF)) & _MASK32
+            f = _numpy_mix32(right ^ round_key)
             total = left + ((f * size_left) >> np.uint64(32))
             left, right = right, np.where(total >= size_left, total - size_left, total)
             size_left = sizes[(r + 1) % 2]
@@ -470,18 +474,9 @@ def test_permutations_equal_a_numpy_integer_feistel_network(n):
 
 def test_uniform_draws_equal_a_numpy_multiply_shift():
     """Draws with replacement: the high 32 bits of hash(row) * n, in NumPy's uint64."""
-    mask = np.uint64(0xFFFFFFFF)
-
-    def mix32(x):
-        x = x ^ (x >> np.uint64(16))
-        x = (x * np.uint64(0x7FEB352D)) & mask
-        x = x ^ (x >> np.uint64(15))
-        x = (x * np.uint64(0x846CA68B)) & mask
-        return x ^ (x >> np.uint64(16))
-
     rows = np.arange(100_000, dtype=np.uint64)
     for seed, n in ((3, 5), (0xFFFFFFFF, 99_991), (7, 2**31 - 1)):
-        hashed = mix32(rows ^ mix32(np.uint64(seed) ^ np.uint64(0x9E3779B9)))
+        hashed = _numpy_mix32(rows ^ _numpy_mix32(np.uint64(seed) ^ np.uint64(0x9E3779B9)))
         expected = (hashed * np.uint64(n)) >> np.uint64(32)
         device = _streams.uniform_rows(jnp.uint32(seed), jnp.asarray(rows, jnp.int32),
                                        jnp.int32(n))
