@@ -206,25 +206,18 @@ def test_rows_per_block_are_whole_tiles_that_pad_least(n_local, most, unit):
         assert rows == 14336  # 7 blocks, 352 padding rows
 
 
-@pytest.mark.parametrize("n_items,target,most,group", [
-    (51, 12, 24, 1), (200, 12, 24, 1), (5, 12, 24, 1), (51, 12, 12, 1), (97, 10, 40, 3),
-    (10**7, 10**5, 10**6, 7),
+@pytest.mark.parametrize("n_items,most,group", [
+    (51, 12, 1), (200, 24, 1), (5, 12, 1), (51, 16, 1), (97, 40, 3), (27_500, 32, 1),
+    (10**7, 10**6, 7), (2, 1, 3),
 ])
-def test_items_per_block_pads_least_near_the_target(n_items, target, most, group):
+def test_items_per_block_are_the_fewest_balanced_blocks(n_items, most, group):
     from jaximp.engine._blocks import _items_per_block
 
-    size = _items_per_block(n_items, target, most, group)
-    padded = -(-n_items // size) * size
+    size = _items_per_block(n_items, most, group)
+    blocks = -(-n_items // size)
     assert size % group == 0 and size <= max(most, group)
-    if size * 2 >= n_items and padded - n_items < group:
-        return  # one block of every item (rounded up to the group): no smaller padding exists
-    assert 2 * target // 3 - group <= size <= 3 * target // 2
-    if target < 1000:  # small targets: the least padding among every allowed size
-        allowed = range(-(-2 * target // 3 // group) * group,
-                        min(most, 3 * target // 2) + 1, group)
-        assert padded == min(-(-n_items // k) * k for k in allowed if k >= group)
-    else:  # balanced blocks: under one group of padding per block
-        assert padded - n_items < group * -(-n_items // size)
+    assert blocks == -(-n_items // max(group, most // group * group))  # no fewer fit
+    assert blocks * size - n_items < group * blocks  # balanced: under a group each
 
 
 def test_bucket_sizes_pad_at_most_an_eighth():
