@@ -113,6 +113,7 @@ class Recent:
     def __len__(self) -> int:
         return len(self._values)
 
+
 #: the memo key of a device dataset's host copy of its rows
 HOST_COPY = "host copy"
 

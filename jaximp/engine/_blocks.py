@@ -50,8 +50,8 @@ def sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_
     rows_fit = max(1, int(budget // (2 * row_bytes)))
     block_total = max(1, min(block_rows, rows_fit))
     rows_per_block = max(1, block_total // (n_devices * group))
-    if rows_per_block >= n_local:  # all rows in one block, with the nearest count of items
-        rows_per_block = min(bucket(n_local), rows_per_block)  # (n = 10,000: 2, not 1)
+    if rows_per_block >= n_local:  # all rows in one block, shared by several items
+        rows_per_block = min(bucket(n_local), rows_per_block)
         items_per_block = _items_per_block(
             n_items, min(rows_fit, block_total) // max(1, rows_per_block * n_devices), group)
         row_blocks = 1

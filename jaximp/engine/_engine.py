@@ -81,11 +81,11 @@ _CPU_KEEP_BLOCK_ROWS = 12288
 _CPU_ROW_TILE = 1024
 _CPU_BLOCK_BYTES = 16 << 20
 # Bytes per item, row and output that a chunk reduced at once keeps: its predictions and the
-# reducer's temporaries on them (the exact split of a mean: a few copies).
+# reducer's temporaries on them (a mean's float64 copy of them).
 _KEPT_BYTES_PER_OUTPUT = 20.0
 # ...where a block holds at least this many rows: with many items of few rows each (the
-# H-statistic's 6,500 items of 104 rows), one reduction of the kept predictions costs more
-# than the per-block ones (all H pairs at p = 10, n = 100: 1.75 ms against 1.35 ms)
+# H-statistic's 6,600 items of 104 rows), one reduction of the kept predictions costs more
+# than the per-block ones (all H pairs at p = 10, n = 100: 1.23-1.30 ms against 0.93-0.95)
 _REDUCE_ONCE_MIN_ROWS = 1024
 _HOST_BLOCK_ROWS = 65536
 
@@ -436,10 +436,10 @@ def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _
 
     def reduced_at_once(pred, rowdata, consts, counts, item0, row0):
         """One reduction of a chunk's predictions (blocks, ib, o, rbl), in the layout of
-        per-block partials: the exact mean's dozen small operations per block cost ~15% of a
-        small model's evaluation on CPU (partial dependence, [10, 64, 64, 1] MLP,
-        n = 10,000: 1.26x the floor against 1.11x); a loss's few fused ones cost less than
-        keeping them (1.17x against 1.22x at n = 100,000)."""
+        per-block partials: a mean's small operations per block cost up to ~9% of a small
+        model's evaluation on CPU (partial dependence, [10, 64, 64, 1] MLP, n = 100,000:
+        1.09x the floor against 1.19x); a loss's few fused ones cost less than keeping them
+        (1.17x against 1.22x at n = 100,000)."""
         pred = pred.reshape(sizes.item_blocks, n_rb, ib, o, rbl)
         pred = jnp.transpose(pred, (0, 2, 3, 1, 4)).reshape(sizes.items_per_chunk, o, -1)
         local = row0 + jnp.arange(sizes.rows_per_chunk)

@@ -179,8 +179,11 @@ def check_collapse_columns(feature_names, X: np.ndarray, columns, dtype, what: s
     elif X.shape[0] <= 4096:  # small X: two passes over a copy cost less than calls per column
         chosen = X[:, columns]
         low, high = chosen.min(axis=0), chosen.max(axis=0)
-    else:
-        low, high = (bound[columns] for bound in _column_ranges(X))
+    elif np.array_equal(columns, np.arange(X.shape[1])):  # every column: rows side by side
+        low, high = _column_ranges(X)
+    else:  # some columns of a wide X: each read in place, not the whole X
+        low = np.array([X[:, j].min() for j in columns])
+        high = np.array([X[:, j].max() for j in columns])
     _, steps, overflow = _resolution(low, high, info)
     coarse = (high > low) & (overflow | (steps < _COARSE_STEPS))
     if not coarse.any():

@@ -104,16 +104,17 @@ def _split_sums(preds, w, xp):
     return xp.moveaxis(sums.reshape(2, b, o, w.shape[1]), (0, 3), (3, 1))
 
 
-def _float64_sums(preds, w):
-    """``(b, o, n)`` float32 predictions -> ``(b, r, o, 2)`` weighted sums over rows in
-    float64, with a zero low part. A CPU computes in float64 at about the speed of float32, so
-    one product in float64 (exact terms, rounding of about n * 1e-16 of the total) costs less
-    than the split's passes over the predictions (all H pairs at p = 10, n = 100 with
-    ``A[:, 0] + A[:, 1]``: 1.0 ms a call against 1.4). Traced in float64 whatever the
-    process's mode: only the sums are, not the model."""
+def _float64_sums(preds, w, xp):
+    """``(b, o, n)`` predictions -> ``(b, r, o, 2)`` weighted sums over rows in float64, with
+    a zero low part: float64 predictions (host models, x64), and float32 ones on a CPU, which
+    computes in float64 at about the speed of float32, so one product in float64 (exact
+    terms, rounding of about n * 1e-16 of the total) costs less than the split's passes over
+    the predictions (all H pairs at p = 10, n = 100 with ``A[:, 0] + A[:, 1]``: 1.0 ms a call
+    against 1.4). Traced in float64 whatever the process's mode: only the sums are, not the
+    model."""
     with jax.enable_x64(True):
-        sums = jax.numpy.einsum("bon,nr->bro", preds.astype(np.float64), w.astype(np.float64))
-        return jax.numpy.stack([sums, jax.numpy.zeros_like(sums)], axis=-1)
+        sums = _einsum(xp, "bon,nr->bro", preds.astype(np.float64), w.astype(np.float64))
+        return xp.stack([sums, xp.zeros_like(sums)], axis=-1)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -128,7 +129,7 @@ class Mean(Reducer):
     """
 
     weights: np.ndarray
-    # the split's dozen small operations per block cost ~15% of a small MLP's evaluation
+    # the sums' few small operations per block cost up to ~9% of a small MLP's evaluation
     at_once = True
 
     def row_arrays(self):
@@ -142,12 +143,8 @@ class Mean(Reducer):
 
     def partial(self, preds, rows, valid, items, consts, xp):
         w = rows["w"] * valid[:, None]
-        if preds.dtype.itemsize >= 8:  # float64 (host models, x64): one plain sum
-            total = xp.stack([_einsum(xp, "bon,nr->bro", preds, w),
-                              xp.zeros((preds.shape[0], w.shape[1], preds.shape[1]),
-                                       preds.dtype)], axis=-1)
-        elif xp is not np and jax.default_backend() == "cpu":
-            total = _float64_sums(preds, w)
+        if preds.dtype.itemsize >= 8 or (xp is not np and jax.default_backend() == "cpu"):
+            total = _float64_sums(preds, w, xp)
         else:
             total = _split_sums(preds, w, xp)
         return total[:, :1] if self.weights.shape[0] == 1 else total  # without _two_columns

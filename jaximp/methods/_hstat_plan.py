@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..data import Dataset, replicate_weights, resolve_feature_sets, row_weights
+from ..data import Dataset, Recent, replicate_weights, resolve_feature_sets, row_weights
 from ..engine import Mean, at_data_rows, evaluate, predict_rows, resolve_budget, sample_rows
 from ..models import Predictor
 from ._hstat_result import RawStatistic, select_sets
@@ -249,19 +249,29 @@ def compute_group(statistics, pds: dict, weights: np.ndarray) -> dict[str, tuple
 
 
 # A repeated call (an Explainer's, or the same arguments again) passes the same statistics
-# tuple: its program is read, not rebuilt. Entries hold their tuple, so ids are not reused.
-_PROGRAMS: collections.OrderedDict = collections.OrderedDict()
+# tuple: its program and schedule are read, not rebuilt. Entries hold their tuple, so its id
+# is not reused while they are kept.
+_PROGRAMS = Recent()
 _PROGRAMS_KEPT = 32
+
+
+def _kept_for(statistics, what, make):
+    """``make()``, kept per tuple of statistics (by identity) and ``what``."""
+    if not isinstance(statistics, tuple):
+        return make()
+    return _PROGRAMS.get((id(statistics), what), lambda: (statistics, make()),
+                         keep=_PROGRAMS_KEPT)[1]
 
 
 def _group_program(statistics) -> tuple:
     """The keys a group of statistics reads, in order, the position of each statistic's
     joint PD among them, the steps of its residuals (for each part t: the statistics having
     one, their signs, or None for all 1, and the positions of their parts) and its kinds'
-    positions (:func:`_by_kind`); cached for a tuple of statistics."""
-    entry = _PROGRAMS.get(id(statistics)) if isinstance(statistics, tuple) else None
-    if entry is not None and entry[0] is statistics:
-        return entry[1]
+    positions (:func:`_by_kind`); kept per tuple of statistics."""
+    return _kept_for(statistics, "program", lambda: _build_program(statistics))
+
+
+def _build_program(statistics) -> tuple:
     keys = list(dict.fromkeys(k for st in statistics for k in (st.joint, *st.parts)))
     position = {k: i for i, k in enumerate(keys)}
     steps = []
@@ -273,13 +283,8 @@ def _group_program(statistics) -> tuple:
             else np.array(having),
             None if np.all(signs == 1.0) else signs[:, None, None, None],
             np.array([position[statistics[i].parts[t]] for i in having])))
-    program = (keys, np.array([position[st.joint] for st in statistics]), steps,
-               _by_kind(statistics))
-    if isinstance(statistics, tuple):
-        _PROGRAMS[id(statistics)] = (statistics, program)
-        while len(_PROGRAMS) > _PROGRAMS_KEPT:
-            _PROGRAMS.popitem(last=False)
-    return program
+    return (keys, np.array([position[st.joint] for st in statistics]), steps,
+            _by_kind(statistics))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,11 +300,12 @@ class _Schedule:
 
 
 def _schedule(statistics: tuple, size: int) -> _Schedule:
-    """The :class:`_Schedule` of ``statistics`` in groups of ``size``, cached as
+    """The :class:`_Schedule` of ``statistics`` in groups of ``size``, kept as
     :func:`_group_program` is."""
-    entry = _PROGRAMS.get((id(statistics), size))
-    if entry is not None and entry[0] is statistics:
-        return entry[1]
+    return _kept_for(statistics, ("schedule", size), lambda: _build_schedule(statistics, size))
+
+
+def _build_schedule(statistics: tuple, size: int) -> _Schedule:
     reads = [[k for k in (st.joint, *st.parts) if not isinstance(k, str)] for st in statistics]
     groups = []
     for start in range(0, len(statistics), size):
@@ -307,12 +313,8 @@ def _schedule(statistics: tuple, size: int) -> _Schedule:
         later = frozenset(k for keys in reads[start + size:] for k in keys)
         done = [k for k in sets if len(k) > 1 and k not in later]
         groups.append((statistics[start:start + size], sets, done, later))
-    schedule = _Schedule(needs_sum=any("sum" in st.parts for st in statistics),
-                         first=groups[0][1] if len(groups) == 1 else [], groups=groups)
-    _PROGRAMS[(id(statistics), size)] = (statistics, schedule)
-    while len(_PROGRAMS) > _PROGRAMS_KEPT:
-        _PROGRAMS.popitem(last=False)
-    return schedule
+    return _Schedule(needs_sum=any("sum" in st.parts for st in statistics),
+                     first=groups[0][1] if len(groups) == 1 else [], groups=groups)
 
 
 def _by_kind(statistics) -> dict:
