@@ -187,6 +187,49 @@ def test_permutation_importance_follows_output_names_and_losses():
     assert not np.allclose(absolute.importances, first.importances)
 
 
+def test_a_plain_call_on_reused_data_is_set_up_once_per_options_data_and_targets(monkeypatch):
+    """A plain permutation importance or H-statistic on a small array is set up once per
+    model, data, targets and options: a repeated call skips the set-up, and a change to any
+    of them (in place too, or an equal value of another type) sets up again and equals the
+    call that takes no cached path."""
+    from jaximp.methods import _hstat, _permutation
+
+    set_ups = []
+    for module in (_permutation, _hstat):
+        original = module._set_up
+        monkeypatch.setattr(module, "_set_up", lambda *a, original=original, **k: (
+            set_ups.append(1), original(*a, **k))[1])
+    X, model = _data(11), _model()
+    y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64) + 0.1
+
+    def check(X_, y_, expected_set_ups, **options):
+        before = len(set_ups)
+        result = _pfi(model, X_, y_, **options)
+        assert len(set_ups) - before == expected_set_ups
+        _assert_same_importances(result, _fresh_pfi(model, X_, y_, **options))
+        return result
+
+    first = check(X, y, 1)
+    check(X, y, 0)  # repeated: kept
+    check(X.copy(), y.copy(), 0)  # equal bytes in other arrays: kept
+    for options in ({"random_state": 3}, {"kind": "ratio"}, {"loss": "mae"},
+                    {"features": [0, 1]}, {"features": (0, 1)}):
+        check(X, y, 1, **options)
+    y[:] = 2 * y  # the targets changed in place
+    assert not np.allclose(check(X, y, 1).info.baseline, first.info.baseline)
+    X[:, 1] += 1.0  # the data changed in place
+    check(X, y, 1)
+    check(X, y, 1, sample_weight=np.arange(N) % 3 + 1.0)  # weights: set up every call
+    check(X, y, 1, sample_weight=np.arange(N) % 3 + 1.0)
+    h = jaximp.h_statistic(model, X, n_max=60)
+    before = len(set_ups)
+    again = jaximp.h_statistic(model, X, n_max=60)
+    assert len(set_ups) == before
+    np.testing.assert_array_equal(again.pairwise.values, h.pairwise.values)
+    fresh = jaximp.h_statistic(functools.partial(model), X.tolist(), n_max=60)
+    np.testing.assert_allclose(again.pairwise.values, fresh.pairwise.values, rtol=1e-6)
+
+
 def test_equal_bytes_and_options_give_the_same_dataset_and_predictor():
     X, model = _data(), _model()
     first = prepare(model, X, reuse=True)

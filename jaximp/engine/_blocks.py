@@ -43,7 +43,8 @@ def sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_
     keeps until its reduction, fit a quarter of it.
 
     When one block holds every row, the rows are padded to a bucket size (a new n in the same
-    bucket reuses the compiled chunk) and several items share the block. Otherwise blocks hold
+    bucket reuses the compiled chunk) and several items share the block, where they can as
+    many as fill whole multiples of ``row_unit`` rows. Otherwise blocks hold
     a multiple of ``row_unit`` rows, from half the largest block to all of it, that pads the
     rows least (balanced multiples of 256 when ``row_unit`` does not fit that range).
     """
@@ -52,8 +53,10 @@ def sizes(n_items: int, n_local: int, n_devices: int, row_bytes: float, partial_
     rows_per_block = max(1, block_total // (n_devices * group))
     if rows_per_block >= n_local:  # all rows in one block, shared by several items
         rows_per_block = min(bucket(n_local), rows_per_block)
+        block_rows_total = rows_per_block * n_devices
         items_per_block = _items_per_block(
-            n_items, min(rows_fit, block_total) // max(1, rows_per_block * n_devices), group)
+            n_items, min(rows_fit, block_total) // max(1, block_rows_total), group,
+            row_unit // math.gcd(row_unit, block_rows_total))
         row_blocks = 1
     else:
         items_per_block = group
@@ -84,18 +87,31 @@ def _rows_per_block(n_local: int, most: int, unit: int) -> int:
     return min(most, -(-math.ceil(n_local / blocks) // 256) * 256)
 
 
-def _items_per_block(n_items: int, most: int, group: int) -> int:
+def _items_per_block(n_items: int, most: int, group: int, tile: int = 1) -> int:
     """Items per block: the fewest blocks of at most ``most`` items (a multiple of
-    ``group``), balanced so that they pad least. Every block costs XLA's fixed price per
-    operation again: all H pairs at p = 10, n = 500 (27,500 items of 512 rows, an
-    [10, 64, 64, 1] MLP) ran 1.10x the floor in 860 blocks of 32 items, 1.23x in 1,100 of 25
-    (the fewest padding items) and 1.29x in 1,146 of 24.
+    ``group``), balanced so that they pad least, then rounded up to a multiple of ``tile``
+    where that fits ``most`` and adds at most an eighth.
+
+    Every block costs XLA's fixed price per operation again: all H pairs at p = 10, n = 500
+    (27,500 items of 512 rows, an [10, 64, 64, 1] MLP) ran 1.10x the floor in 860 blocks of
+    32 items, 1.23x in 1,100 of 25 (the fewest padding items) and 1.29x in 1,146 of 24.
+    ``tile``: the items whose rows fill whole row tiles of every thread (see ``sizes``):
+    permutation importance at n = 1,000 (51 items of 1,024 rows, the same MLP, 2 threads)
+    ran its chunks at 1.06-1.19x the floor in 4 blocks of 14 items, 1.24-1.59x in 4 of 13
+    (three runs, the two side by side).
 
     Examples
     --------
     >>> _items_per_block(51, 12, 1), _items_per_block(51, 60, 1), _items_per_block(10, 4, 3)
     (11, 51, 3)
+    >>> _items_per_block(51, 16, 1, tile=2), _items_per_block(51, 13, 1, tile=2)
+    (14, 13)
+    >>> _items_per_block(7, 50, 1, tile=128)  # 121 padding items would cost more
+    7
     """
     most = max(group, most // group * group)
     n_blocks = -(-n_items // most)
-    return -(-(-(-n_items // n_blocks)) // group) * group
+    balanced = -(-(-(-n_items // n_blocks)) // group) * group
+    step = math.lcm(group, tile)
+    tiled = -(-balanced // step) * step
+    return tiled if tiled <= most and 8 * (tiled - balanced) <= balanced else balanced

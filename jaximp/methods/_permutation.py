@@ -320,11 +320,11 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
     summing = [name for name, r in reducers.items() if isinstance(r, LossSums)]
     metrics = {}
     if len(summing) == 1:
-        # one loss of sums on an Explainer: the call returns once dispatched, read when used
-        # (kind="ratio" is finished at once: it may refuse a baseline of float rounding)
-        defer = dataset.defers_reads and kind == "difference" and len(reducers) == 1
+        # one loss of sums: the result is built while the devices run, and an Explainer's
+        # call returns once dispatched, read when used
         metrics[summing[0]] = evaluate(predictor, dataset, plan, reducers[summing[0]],
-                                       label="permutation importance", defer=defer, **engine)
+                                       label="permutation importance",
+                                       defer=len(reducers) == 1, **engine)
     elif summing:
         stacked = Stacked(tuple(reducers[name] for name in summing), predictor.n_outputs)
         values = evaluate(predictor, dataset, plan, stacked, label="permutation importance",
@@ -364,6 +364,11 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
         )
 
     results = {name: result(specs[name], metrics[name], reducers[name]) for name in specs}
+    if not dataset.defers_reads or kind == "ratio":
+        # read now: a plain call refuses bad predictions at the call, and kind="ratio" may
+        # refuse a baseline of float rounding
+        for each in results.values():
+            each.importances
     return results if _several(loss) else results[next(iter(results))]
 
 

@@ -21,12 +21,13 @@ _STAGES_KEPT = 16
 # harmless: its bytes are compared)
 _DIGESTS = Recent()
 _DIGESTS_KEPT = 8
-_DIGESTS_BYTES = 256 << 10
+_DIGESTS_BYTES = 1 << 20
 # a plain function called again on the same small array reuses its validated, pinned dataset
 # (grids, plans and device copies kept): up to this many arrays of at most this many bytes,
-# found by their bytes. Hashing 800 kB (10,000 x 10 float64) costs 0.13 ms, against about
-# 1 ms of validating, gridding and sending it, and the permutations an Explainer draws once;
-# the bound keeps what the arrays hold on to (bytes, device copies, drawn tables) to tens of MB
+# found by their digest. Comparing 800 kB (10,000 x 10 float64) with the bytes kept by
+# digest() costs about 0.02 ms, against about 1 ms of validating, gridding and sending it, and
+# the permutations an Explainer draws once; the bound keeps what the arrays hold on to (bytes,
+# device copies, drawn tables) to tens of MB
 _RECENT_DATA = Recent()
 _RECENT_DATA_KEPT = 4
 _RECENT_DATA_BYTES = 1 << 20
@@ -35,6 +36,9 @@ _RECENT_DATA_BYTES = 1 << 20
 _PLAIN_PREDICTORS = Recent()
 _PLAIN_PREDICTORS_KEPT = 64
 _PLAIN_FUNCTIONS = (types.FunctionType, type(jax.jit(lambda X: X)))
+# warm_call(): the set-ups of the last few plain calls on small arrays (each holds its dataset)
+_PLAIN_CALLS = Recent()
+_PLAIN_CALLS_KEPT = _RECENT_DATA_KEPT
 
 
 def prepare(
@@ -73,7 +77,7 @@ def prepare(
     if key is None:
         dataset = as_dataset(X, **options)
     else:
-        dataset = _recent_dataset(key, **options)
+        dataset = _recent_dataset(key, X, **options)
     predictor = _plain_predictor(model, dataset, output_names) if variables is None else None
     if predictor is None:
         predictor = as_predictor(
@@ -95,34 +99,40 @@ def prepare(
     return dataset, predictor
 
 
+def _reusable(X, categorical, groups) -> bool:
+    """A small 2-D NumPy float array described without categories or groups: the data a
+    plain call keeps (:func:`_recent_data_key`, :func:`warm_call`)."""
+    return (type(X) is np.ndarray and X.dtype.kind == "f" and X.ndim == 2
+            and X.nbytes <= _RECENT_DATA_BYTES and categorical is None and groups is None)
+
+
 def _recent_data_key(X, *, feature_names, categorical, groups, sample_weight, allow_missing):
-    """What identifies a small 2-D NumPy float array and its options (its bytes included),
+    """What identifies a small 2-D NumPy float array and its options (digests of their bytes),
     or None where the data is not reused (other types, large arrays, unhashable options)."""
-    if (type(X) is not np.ndarray or X.dtype.kind != "f" or X.ndim != 2
-            or X.nbytes > _RECENT_DATA_BYTES or categorical is not None or groups is not None):
+    if not _reusable(X, categorical, groups):
         return None
     weights = None
     if sample_weight is not None:
         weights = np.asarray(sample_weight)
         if weights.dtype.kind not in "biuf" or weights.nbytes > _RECENT_DATA_BYTES:
             return None
-        weights = (weights.dtype.str, weights.shape, weights.tobytes())
+        weights = digest(weights)
     names = None
     if feature_names is not None:
         names = tuple(feature_names) if isinstance(feature_names, (list, tuple)) else None
         if names is None or not all(isinstance(name, str) for name in names):
             return None
-    return (X.dtype.str, X.shape, X.tobytes(), names, weights, bool(allow_missing))
+    return (digest(X), names, weights, bool(allow_missing))
 
 
-def _recent_dataset(key, **options) -> Dataset:
+def _recent_dataset(key, X: np.ndarray, **options) -> Dataset:
     """The dataset of ``key`` (from :func:`_recent_data_key`), validated and pinned the
-    first time: built from a read-only copy of the bytes, so that no later change to the
+    first time: built from a read-only copy of ``X``, so that no later change to the
     caller's array reaches it."""
     def make():
-        dtype, shape, data = key[:3]
-        X = np.frombuffer(data, dtype=dtype).reshape(shape)  # read-only, sharing the key's bytes
-        return as_dataset(X, **options).pin(defer_reads=False)
+        copy = X.copy()
+        copy.flags.writeable = False
+        return as_dataset(copy, **options).pin(defer_reads=False)
 
     return _RECENT_DATA.get(key, make, keep=_RECENT_DATA_KEPT)
 
@@ -171,14 +181,14 @@ def digest(array) -> bytes | None:
     """A short digest of an array's contents (None for None), for :func:`cached_stage` keys.
 
     The digests of the last few small arrays are kept with their bytes, by array object: a
-    call repeated on the same targets compares their bytes (2 us for 8 kB) instead of hashing
-    them (6 us).
+    call repeated on the same data or targets compares their bytes (2 us for 80 kB) instead
+    of hashing them (tens of us).
     """
     if array is None:
         return None
     array = np.ascontiguousarray(array)
-    content = f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
-    if len(content) <= _DIGESTS_BYTES:
+    content = (array.dtype.str, array.shape, array.tobytes())
+    if array.nbytes <= _DIGESTS_BYTES:
         known, value = _DIGESTS.get(id(array), lambda: (content, _sha(content)),
                                     keep=_DIGESTS_KEPT)
         if known == content:
@@ -186,26 +196,41 @@ def digest(array) -> bytes | None:
     return _sha(content)  # large, or changed since it was kept
 
 
-def _sha(content: bytes) -> bytes:
-    return hashlib.sha256(content).digest()[:16]
+def _sha(content: tuple) -> bytes:
+    dtype, shape, data = content
+    return hashlib.sha256(f"{dtype}{shape}".encode() + data).digest()[:16]
 
 
 def warm_call(method: str, set_up, model, X, y, options: dict):
     """``set_up(model, X, y, **options)``: a method's validated and planned call, a function
-    that evaluates it. On an Explainer's (pinned) dataset with its Predictor, the call is
-    set up once per model, targets and options (compared with their types: ``1`` is not
-    ``True``) and kept, so that a repeated call skips its validation and setup; each run
-    still evaluates anew. Options that draw (a Generator, ``random_state=None``), arrays
-    among the options and targets that are not numeric arrays set up each call."""
+    that evaluates it. The call is set up once per model, data, targets and options (compared
+    with their types: ``1`` is not ``True``) and kept, so that a repeated call skips its
+    validation and setup; each run still evaluates anew. It is kept on an Explainer's (pinned)
+    dataset with its Predictor, and for a plain call on a small NumPy array (the data
+    :func:`prepare` reuses) with a plain function or a Predictor, among the last few such
+    calls. Options that draw (a Generator, ``random_state=None``), arrays among the options
+    and targets that are not numeric arrays set up each call."""
     key = _warm_key(method, model, X, y, options)
     if key is None:
         return set_up(model, X, y, **options)
-    return X.recent("warm calls", key, lambda: set_up(model, X, y, **options), _STAGES_KEPT)
+    def make():
+        return set_up(model, X, y, **options)
+
+    if isinstance(X, Dataset):
+        return X.recent("warm calls", key, make, _STAGES_KEPT)
+    return _PLAIN_CALLS.get(key, make, keep=_PLAIN_CALLS_KEPT)
 
 
 def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
     """What a warm call is kept by (None where it is not kept): everything it reads."""
-    if not (isinstance(X, Dataset) and X.pinned and isinstance(model, Predictor)):
+    if isinstance(X, Dataset) and X.pinned and isinstance(model, Predictor):
+        data = ()  # kept on the dataset itself
+    elif (_reusable(X, options.get("categorical"), options.get("groups"))
+          and options.get("variables") is None and options.get("sample_weight") is None
+          and (isinstance(model, Predictor) or (type(model) in _PLAIN_FUNCTIONS
+                                               and not hasattr(model, "predict")))):
+        data = (digest(X),)  # a plain call on data that prepare() reuses
+    else:
         return None
     if type(options.get("random_state")) is not int:  # a draw or an array: set up anew
         return None
@@ -213,7 +238,7 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
         return None
     try:
         # and what a set-up reads besides its arguments: the float mode and the default budget
-        key = (method, model, digest(y), _typed(options), jax.config.jax_enable_x64,
+        key = (method, model, *data, digest(y), _typed(options), jax.config.jax_enable_x64,
                os.environ.get("JAXIMP_MEMORY_BUDGET"))
         hash(key)
     except TypeError:  # an array or another unhashable option
