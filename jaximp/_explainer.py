@@ -45,7 +45,7 @@ from .methods import (
 __all__ = ["Explainer"]
 
 # options fixed when the Explainer is made: a method call cannot change them
-_DATA_OPTIONS = ("feature_names", "categorical", "groups", "sample_weight", "variables")
+_DATA_OPTIONS = frozenset({"feature_names", "categorical", "groups", "sample_weight", "variables"})
 
 
 @functools.cache
@@ -140,7 +140,7 @@ class Explainer:
     def _call(self, function, *args, explained=None, **options):
         """``function(model, explained, *args, **options)`` with the Explainer's model, data
         (or the rows ``explained``) and defaults."""
-        fixed = sorted(set(options) & set(_DATA_OPTIONS))
+        fixed = sorted(_DATA_OPTIONS.intersection(options))
         if fixed:
             raise TypeError(
                 f"{function.__name__}: {fixed} are fixed when the Explainer is made "

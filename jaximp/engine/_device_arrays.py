@@ -143,15 +143,18 @@ def _source_values_of(X, rows, column, item_mask):
 
 
 def with_drawn_sources(index: str, tables: dict, X, n: int, single_column: bool) -> dict:
-    """``tables`` plus the draws of a permutation or draw plan made once for an Explainer's
-    repeated calls, on one device holding X (1, n_rows, c): ``"source_values"`` (items,
-    n_rows), the replacement value itself when every item replaces one column (a chunk then
-    reads it without gathering an index and then a row), else ``"source_rows"``."""
+    """The masks of ``tables`` and the draws of a permutation or draw plan, made once for an
+    Explainer's repeated calls on one device holding X (1, n_rows, c): ``"source_values"``
+    (items, n_rows), the replacement value itself when every item replaces one column (a
+    chunk then reads it without gathering an index and then a row), else ``"source_rows"``."""
     rows = source_rows(index, tables, n, X.shape[1])
+    # the chunk then reads the masks and the draws alone: the keys, streams and columns the
+    # draws were made from stay out of its arguments (each costs its dispatch time)
+    kept = {"masks": tables["masks"], "item_mask": tables["item_mask"]}
     if single_column:
-        return dict(tables, source_values=_source_values_of(X, rows, tables["column"],
-                                                             tables["item_mask"]))
-    return dict(tables, source_rows=rows)
+        return dict(kept, source_values=_source_values_of(X, rows, tables["column"],
+                                                          tables["item_mask"]))
+    return dict(kept, source_rows=rows)
 
 
 def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh):

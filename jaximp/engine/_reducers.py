@@ -152,8 +152,13 @@ class Mean(Reducer):
     def finalize(self, total):
         total = total[..., 0] + total[..., 1]  # high + low, in float64 (a sum over a
         # last axis of two is several times slower)
-        total /= self.weights.sum(axis=1)[None, :, None]  # in place: the totals can be large
+        total /= self.weight_sums[None, :, None]  # in place: the totals can be large
         return total
+
+    @functools.cached_property
+    def weight_sums(self) -> np.ndarray:
+        """The sum of each weighting (r,), once: a repeated call reads it again."""
+        return self.weights.sum(axis=1)
 
 
 class Keep(Reducer):
@@ -190,7 +195,11 @@ class Spread(Reducer):
         return _einsum(xp, "gon,nr->gor", spread, rows["w"] * valid[:, None])[..., 0]
 
     def finalize(self, total):
-        return total / self.weights.sum()
+        return total / self.weight_sum
+
+    @functools.cached_property
+    def weight_sum(self) -> float:
+        return self.weights.sum()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -308,8 +317,12 @@ class LossSums(Reducer):
         eps = np.finfo(np.float32 if eps_dtype == np.float32 else np.float64).eps
         return -xp.log(xp.clip(proba, eps, 1 - eps))
 
+    @functools.cached_property
+    def weight_sum(self) -> float:
+        return self.weights.sum()
+
     def finalize(self, total):
-        mean = total / self.weights.sum()
+        mean = total / self.weight_sum
         if self.name == "rmse":
             return np.sqrt(mean)
         if self.name == "r2":

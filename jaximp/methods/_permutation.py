@@ -339,28 +339,24 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
         width = (reducer.partial_shape(predictor.n_outputs)[0] if isinstance(metric, Deferred)
                  else metric.shape[1])  # the outputs scored
 
-        def read(metric):
-            baseline = metric[0]
+        def importances_of(metric):
             perturbed = metric[1:].reshape(p, n_repeats, -1).transpose(0, 2, 1)  # (p, o, r)
-            importances = spec.importance(perturbed, baseline[None, :, None], kind)
-            return (importances, *mean_and_std(importances), baseline)
+            return spec.importance(perturbed, metric[0][None, :, None], kind)
 
-        values = Deferred.apply(read, metric)
-
-        def part(i):
-            return Deferred.apply(lambda parts: parts[i], values)
-
+        importances = Deferred.apply(importances_of, metric)
+        # the mean and spread are read from the importances when first asked for
+        spread = Deferred.apply(mean_and_std, importances)
         return FeatureImportance(
             method="permutation",
             feature_names=tuple(f.name for f in chosen),
             output_names=spec.result_names(width),
-            importances_mean=part(1),
-            importances_std=part(2),
-            importances=part(0),
-            info=Deferred.apply(lambda parts: keep_layout(PermutationDetails(
-                loss=spec.name, kind=kind, baseline=parts[3], n_repeats=n_repeats,
+            importances_mean=Deferred.apply(lambda parts: parts[0], spread),
+            importances_std=Deferred.apply(lambda parts: parts[1], spread),
+            importances=importances,
+            info=Deferred.apply(lambda metric: keep_layout(PermutationDetails(
+                loss=spec.name, kind=kind, baseline=metric[0], n_repeats=n_repeats,
                 n_samples=dataset.n_rows, sample_rows=rows,
-            ), dataset, chosen), values),
+            ), dataset, chosen), metric),
         )
 
     results = {name: result(specs[name], metrics[name], reducers[name]) for name in specs}
