@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # test processes: most of the suite's time is single-threaded XLA compilation
 TEST_WORKERS ?= 2
 
-.PHONY: demo test bench docs notebooks clean
+.PHONY: demo test bench bench-gpu docs notebooks clean
 
 # pip byte-compiles every installed module in one process (35 s of a 52 s install); instead
 # the modules are compiled on every core, leaving out the parts no run imports (packages'
@@ -38,6 +38,10 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/sage.py
 	$(PY) benchmarks/conditional.py
 	$(PY) benchmarks/gradients.py
+
+# the GPU side by side (benchmarks/gpu.py): jaximp, the floor, scikit-learn, shap and captum
+bench-gpu: $(VENV)/.installed
+	$(PY) benchmarks/gpu.py $(if $(OUT),--json $(OUT)/gpu.jsonl,)
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"

@@ -66,6 +66,23 @@ def sklearn_mlp(layers, n_features):
     return est
 
 
+def torch_twin(layers):
+    """The MLP as a torch ``nn.Sequential`` with the same float32 weights, frozen."""
+    import torch
+
+    modules = []
+    for k, (W, b) in enumerate(layers):
+        linear = torch.nn.Linear(*W.shape)
+        with torch.no_grad():
+            linear.weight.copy_(torch.tensor(W.T))
+            linear.bias.copy_(torch.tensor(b))
+        modules += [linear] + ([torch.nn.ReLU()] if k < len(layers) - 1 else [])
+    net = torch.nn.Sequential(*modules)
+    for parameter in net.parameters():
+        parameter.requires_grad_(False)
+    return net
+
+
 def matmul_flops(layers) -> int:
     """Multiply-adds times two for one row through the MLP."""
     return int(sum(2 * W.shape[0] * W.shape[1] for W, _ in layers))

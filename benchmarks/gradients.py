@@ -34,28 +34,13 @@ from _common import (
     matmul_flops,
     random_relu_mlp,
     timed_against_floor_and_peers,
+    torch_twin,
 )
 
 import jaximp
 from jaximp.methods._gradients import quadrature
 
 SIZES = (100, 1024, 1024, 1)
-
-
-def torch_twin(layers):
-    import torch
-
-    modules = []
-    for k, (W, b) in enumerate(layers):
-        linear = torch.nn.Linear(*W.shape)
-        with torch.no_grad():
-            linear.weight.copy_(torch.tensor(W.T))
-            linear.bias.copy_(torch.tensor(b))
-        modules += [linear] + ([torch.nn.ReLU()] if k < len(layers) - 1 else [])
-    net = torch.nn.Sequential(*modules)
-    for parameter in net.parameters():
-        parameter.requires_grad_(False)
-    return net
 
 
 def floor_function(f, n_steps, block=1024):
