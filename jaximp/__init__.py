@@ -100,6 +100,7 @@ from .methods import (
 )
 from .models import (
     MLP,
+    DLPackModel,
     Predictor,
     as_predictor,
     combine_outputs,
@@ -113,6 +114,7 @@ __all__ = [
     "Attributions",
     "ConditionalImportance",
     "Dataset",
+    "DLPackModel",
     "Details",
     "Explainer",
     "Explanation",

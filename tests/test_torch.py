@@ -81,3 +81,108 @@ def test_a_module_returning_a_tuple_is_refused():
     with pytest.raises(TypeError, match="returned a tuple; jaximp explains modules that "
                                         "return one tensor"):
         jaximp.as_predictor(Pair(), n_features=3)
+
+
+def test_the_engine_hands_its_device_rows_to_a_module_through_dlpack(data, monkeypatch):
+    """After the probe, every batch reaches the module as a tensor sharing the buffer of the
+    JAX array the engine built (DLPack, no copy on the CPU); predict (NumPy rows) is never
+    called, and the partial dependence, ICE curves and permutation importance equal the JAX
+    twin's."""
+    from jaximp.models._torch import TorchModel
+
+    X, y = data
+    module, f_jax = _twins(sizes=(3, 8, 1))
+    exported, received = [], []
+    from_dlpack = torch.from_dlpack
+
+    def recording_from_dlpack(array):
+        exported.append(array.unsafe_buffer_pointer())
+        return from_dlpack(array)
+
+    module.register_forward_pre_hook(lambda _, args: received.append(args[0].data_ptr()))
+    predictor = jaximp.as_predictor(module, n_features=3)
+    assert predictor.device_fn is not None and predictor.dtype == np.float32
+    monkeypatch.setattr(torch, "from_dlpack", recording_from_dlpack)
+    monkeypatch.setattr(TorchModel, "predict", lambda *_: pytest.fail("predict was called"))
+    received.clear()
+    pd_torch = jaximp.partial_dependence(predictor, X, 0, grid_resolution=7, kind="both")
+    pd_jax = jaximp.partial_dependence(f_jax, X, 0, grid_resolution=7, kind="both")
+    np.testing.assert_allclose(pd_torch.average, pd_jax.average, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(pd_torch.individual, pd_jax.individual, rtol=1e-6, atol=1e-7)
+    fi_torch = jaximp.permutation_importance(predictor, X, y, n_repeats=3)
+    fi_jax = jaximp.permutation_importance(f_jax, X, y, n_repeats=3)
+    # the losses' float32 sums, of other blocks: equal to a few ulps of the losses
+    np.testing.assert_allclose(fi_torch.importances, fi_jax.importances, rtol=1e-4, atol=1e-6)
+    assert received and set(received) <= set(exported)
+
+
+def test_a_function_of_tensors_or_of_numpy_arrays_through_dlpack(data):
+    """A DLPackModel: a function of torch tensors, or of NumPy arrays (as a CuPy model gets
+    CuPy arrays), equals the same function in JAX, two outputs included."""
+    X, y = data
+    module, f_jax = _twins()
+
+    def on_tensors(rows):
+        with torch.inference_mode():
+            return module(rows)
+
+    def on_numpy(rows):
+        return np.stack([rows[:, 0] * rows[:, 1], np.sin(rows[:, 2])], axis=1)
+
+    def on_jax(rows):
+        return jnp.stack([rows[:, 0] * rows[:, 1], jnp.sin(rows[:, 2])], axis=1)
+
+    for model, twin in ((jaximp.DLPackModel(on_tensors, torch.from_dlpack), f_jax),
+                        (jaximp.DLPackModel(on_numpy, np.from_dlpack, name="numpy f"), on_jax)):
+        predictor = jaximp.as_predictor(model, n_features=3)
+        assert predictor.n_outputs == 2 and predictor.device_fn is not None
+        ours = jaximp.partial_dependence_all(model, X, grid_resolution=5)
+        theirs = jaximp.partial_dependence_all(twin, X, grid_resolution=5)
+        for name in ours:
+            np.testing.assert_allclose(ours[name].average, theirs[name].average, rtol=1e-6,
+                                       atol=1e-7)
+        h = jaximp.h_statistic(model, X[:40], pairs="all").pairwise.values
+        np.testing.assert_allclose(h, jaximp.h_statistic(twin, X[:40], pairs="all")
+                                   .pairwise.values, rtol=1e-4, atol=1e-7)
+
+
+def test_a_model_through_dlpack_that_misbehaves_is_refused_by_name():
+    X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.float32)
+    calls = []
+
+    def growing(rows):  # one output at the probe, two afterwards
+        calls.append(1)
+        out = np.asarray(rows)[:, :1]
+        return out if len(calls) == 1 else np.concatenate([out, out], axis=1)
+
+    with pytest.raises(ValueError, match="returned shape .* but 1 output"):
+        jaximp.partial_dependence(jaximp.DLPackModel(growing, np.from_dlpack), X, 0)
+    with pytest.raises(TypeError, match="returned a list; a model called through DLPack"):
+        jaximp.as_predictor(jaximp.DLPackModel(lambda rows: [1.0], np.from_dlpack),
+                            n_features=3)
+    with pytest.raises(TypeError, match="DLPackModel takes the model and its framework"):
+        jaximp.DLPackModel(lambda rows: rows, None)
+
+
+def test_wrappers_of_a_module_through_dlpack_transform_its_predictions(data):
+    """Logits read as probabilities, outputs combined and conditional draws apply to a module
+    called through DLPack as to its JAX twin."""
+    X, _ = data
+    module, f_jax = _twins()  # two outputs: the logits of two classes
+    labels = (np.asarray(f_jax(jnp.asarray(X))).argmax(axis=1) + (X[:, 2] > 1)) % 2
+    for loss in ("log_loss", "accuracy"):
+        ours = jaximp.permutation_importance(module, X, labels, loss=loss, response="logits",
+                                            n_repeats=2)
+        theirs = jaximp.permutation_importance(f_jax, X, labels, loss=loss, response="logits",
+                                              n_repeats=2)
+        np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-4, atol=1e-6)
+    combined = jaximp.combine_outputs(module, {"y0": 1.0, "y1": -2.0}, n_features=3)
+    twin = jaximp.combine_outputs(f_jax, {"y0": 1.0, "y1": -2.0}, n_features=3)
+    assert combined.device_fn is not None
+    np.testing.assert_allclose(jaximp.partial_dependence(combined, X, 1).average,
+                               jaximp.partial_dependence(twin, X, 1).average, rtol=1e-5,
+                               atol=1e-6)
+    y = np.asarray(twin(jnp.asarray(X)))[:, 0]
+    ours = jaximp.conditional_importance(combined, X, y, n_repeats=2)
+    theirs = jaximp.conditional_importance(twin, X, y, n_repeats=2)
+    np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-3, atol=1e-5)

@@ -7,8 +7,9 @@ keeps the whole call within ``memory_budget`` plus the result, ``jit`` with the 
 parameters as arguments (one compiled chunk serves every chunk, every model of the same
 architecture and every n in the same size bucket), rows sharded over all devices of all
 processes, random indices computed inside the chunk, float64 folding of the partial sums on the
-host, progress, and host models (NumPy / scikit-learn) called on host-built batches in the
-user's own types.
+host, progress, host models (NumPy / scikit-learn) called on host-built batches in the
+user's own types, and models on other frameworks' arrays (torch, CuPy) called through DLPack
+on batches built on a device.
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ import weakref
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec
 
 from jaximp.kernels import _streams
 
 from ..data import SHARED, Dataset, Deferred, as_dataset, validate_params
 from ..models import Predictor
-from ._blocks import Sizes as _Sizes
 from ._blocks import sizes as _sizes
+from ._chunks import chunk_function as _chunk_function
+from ._chunks import foreign_functions as _foreign_functions
 from ._device_arrays import (
     bucket,
     device_rows,
@@ -59,7 +59,6 @@ __all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"
            "check_result_fits"]
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LAUNCHES_KEPT = 8  # per pinned dataset: each holds its reducer's per-row arrays on the devices
 _SOURCE_ROWS_BYTES = 16 << 20  # the largest table of drawn source rows an Explainer keeps
 _PROBE_ROWS = 1024
@@ -137,10 +136,11 @@ def _bytes_per_row(predictor: Predictor, n_columns: int, dtype) -> tuple[float, 
     key = (n_columns, np.dtype(dtype).str, predictor.n_outputs)
     if key not in cache:
         spec = jax.ShapeDtypeStruct((_PROBE_ROWS, n_columns), dtype)
-        temp = math.inf
+        temp = math.inf  # also for a model on another framework: no compiler sees it
         try:
-            compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
-            temp = float(getattr(compiled.memory_analysis(), "temp_size_in_bytes", None))
+            if predictor.device_fn is None:
+                compiled = jax.jit(predictor.apply).lower(predictor.params, spec).compile()
+                temp = float(getattr(compiled.memory_analysis(), "temp_size_in_bytes", None))
         except Exception:  # noqa: BLE001 - memory analysis is optional on some backends
             pass
         itemsize = np.dtype(dtype).itemsize
@@ -289,7 +289,10 @@ def evaluate(
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         check_result_fits(size, "reduced values", result_hint + ".")
-    if predictor.host:
+    if predictor.device_fn is not None:
+        out = Deferred.ready(_run_foreign(predictor, data, plan, reducer, budget, progress,
+                                          label))
+    elif predictor.host:
         out = Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress, label))
     else:
         out = _run_jax(predictor, data, plan, reducer, budget, progress, devices, label)
@@ -328,141 +331,6 @@ def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, l
 # ---------------------------------------------------------------------------------------------
 
 
-def _chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
-                    mesh, dtype, single_column: bool, drawn: str | None = None,
-                    reduce_once: bool = False):
-    """The jitted evaluation of one chunk, cached per model apply function and geometry;
-    ``drawn``: the table of draws made once (``with_drawn_sources``), or None;
-    ``reduce_once``: the chunk's predictions reduced together, not block by block."""
-    cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
-    key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
-           np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
-           single_column, drawn, reduce_once)
-    if key in cache:
-        return cache[key]
-    apply, o = predictor.apply, predictor.n_outputs
-    ib, rbl = sizes.items_per_block, sizes.rows_per_block
-    n_rb = sizes.row_blocks
-    row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
-
-    def predictions(params, X, tables, rowdata, counts, item0, row0):
-        """(ib, o, D * rbl) predictions of one block, and its rows' validity (D, rbl)."""
-        n, n_local = counts[0], counts[1]
-        n_dev = X.shape[0]
-        items = item0 + jnp.arange(ib)
-        local = row0 + jnp.arange(rbl)  # (rbl,)
-        g = jnp.arange(n_dev)[:, None] * n_local + local[None, :]  # (D, rbl) global rows
-        valid = (local[None, :] < n_local) & (g < n)
-        g = jnp.where(valid, g, 0)
-        base = jax.lax.dynamic_slice_in_dim(X, row0, rbl, axis=1)  # (D, rbl, c)
-        mask = tables["masks"][tables["item_mask"][items]][:, None, None, :]  # (ib,1,1,c)
-        if index == "item" and "table" in tables:
-            values = tables["table"][tables["item_index"][items]][:, None, None, :]
-        elif index == "item":  # data rows: gathered from the rows on the devices
-            src = tables["item_index"][items]  # (ib,) global rows
-            if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
-                src = (src // n_local) * X.shape[1] + src % n_local
-            values = X.reshape(-1, X.shape[-1])[src][:, None, None, :]  # (ib, 1, 1, c)
-        elif index == "code":
-            codes = jax.lax.dynamic_slice_in_dim(rowdata["_codes"], row0, rbl, axis=1)
-            picked = jnp.take(codes, tables["item_code"][items], axis=2)  # (D, rbl, ib)
-            idx = tables["item_index"][items][:, None, None] + jnp.moveaxis(picked, 2, 0)
-            values = tables["table"][idx]  # (ib, D, rbl, c)
-        elif drawn == "source_values":  # an Explainer's replacement values, drawn once
-            start = tuple(jnp.asarray(i, jnp.int32) for i in (items[0], row0))  # under x64 too
-            values = jax.lax.dynamic_slice(tables["source_values"], start, (ib, rbl))
-            values = values[:, None, :, None]  # (ib, 1, rbl, 1): the replaced column
-        else:
-            if drawn == "source_rows":  # an Explainer's permutations, drawn once
-                src = jax.lax.dynamic_slice_in_dim(tables["source_rows"][items], row0, rbl,
-                                                   axis=1)[:, None, :]  # (ib, 1, rbl)
-            else:
-                src = source_index(index, tables["key"], tables["stream"][items], g, n,
-                                    counts[3:], tables.get("cdf"))  # (ib, D, rbl) global rows
-            if n_dev > 1:  # the flat position of global row src in the (D, n_local_pad) layout
-                src = (src // n_local) * X.shape[1] + src % n_local
-            flat_X = X.reshape(-1, X.shape[-1])
-            if single_column:  # gather only the replaced column: 4 bytes per row, not a row
-                column = tables["column"][tables["item_mask"][items]]  # (ib,)
-                values = flat_X[src, column[:, None, None]][..., None]  # (ib, D, rbl, 1)
-            else:
-                values = flat_X[src]  # (ib, D, rbl, c)
-        modified = jnp.where(mask, values, base[None]).astype(dtype)  # (ib, D, rbl, c)
-        flat = jnp.moveaxis(modified, 1, 0).reshape(n_dev * ib * rbl, -1)
-        if row_sharding is not None:
-            flat = jax.lax.with_sharding_constraint(flat, row_sharding)
-        # (ib, o, rows): rows last, so the reducer's loops vectorize along them. Padding rows
-        # repeat a real row's modification (finite predictions); reducers weight them 0.
-        pred = apply(params, flat)
-        if pred.size != flat.shape[0] * o:  # found while tracing, before any evaluation
-            raise ValueError(
-                f"the model {predictor.name} returned shape {tuple(pred.shape)} for a batch "
-                f"of {flat.shape[0]} rows, but {o} output(s) per row when it was wrapped "
-                "(as_predictor, or when the Explainer was made): a model's outputs must not "
-                "change between calls. Wrap the changed model again (a new Explainer).")
-        pred = pred.reshape(n_dev, ib, rbl, o).astype(dtype)
-        return jnp.transpose(pred, (1, 3, 0, 2)).reshape(ib, o, n_dev * rbl), valid
-
-    def reduced(pred, valid, rowdata, consts, items, row0, n_rows):
-        """The reducer's partials of predictions (items, o, D * n_rows) of rows row0..."""
-        rows = {name: jax.lax.dynamic_slice_in_dim(a, row0, n_rows, axis=1).reshape(
-            -1, *a.shape[2:]) for name, a in rowdata.items() if name != "_codes"}
-        return reducer.partial(pred, rows, valid.reshape(-1).astype(dtype), items, consts, jnp)
-
-    def block(params, X, tables, rowdata, consts, counts, item0, row0):
-        pred, valid = predictions(params, X, tables, rowdata, counts, item0, row0)
-        return reduced(pred, valid, rowdata, consts, item0 + jnp.arange(ib), row0, rbl)
-
-    def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
-        def over_blocks(per_block):
-            """``per_block(first item, first row)`` of each of the chunk's blocks, stacked;
-            the last chunk's padding item blocks are skipped (zeros), not evaluated."""
-            def one(k):
-                first = item0 + (k // n_rb) * ib
-                run = functools.partial(per_block, first, row0 + (k % n_rb) * rbl)
-                skipped = jax.eval_shape(run)
-                return jax.lax.cond(first < counts[2], run, lambda: _zeros(skipped))
-
-            return jax.lax.map(one, jnp.arange(sizes.item_blocks * n_rb))
-
-        if sizes.item_blocks * n_rb == 1:  # a chunk's first item is always real
-            return block(params, X, tables, rowdata, consts, counts, item0, row0)[None]
-        if not reduce_once:
-            return over_blocks(lambda first, row: block(params, X, tables, rowdata, consts,
-                                                        counts, first, row))
-        pred = over_blocks(lambda first, row: predictions(params, X, tables, rowdata, counts,
-                                                          first, row)[0])
-        return reduced_at_once(pred, rowdata, consts, counts, item0, row0)
-
-    def reduced_at_once(pred, rowdata, consts, counts, item0, row0):
-        """One reduction of a chunk's predictions (blocks, ib, o, rbl), in the layout of
-        per-block partials: a mean's small operations per block cost up to ~9% of a small
-        model's evaluation on CPU (partial dependence, [10, 64, 64, 1] MLP, n = 100,000:
-        1.09x the floor against 1.19x); a loss's few fused ones cost less than keeping them
-        (1.17x against 1.22x at n = 100,000)."""
-        pred = pred.reshape(sizes.item_blocks, n_rb, ib, o, rbl)
-        pred = jnp.transpose(pred, (0, 2, 3, 1, 4)).reshape(sizes.items_per_chunk, o, -1)
-        local = row0 + jnp.arange(sizes.rows_per_chunk)
-        valid = (local < counts[1]) & (local < counts[0])
-        out = reduced(pred, valid, rowdata, consts, item0 + jnp.arange(sizes.items_per_chunk),
-                      row0, sizes.rows_per_chunk)
-        # (item blocks x row blocks, ib / group, ...): the first row block's partials hold the
-        # sums over all the chunk's rows
-        out = out.reshape(sizes.item_blocks, 1, -1, *out.shape[1:])
-        out = jnp.pad(out, [(0, 0), (0, n_rb - 1)] + [(0, 0)] * (out.ndim - 2))
-        return out.reshape(sizes.item_blocks * n_rb, *out.shape[2:])
-
-    cache[key] = jax.jit(chunk)
-    return cache[key]
-
-
-def _zeros(like):
-    """Zeros of the shape and dtype of ``like``, float64 too (CPU means' partials) in a
-    process without ``jax_enable_x64``."""
-    with jax.enable_x64(True):
-        return jnp.zeros(like.shape, like.dtype)
-
-
 @dataclasses.dataclass(frozen=True)
 class _Launch:
     """Everything a JAX evaluation sends to the devices, and how its chunks are cut."""
@@ -476,6 +344,7 @@ class _Launch:
     mesh: Any
     arrays: tuple  # (X_dev, tables, rowdata, consts, counts): the chunks' arguments
     offsets: list  # (first item, first row) of each chunk, as int32 scalars
+    pieces: tuple = ()  # (index, dtype, single_column, drawn): what _block_pieces takes
 
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
@@ -526,6 +395,8 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
             block_rows = _CPU_KEEP_BLOCK_ROWS if reducer.combine == "keep" else _CPU_BLOCK_ROWS
             block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
         row_unit = _CPU_ROW_TILE * _cpu_threads()
+    if predictor.device_fn is not None:  # its memory per row is unknown: host-sized batches
+        block_rows = min(block_rows, _HOST_BLOCK_ROWS)
     n_local = math.ceil(n / n_dev)
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
                    block_rows, reducer.group, row_unit, kept_bytes)
@@ -581,7 +452,8 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
                             drawn, reduce_once)
     return _Launch(chunk, sizes, n_row_chunks, n_item_chunks, n_local, n_dev, mesh,
-                   (X_dev, tables, rowdata, consts, counts), offsets)
+                   (X_dev, tables, rowdata, consts, counts), offsets,
+                   (plan.index, dtype, single_column, drawn))
 
 
 def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress, label):
@@ -660,6 +532,52 @@ def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):
         ok_items = items < b
         if ok_items.any() and ok_rows.any():
             result[np.ix_(items[ok_items], g[ok_rows])] = block[k][ok_items][:, ok_rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# Models on other frameworks' arrays (torch, CuPy): blocks built and reduced on a JAX device.
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_foreign(predictor, data, plan, reducer, budget, progress, label):
+    """A model on another framework's arrays (``predictor.device_fn``: a torch module, a
+    function of CuPy arrays): each block's rows are built on one JAX device as a JAX model's
+    are, handed to the model through DLPack (no copy where the model runs on that device)
+    and its predictions reduced there. Only the reducer's partials (or, for kept
+    predictions, the result) come to the host."""
+    device = (next(iter(data.device_X.devices())) if data.device_X is not None
+              else jax.local_devices()[0])
+    launch = _launch(predictor, data, plan, reducer, budget, [device])
+    sizes, (X_dev, tables, rowdata, consts, counts) = launch.sizes, launch.arrays
+    inputs, finish = _foreign_functions(reducer, sizes, predictor.n_outputs, predictor.name,
+                                        *launch.pieces)
+    ib, rbl, b, n, o = sizes.items_per_block, sizes.rows_per_block, plan.n_items, data.n_rows, \
+        predictor.n_outputs
+    keep = reducer.combine == "keep"
+    starts = [(i0, r0) for i0 in range(0, b, ib) for r0 in range(0, launch.n_local, rbl)]
+    meter = ProgressMeter(len(starts), progress, label)
+    parts = []
+    for i0, r0 in starts:
+        item0, row0 = np.int32(i0), np.int32(r0)
+        flat, valid = inputs(X_dev, tables, rowdata, counts, item0, row0)
+        pred = predictor.device_fn(flat)
+        if not isinstance(pred, jax.Array):
+            raise TypeError(f"the model {predictor.name} returned a {type(pred).__name__}; a "
+                            "model called through DLPack returns a jax.Array.")
+        parts.append((i0, r0, finish(pred, valid, rowdata, consts, item0, row0)))
+        meter.update()
+    if keep:
+        result = np.zeros((b, n, o), np.float32)
+        for i0, r0, part in parts:  # (ib, rbl, o) predictions
+            _write_kept(result, to_host(part)[None], sizes, i0, r0, n, launch.n_local, 1)
+        return result
+    result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)), np.float64)
+    for i0, _, part in parts:  # summed in float64 over the row blocks, as the chunks' are
+        g0 = i0 // reducer.group
+        block = to_host(part).astype(np.float64)
+        stop = min(result.shape[0], g0 + block.shape[0])
+        result[g0:stop] += block[: stop - g0]
+    return reducer.finalize(result)
 
 
 # ---------------------------------------------------------------------------------------------

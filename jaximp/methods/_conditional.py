@@ -478,7 +478,8 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
             return inner(X if user is None else user.batch(np.zeros(len(Z), np.int64), X,
                                                            range(c)))
 
-    return dataclasses.replace(predictor, apply=apply, host_fn=host_fn)
+    # a model on another framework runs on the host batches: its draws are built there
+    return dataclasses.replace(predictor, apply=apply, host_fn=host_fn, device_fn=None)
 
 
 def _strata_cuts(strata: str, model, dataset: Dataset, n_bins: int) -> list:

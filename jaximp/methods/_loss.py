@@ -308,8 +308,13 @@ def logits_to_probabilities(predictor: Predictor) -> Predictor:
         out = np.asarray(_fn(batch), np.float64)
         return probabilities(out.reshape(out.shape[0], -1))
 
+    def device_probabilities(rows, _fn=predictor.device_fn):
+        out = _fn(rows)
+        return probabilities(out.reshape(out.shape[0], -1), jnp)
+
     host_fn = None if predictor.host_fn is None else host_probabilities
-    return dataclasses.replace(predictor, apply=apply, host_fn=host_fn,
+    device_fn = None if predictor.device_fn is None else device_probabilities
+    return dataclasses.replace(predictor, apply=apply, host_fn=host_fn, device_fn=device_fn,
                                name=f"softmax({predictor.name})")
 
 

@@ -3,6 +3,7 @@
 node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
 
 from ._boosting import boosting_library
+from ._dlpack import DLPackModel
 from ._host import HostData, call_host, probe_rows
 from ._mlp import (
     ACTIVATIONS,
@@ -24,6 +25,7 @@ from ._trees import (
 
 __all__ = [
     "ACTIVATIONS",
+    "DLPackModel",
     "HostData",
     "MLP",
     "Predictor",

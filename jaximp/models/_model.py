@@ -13,6 +13,7 @@ import numpy as np
 
 from ..data import Choice, Flag, Int, validate_params
 from ._predictor import Predictor, compute_dtype, stable_apply
+from ._dlpack import DLPackModel
 from ._torch import TorchModel, is_torch_module
 
 __all__ = ["as_2d_float32", "as_predictor", "combine_outputs", "gradient_predictor"]
@@ -189,9 +190,11 @@ def as_predictor(
         - a Flax linen ``Module``, with its ``variables``;
         - an Equinox ``Module``; Equinox layers take one example, so it is ``vmap``-ped over
           rows unless ``batched=True``;
-        - a PyTorch ``nn.Module`` (on the CPU or a GPU), called on batches of float rows as a
-          host model (see :mod:`jaximp.models._torch`); wrap another callable on torch tensors
-          in an ``nn.Module``;
+        - a PyTorch ``nn.Module`` (on the CPU or a GPU), called on each batch of rows built on
+          a JAX device through DLPack, without a host round trip where both run on the same
+          device (see :mod:`jaximp.models._torch`);
+        - a :class:`jaximp.DLPackModel`: any function of another framework's arrays (torch
+          tensors, CuPy arrays), called the same way;
         - any object with ``predict`` (``predict_proba`` for a scikit-learn classifier, the
           class axis kept as outputs), called on NumPy arrays through ``jax.pure_callback``.
           Wrap a plain NumPy function as an object with a ``predict`` method;
@@ -312,7 +315,14 @@ def as_predictor(
     elif is_torch_module(model):
         torch_model = TorchModel(model, input_shape)
         predictor = _host_predictor(torch_model, n_features, output_names, sample)
-        return dataclasses.replace(predictor, name=torch_model.name)
+        return dataclasses.replace(predictor, name=torch_model.name,
+                                   device_fn=torch_model.device_call,
+                                   dtype=torch_model.numpy_dtype)
+    elif isinstance(model, DLPackModel):
+        model = model if input_shape is None else model.with_input_shape(input_shape)
+        predictor = _host_predictor(model, n_features, output_names, sample)
+        return dataclasses.replace(predictor, name=model.name, device_fn=model.device_call,
+                                   dtype=np.dtype(np.float32))
     elif hasattr(model, "predict") and not isinstance(model, type):
         if input_shape is not None:
             raise TypeError(
@@ -556,10 +566,17 @@ def combine_outputs(model, weights="mean", *, name: str | None = None, **options
 
             return call_host(_fn, batch, _name) @ w
 
+    device_fn = None
+    if predictor.device_fn is not None:
+        def device_fn(rows, _fn=predictor.device_fn):
+            out = _fn(rows)
+            return out.reshape(out.shape[0], -1) @ jnp.asarray(w, jnp.float32)[:, None]
+
     return dataclasses.replace(
         predictor, apply=stable_apply(("combine", inner), make_apply),
         params=(predictor.params, np.asarray(w, predictor.dtype)), n_outputs=1,
-        output_names=(name or label,), name=f"{label}({predictor.name})", host_fn=host_fn)
+        output_names=(name or label,), name=f"{label}({predictor.name})", host_fn=host_fn,
+        device_fn=device_fn)
 
 
 def gradient_predictor(predictor: Predictor, columns: list[int], n_columns: int) -> Predictor:

@@ -61,6 +61,12 @@ class Predictor:
         True when ``apply`` itself routes missing values (NaN) as the model's library does
         (XGBoost, LightGBM and CatBoost read into node arrays), so the methods pass NaN to it
         as they do to host models.
+    device_fn : callable or None
+        For a model on another framework's arrays (a torch module, a function of CuPy
+        arrays): ``device_fn(rows: jax.Array (m, c)) -> jax.Array (m, o) or (m,)``, the model
+        called through DLPack on the device that holds the rows. The engine then builds each
+        batch on that device and reduces the predictions there, without a host round trip
+        (``host_fn`` stays for the rest: probes, callbacks).
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -73,6 +79,7 @@ class Predictor:
     host_fn: Callable | None = None
     classes: tuple | None = None
     handles_missing: bool = False
+    device_fn: Callable | None = None
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)

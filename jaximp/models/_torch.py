@@ -1,10 +1,10 @@
-"""PyTorch models: an ``nn.Module`` called on batches of rows as a host model.
+"""PyTorch models: an ``nn.Module`` called on the engine's batches through DLPack.
 
-A torch module is not traceable by JAX, so it runs as the engine's host models do: the engine
-builds each batch of modified rows, the module predicts it, and the reducer consumes the
-predictions. On the CPU the batches cross between NumPy and torch without copies beyond a
-cast to the module's dtype (``torch.from_numpy`` and ``Tensor.numpy`` share memory); a module on a GPU receives each batch
-moved to its device and returns its predictions through the host.
+A torch module is not traceable by JAX, so the engine builds each batch of modified rows on a
+JAX device, hands it to the module with ``torch.from_dlpack`` (no copy where the module runs
+on that device, the CPU or the same GPU), takes the predictions back the same way and reduces
+them on the device (:mod:`jaximp.models._dlpack`). Only a module on another device than JAX's
+gets each batch copied to its own. ``predict`` (NumPy rows in and out) serves the probes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import sys
 import warnings
 
 import numpy as np
+
+from ._dlpack import to_jax
 
 __all__ = ["TorchModel", "is_torch_module"]
 
@@ -51,6 +53,37 @@ class TorchModel:
                 "or batch-norm layers, so its predictions change from call to call; call "
                 "module.eval() before explaining it.", UserWarning, stacklevel=4)
 
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The dtype the engine builds the module's batches in (its parameters')."""
+        import jax
+        import torch
+
+        wide = self.dtype == torch.float64
+        return np.dtype(jax.dtypes.canonicalize_dtype(np.float64 if wide else np.float32))
+
+    def device_call(self, rows):
+        """Predictions of a batch of rows on a JAX device, as a float32 ``jax.Array`` on the
+        same device: the rows reach the module through DLPack."""
+        import torch
+
+        tensor = torch.from_dlpack(rows)
+        if self.input_shape is not None:  # flat rows -> examples of their own shape
+            tensor = tensor.reshape(tensor.shape[0], *self.input_shape)
+        with torch.inference_mode():
+            out = self.module(tensor.to(device=self.device, dtype=self.dtype))
+        self._check(out)
+        return to_jax(out.detach().to(device=tensor.device, dtype=torch.float32).contiguous(),
+                      self.name)
+
+    def _check(self, out) -> None:
+        import torch
+
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"the torch module {type(self.module).__name__} returned a "
+                            f"{type(out).__name__}; jaximp explains modules that return one "
+                            "tensor of predictions, shape (n,) or (n, o).")
+
     def predict(self, X) -> np.ndarray:
         import torch
 
@@ -62,9 +95,6 @@ class TorchModel:
             rows = rows.reshape(rows.shape[0], *self.input_shape)
         with torch.inference_mode():
             out = self.module(rows.to(device=self.device, dtype=self.dtype))
-        if not isinstance(out, torch.Tensor):
-            raise TypeError(f"the torch module {type(self.module).__name__} returned a "
-                            f"{type(out).__name__}; jaximp explains modules that return one "
-                            "tensor of predictions, shape (n,) or (n, o).")
+        self._check(out)
         return out.detach().to("cpu").numpy()
 

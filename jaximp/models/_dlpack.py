@@ -1,0 +1,81 @@
+"""Models on another framework's arrays (a function of torch tensors, of CuPy arrays...),
+called on JAX's arrays through DLPack.
+
+The engine builds each batch of modified rows on a JAX device, as for a JAX model, and hands
+it to the model as the framework's array without a copy where both live on the same device
+(``torch.from_dlpack``, ``cupy.from_dlpack``); the predictions come back the same way and are
+reduced on that device. Nothing goes through the host but the reduced values.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["DLPackModel", "to_jax"]
+
+
+def to_jax(out, name: str) -> jax.Array:
+    """A model's output array (anything with ``__dlpack__``: a torch tensor, a CuPy or NumPy
+    array) as a float32 ``jax.Array``, shared without a copy where DLPack allows."""
+    if isinstance(out, (jax.Array, np.ndarray)):  # NumPy's are on the host: copied, and
+        return jnp.asarray(out, jnp.float32)  # a read-only view cannot be exported anyway
+    if not hasattr(out, "__dlpack__"):
+        raise TypeError(f"the model {name} returned a {type(out).__name__}; a model called "
+                        "through DLPack returns an array of its framework (a torch tensor, a "
+                        "CuPy array) of shape (n,) or (n, o).")
+    return jax.dlpack.from_dlpack(out).astype(jnp.float32)
+
+
+class DLPackModel:
+    """A model on another framework's arrays, for :func:`jaximp.as_predictor`.
+
+    ``fn(from_dlpack(rows))`` predicts a batch: ``rows`` is the JAX array of modified rows
+    (n, c), or ``(n, *input_shape)`` for images and sequences, ``from_dlpack`` the framework's
+    importer (``torch.from_dlpack``, ``cupy.from_dlpack``), and ``fn`` returns the
+    framework's array of shape (n,) or (n, o). A ``torch.nn.Module`` is recognised by
+    ``as_predictor`` without this wrapper.
+
+    Parameters
+    ----------
+    fn : callable
+        The model on the framework's arrays.
+    from_dlpack : callable
+        The framework's DLPack importer.
+    name : str, optional
+        The model's name in messages (default: ``fn``'s).
+    input_shape : tuple of int, optional
+        Set by the methods for data with more than two axes.
+
+    Examples
+    --------
+    >>> import numpy as np, jaximp
+    >>> double = DLPackModel(lambda rows: 2 * rows[:, 0], np.from_dlpack)  # NumPy's arrays
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> pd = jaximp.partial_dependence(double, X, 0, grid_resolution=3)
+    >>> np.round(pd.average[:, 0] / pd.grid_values[0], 6).tolist()
+    [2.0, 2.0, 2.0]
+    """
+
+    def __init__(self, fn, from_dlpack, *, name: str | None = None, input_shape=None):
+        if not callable(fn) or not callable(from_dlpack):
+            raise TypeError(f"DLPackModel takes the model and its framework's from_dlpack, "
+                            f"both callable; got {type(fn).__name__} and "
+                            f"{type(from_dlpack).__name__}.")
+        self.fn, self.from_dlpack = fn, from_dlpack
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.input_shape = None if input_shape is None else tuple(input_shape)
+
+    def with_input_shape(self, input_shape) -> DLPackModel:
+        return DLPackModel(self.fn, self.from_dlpack, name=self.name, input_shape=input_shape)
+
+    def device_call(self, rows: jax.Array) -> jax.Array:
+        """Predictions (n, o) or (n,) of the JAX rows (n, c), computed by ``fn``."""
+        if self.input_shape is not None:
+            rows = rows.reshape(rows.shape[0], *self.input_shape)
+        return to_jax(self.fn(self.from_dlpack(rows)), self.name)
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions of host rows (the probes): the same call on a JAX copy of them."""
+        return np.asarray(self.device_call(jnp.asarray(np.asarray(X), jnp.float32)))
