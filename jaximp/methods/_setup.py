@@ -213,6 +213,7 @@ def warm_call(method: str, set_up, model, X, y, options: dict):
     key = _warm_key(method, model, X, y, options)
     if key is None:
         return set_up(model, X, y, **options)
+
     def make():
         return set_up(model, X, y, **options)
 
