@@ -10,7 +10,9 @@ interleaved rounds (the best of each, every call blocked until its results are r
 - the peers: scikit-learn's ``partial_dependence`` and ``permutation_importance`` calling the
   same jitted model, shap's ``ExactExplainer`` and ``PermutationExplainer`` on it, and captum's
   ``ShapleyValueSampling`` and ``FeaturePermutation`` on a torch twin of the MLP (the same
-  weights) on the same device (CUDA when torch sees one). shap and captum run on a subset of
+  weights) on the same device (CUDA when torch sees one);
+- jaximp on that torch twin itself (called through DLPack on the engine's device batches)
+  against jaximp on the JAX model. shap and captum run on a subset of
   the rows where they are slow, their time scaled to all rows (said in the ``note`` column).
 
 Before timing, each case checks its numbers: partial dependence equals scikit-learn's on the
@@ -278,6 +280,29 @@ def case_feature_permutation(n, repeats, rng, device):
                      f"mean abs attribution ~ captum: max gap {gap:.1%}")
 
 
+def case_torch_module(n, repeats, rng, device):
+    """Permutation importance of the MLP's torch twin (called through DLPack on the engine's
+    device batches) against the same call on the JAX model."""
+    layers = random_relu_mlp([P, 64, 64, 1])
+    f = jax_mlp(layers)
+    net = torch_twin(layers).to(device)
+    X = rng.uniform(size=(n, P))
+    y = np.asarray(f(jnp.asarray(X, jnp.float32)), np.float64) + 0.1 * rng.normal(size=n)
+    on_torch = lambda: jaximp.permutation_importance(  # noqa: E731
+        net, X, y, n_repeats=REPEATS).importances
+    on_jax = lambda: jaximp.permutation_importance(  # noqa: E731
+        f, X, y, n_repeats=REPEATS).importances
+    ours, theirs = np.asarray(on_torch()), np.asarray(on_jax())
+    error = np.abs(ours - theirs).max() / np.abs(theirs).max()
+    assert error <= 10 * float32_rtol(), error
+    rows = (P * REPEATS + 1) * n
+    return timed_row("permutation importance, torch twin", n, rows,
+                     {"jaximp": on_torch, "floor": floor_of(f, X, rows),
+                      "jaximp, JAX model": on_jax}, repeats, peer="jaximp, JAX model",
+                     check=f"= JAX model: max rel err {error:.1e}",
+                     note=f"torch on {device}, through DLPack")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small sizes (any device)")
@@ -305,6 +330,8 @@ def main() -> None:
     rows += case_shapley(20 if quick else 1_000, 5 if quick else 20, repeats, rng, device)
     for n in [500] if quick else [10_000, 100_000, 1_000_000]:
         rows.append(case_feature_permutation(n, repeats, rng, device))
+    for n in [500] if quick else [10_000, 1_000_000]:
+        rows.append(case_torch_module(n, repeats, rng, device))
     print_table(rows, COLUMNS)
     if args.json:
         with open(args.json, "a") as out:

@@ -19,7 +19,8 @@ def test_the_gpu_side_by_side_runs_and_checks_every_case(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     cases = ["PD, every feature", "permutation importance", "H, all pairs",
-             "Shapley, exact", "Shapley, 46 permutations", "permutation attributions"]
+             "Shapley, exact", "Shapley, 46 permutations", "permutation attributions",
+             "permutation importance, torch twin"]
     table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
     for case in cases:
         assert any(line.startswith(f"| {case}") for line in table), case

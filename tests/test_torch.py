@@ -186,3 +186,19 @@ def test_wrappers_of_a_module_through_dlpack_transform_its_predictions(data):
     ours = jaximp.conditional_importance(combined, X, y, n_repeats=2)
     theirs = jaximp.conditional_importance(twin, X, y, n_repeats=2)
     np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-3, atol=1e-5)
+
+
+def test_a_torch_build_that_cannot_import_the_rows_gets_a_host_copy(data, monkeypatch):
+    """Where torch cannot take the engine's rows through DLPack (a CPU-only torch with JAX on
+    a GPU), the module gets a host copy of them and its predictions go back to the engine's
+    device: the same numbers."""
+    X, y = data
+    module, f_jax = _twins(sizes=(3, 8, 1))
+    expected = jaximp.permutation_importance(module, X, y, n_repeats=2).importances
+
+    def refuse(_):
+        raise BufferError("no DLPack for this device")
+
+    monkeypatch.setattr(torch, "from_dlpack", refuse)
+    got = jaximp.permutation_importance(module, X + 0.0, y, n_repeats=2).importances
+    np.testing.assert_array_equal(got, expected)

@@ -30,8 +30,8 @@ def _block_pieces(index: str, reducer: Reducer, sizes: _Sizes, mesh, dtype,
     """A block's evaluation without the model, in three traceable pieces:
     ``inputs(X, tables, rowdata, counts, item0, row0) -> (flat (D * ib * rbl, c), valid)``,
     the modified rows the model is called on; ``outputs(pred, D * ib * rbl) -> (ib, o,
-    D * rbl)``, its predictions checked and laid out for the reducer; and ``reduced(pred, valid, rowdata,
-    consts, items, row0, n_rows)``, the reducer's partials."""
+    D * rbl)``, its predictions checked and laid out for the reducer; and ``reduced(pred,
+    valid, rowdata, consts, items, row0, n_rows)``, the reducer's partials."""
     ib, rbl = sizes.items_per_block, sizes.rows_per_block
     row_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec("rows"))
 

@@ -564,6 +564,8 @@ def _run_foreign(predictor, data, plan, reducer, budget, progress, label):
         if not isinstance(pred, jax.Array):
             raise TypeError(f"the model {predictor.name} returned a {type(pred).__name__}; a "
                             "model called through DLPack returns a jax.Array.")
+        if pred.devices() != {device}:  # a model on the host or another device: copied back
+            pred = jax.device_put(pred, device)
         parts.append((i0, r0, finish(pred, valid, rowdata, consts, item0, row0)))
         meter.update()
     if keep:

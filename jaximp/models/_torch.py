@@ -67,7 +67,10 @@ class TorchModel:
         same device: the rows reach the module through DLPack."""
         import torch
 
-        tensor = torch.from_dlpack(rows)
+        try:
+            tensor = torch.from_dlpack(rows)
+        except (BufferError, RuntimeError, TypeError):  # a device this torch build lacks
+            tensor = torch.from_numpy(np.array(rows))  # (a CPU-only torch, JAX on a GPU)
         if self.input_shape is not None:  # flat rows -> examples of their own shape
             tensor = tensor.reshape(tensor.shape[0], *self.input_shape)
         with torch.inference_mode():
