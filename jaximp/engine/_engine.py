@@ -350,16 +350,7 @@ class _Launch:
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = agree_min(budget)
-    if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
-        # objects (a method's cached plan) sends nothing and plans nothing again
-        key = (id(plan), id(reducer), id(predictor), budget,
-               None if devices is None else tuple(devices))
-        # the entry holds the three objects, so their ids are not reused while it is kept
-        launch = data.recent("launches", key, lambda: (
-            plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
-            _LAUNCHES_KEPT)[3]
-    else:
-        launch = _launch(predictor, data, plan, reducer, budget, devices)
+    launch = _kept_launch(predictor, data, plan, reducer, budget, devices)
     params = predictor.params
     if data.pinned and (launch.mesh is not None or not all(
             isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
@@ -371,6 +362,19 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
                   else replicate(params, launch.mesh))
     return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
                      reducer, progress, label)
+
+
+def _kept_launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
+    """:func:`_launch`, kept on an Explainer's data: a call repeated with the same plan and
+    reducer objects (a method's cached plan) sends nothing and plans nothing again."""
+    if not data.pinned:
+        return _launch(predictor, data, plan, reducer, budget, devices)
+    key = (id(plan), id(reducer), id(predictor), budget,
+           None if devices is None else tuple(devices))
+    # the entry holds the three objects, so their ids are not reused while it is kept
+    return data.recent("launches", key, lambda: (
+        plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
+        _LAUNCHES_KEPT)[3]
 
 
 def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
@@ -547,13 +551,16 @@ def _run_foreign(predictor, data, plan, reducer, budget, progress, label):
     predictions, the result) come to the host."""
     device = (next(iter(data.device_X.devices())) if data.device_X is not None
               else jax.local_devices()[0])
-    launch = _launch(predictor, data, plan, reducer, budget, [device])
+    launch = _kept_launch(predictor, data, plan, reducer, budget, [device])
     sizes, (X_dev, tables, rowdata, consts, counts) = launch.sizes, launch.arrays
-    inputs, finish = _foreign_functions(reducer, sizes, predictor.n_outputs, predictor.name,
-                                        *launch.pieces)
-    ib, rbl, b, n, o = sizes.items_per_block, sizes.rows_per_block, plan.n_items, data.n_rows, \
-        predictor.n_outputs
+    o = predictor.n_outputs
+    inputs, finish = _foreign_functions(reducer, sizes, o, predictor.name, *launch.pieces)
+    ib, rbl, b, n = sizes.items_per_block, sizes.rows_per_block, plan.n_items, data.n_rows
     keep = reducer.combine == "keep"
+    if keep:  # each block's predictions come to the host as they are made
+        result = np.zeros((b, n, o), np.float32)
+    else:  # its partials stay on the device until the last block is dispatched
+        result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)), np.float64)
     starts = [(i0, r0) for i0 in range(0, b, ib) for r0 in range(0, launch.n_local, rbl)]
     meter = ProgressMeter(len(starts), progress, label)
     parts = []
@@ -566,19 +573,19 @@ def _run_foreign(predictor, data, plan, reducer, budget, progress, label):
                             "model called through DLPack returns a jax.Array.")
         if pred.devices() != {device}:  # a model on the host or another device: copied back
             pred = jax.device_put(pred, device)
-        parts.append((i0, r0, finish(pred, valid, rowdata, consts, item0, row0)))
-        meter.update()
-    if keep:
-        result = np.zeros((b, n, o), np.float32)
-        for i0, r0, part in parts:  # (ib, rbl, o) predictions
+        part = finish(pred, valid, rowdata, consts, item0, row0)
+        if keep:  # (ib, rbl, o) predictions
             _write_kept(result, to_host(part)[None], sizes, i0, r0, n, launch.n_local, 1)
-        return result
-    result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)), np.float64)
-    for i0, _, part in parts:  # summed in float64 over the row blocks, as the chunks' are
+        else:
+            parts.append((i0, part))
+        meter.update()
+    for i0, part in parts:  # summed in float64 over the row blocks, as the chunks' are
         g0 = i0 // reducer.group
         block = to_host(part).astype(np.float64)
         stop = min(result.shape[0], g0 + block.shape[0])
         result[g0:stop] += block[: stop - g0]
+    if keep:
+        return result
     return reducer.finalize(result)
 
 
