@@ -71,33 +71,30 @@ class TorchModel:
             tensor = torch.from_dlpack(rows)
         except (BufferError, RuntimeError, TypeError):  # a device this torch build lacks
             tensor = torch.from_numpy(np.array(rows))  # (a CPU-only torch, JAX on a GPU)
-        if self.input_shape is not None:  # flat rows -> examples of their own shape
-            tensor = tensor.reshape(tensor.shape[0], *self.input_shape)
-        with torch.inference_mode():
-            out = self.module(tensor.to(device=self.device, dtype=self.dtype))
-        self._check(out)
-        return to_jax(out.detach().to(device=tensor.device, dtype=torch.float32).contiguous(),
-                      self.name)
-
-    def _check(self, out) -> None:
-        import torch
-
-        if not isinstance(out, torch.Tensor):
-            raise TypeError(f"the torch module {type(self.module).__name__} returned a "
-                            f"{type(out).__name__}; jaximp explains modules that return one "
-                            "tensor of predictions, shape (n,) or (n, o).")
+        out = self._forward(tensor)
+        return to_jax(out.to(device=tensor.device, dtype=torch.float32).contiguous(), self.name)
 
     def predict(self, X) -> np.ndarray:
+        """Predictions of host rows (the probes), as a NumPy array."""
         import torch
 
         rows = np.ascontiguousarray(np.asarray(X))
         with warnings.catch_warnings():  # read-only batches: the module only reads its input
             warnings.filterwarnings("ignore", "The given NumPy array is not writable")
             rows = torch.from_numpy(rows if rows.dtype.kind == "f" else rows.astype(np.float64))
-        if self.input_shape is not None:  # flat rows -> examples of their own shape
+        return self._forward(rows).to("cpu").numpy()
+
+    def _forward(self, rows):
+        """The module on a batch of flat rows (a tensor), reshaped to examples of their own
+        shape and cast to its device and dtype; one tensor of predictions back."""
+        import torch
+
+        if self.input_shape is not None:
             rows = rows.reshape(rows.shape[0], *self.input_shape)
         with torch.inference_mode():
             out = self.module(rows.to(device=self.device, dtype=self.dtype))
-        self._check(out)
-        return out.detach().to("cpu").numpy()
-
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"the torch module {type(self.module).__name__} returned a "
+                            f"{type(out).__name__}; jaximp explains modules that return one "
+                            "tensor of predictions, shape (n,) or (n, o).")
+        return out.detach()
