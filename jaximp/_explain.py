@@ -306,7 +306,9 @@ def _model_summary(model, predictor, network: bool) -> dict:
                f"{named.__module__}.{named.__qualname__}",
                "outputs": ", ".join(predictor.output_names),
                "dtype": str(np.dtype(predictor.dtype)),
-               "runs on": "host (NumPy / scikit-learn)" if predictor.host else "JAX"}
+               "runs on": ("its framework, on JAX's device batches (DLPack)"
+                           if predictor.device_fn is not None else
+                           "host (NumPy / scikit-learn)" if predictor.host else "JAX")}
     if network:
         layers = extract_weights(model)
         sizes = [layers[0][0].shape[0], *(w.shape[1] for w, _ in layers)]

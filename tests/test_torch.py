@@ -64,6 +64,8 @@ def test_explainer_with_a_torch_module(data):
     np.testing.assert_allclose(ex.h_statistic().pairwise.values,
                                jaximp.h_statistic(f_jax, X).pairwise.values, rtol=1e-3,
                                atol=1e-6)
+    assert jaximp.explain(module, X, y, methods=["permutation"]).model_summary["runs on"] \
+        == "its framework, on JAX's device batches (DLPack)"
     plain = jaximp.permutation_importance(module, X, y, n_repeats=3).importances
     for _ in range(2):  # the Explainer's permutations drawn once, its launch kept
         np.testing.assert_array_equal(ex.permutation_importance(n_repeats=3).importances, plain)
