@@ -23,19 +23,22 @@ permutation attributions agree with jaximp's in the mean over rows of their abso
 
 Targets on a GPU (issue 24): PD and permutation importance within 1.5x of the floor from n =
 10,000 up (permutation importance at n = 1,000,000 too), H and exact Shapley values at or
-under the floor. ``--quick`` runs small sizes, on any device (the script's own check on a CPU).
-``--json FILE`` also writes every row as a JSON line.
+under the floor. ``--quick`` runs small sizes, on any device (the script's own check on a CPU);
+``--parts`` picks cases (a device session's time is short); a peer that is not installed skips
+its cases, said in the output. ``--json FILE`` also writes every row as a JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import itertools
 import json
 import sys
 import time
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -303,41 +306,62 @@ def case_torch_module(n, repeats, rng, device):
                      note=f"torch on {device}, through DLPack")
 
 
+PARTS = ("pd", "pfi", "h", "shapley", "attributions", "torch")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small sizes (any device)")
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds per case")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="cases to run (default all)")
     parser.add_argument("--json", help="also write every row as a JSON line to this file")
     args = parser.parse_args()
-    import torch
+    missing = [name for name in ("sklearn", "shap", "captum", "torch")
+               if importlib.util.find_spec(name) is None]
+    needs = {"pd": {"sklearn"}, "pfi": {"sklearn"}, "shapley": {"shap", "captum", "torch"},
+             "attributions": {"captum", "torch"}, "torch": {"torch"}}
+    parts = [part for part in args.parts if not needs.get(part, set()) & set(missing)]
+    device = "cpu"
+    if "torch" not in missing:
+        import torch
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     f = jax_mlp(random_relu_mlp([P, 64, 64, 1]))
     rng = np.random.default_rng(1)
     quick = args.quick
     repeats = 2 if quick else args.repeats
-    print(f"# GPU side by side, {datetime.date.today()}, {machine()}, torch {torch.__version__} "
-          f"on {device}")
+    print(f"# GPU side by side, {datetime.date.today()}, {machine()}, torch on {device}")
     print(f"# MLP [{P}, 64, 64, 1] unless said; best of {repeats} interleaved rounds "
           "(the slow peers: 1 to 3); ratios from this one run")
+    if missing:
+        print(f"# not installed: {missing}; skipped: {sorted(set(args.parts) - set(parts))}")
+    if device == "cpu" and jax.default_backend() != "cpu":
+        print("# torch sees no GPU (a CPU build?): captum and the torch twin run on the CPU")
     rows = []
-    for n in [500] if quick else [1_000, 10_000, 100_000]:
-        rows.append(case_pd(f, n, repeats, rng))
-    for n in [500] if quick else [1_000, 10_000, 100_000, 1_000_000]:
-        rows.append(case_pfi(f, n, repeats, rng))
-    for p, n in [(4, 50)] if quick else [(10, 300), (10, 1_000)]:
-        rows.append(case_h(p, n, repeats, rng))
-    rows += case_shapley(20 if quick else 1_000, 5 if quick else 20, repeats, rng, device)
-    for n in [500] if quick else [10_000, 100_000, 1_000_000]:
-        rows.append(case_feature_permutation(n, repeats, rng, device))
-    for n in [500] if quick else [10_000, 1_000_000]:
-        rows.append(case_torch_module(n, repeats, rng, device))
+    if "pd" in parts:
+        rows += [case_pd(f, n, repeats, rng) for n in ([500] if quick else
+                                                       [1_000, 10_000, 100_000])]
+    if "pfi" in parts:
+        rows += [case_pfi(f, n, repeats, rng) for n in ([500] if quick else
+                                                        [1_000, 10_000, 100_000, 1_000_000])]
+    if "h" in parts:
+        rows += [case_h(p, n, repeats, rng) for p, n in ([(4, 50)] if quick else
+                                                         [(10, 300), (10, 1_000)])]
+    if "shapley" in parts:
+        rows += case_shapley(20 if quick else 1_000, 5 if quick else 20, repeats, rng, device)
+    if "attributions" in parts:
+        rows += [case_feature_permutation(n, repeats, rng, device)
+                 for n in ([500] if quick else [10_000, 100_000, 1_000_000])]
+    if "torch" in parts:
+        rows += [case_torch_module(n, repeats, rng, device)
+                 for n in ([500] if quick else [10_000, 1_000_000])]
     print_table(rows, COLUMNS)
     if args.json:
         with open(args.json, "a") as out:
             for row in rows:
                 out.write(json.dumps({"date": str(datetime.date.today()), "machine": machine(),
-                                      **row}, default=float) + "\n")
+                                      "torch_device": device, **row}, default=float) + "\n")
 
 
 if __name__ == "__main__":
