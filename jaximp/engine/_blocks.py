@@ -97,7 +97,7 @@ def _items_per_block(n_items: int, most: int, group: int, tile: int = 1) -> int:
     32 items, 1.23x in 1,100 of 25 (the fewest padding items) and 1.29x in 1,146 of 24.
     ``tile``: the items whose rows fill whole row tiles of every thread (see ``sizes``):
     permutation importance at n = 1,000 (51 items of 1,024 rows, the same MLP, 2 threads)
-    ran its chunks at 1.06-1.19x the floor in 4 blocks of 14 items, 1.24-1.59x in 4 of 13
+    ran its chunks at 1.06-1.25x the floor in 4 blocks of 14 items, 1.24-1.59x in 4 of 13
     (three runs, the two side by side).
 
     Examples

@@ -1,6 +1,6 @@
-"""The jitted evaluation of blocks of items x rows: a block's modified rows, the model on them
-and the reducer's partials, for JAX models (whole chunks, one jitted call each) and for
-models on other frameworks' arrays (the pieces around the model, called in turn)."""
+"""The evaluation of a chunk of blocks of items x rows: a block's modified rows, the model on
+them and the reducer's partials; one jitted call for a JAX model, jitted pieces around the
+model for a model on another framework's arrays."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from ._blocks import Sizes as _Sizes
 from ._device_arrays import source_index
 from ._reducers import Reducer
 
-__all__ = ["chunk_function", "foreign_functions", "zeros"]
+__all__ = ["chunk_function", "zeros"]
 
 _CHUNK_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_FOREIGN_FUNCTIONS = Recent()  # the jitted pieces around models on other frameworks
-_FOREIGN_FUNCTIONS_KEPT = 32
+_FOREIGN_PIECES = Recent()  # the jitted pieces around models on other frameworks
+_FOREIGN_PIECES_KEPT = 32
 
 
 def _block_pieces(index: str, reducer: Reducer, sizes: _Sizes, mesh, dtype,
@@ -109,7 +109,11 @@ def chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _S
                     reduce_once: bool = False):
     """The jitted evaluation of one chunk, cached per model apply function and geometry;
     ``drawn``: the table of draws made once (``with_drawn_sources``), or None;
-    ``reduce_once``: the chunk's predictions reduced together, not block by block."""
+    ``reduce_once``: the chunk's predictions reduced together, not block by block. A model on
+    another framework's arrays gets :func:`_foreign_chunk`, with the same arguments and
+    output."""
+    if predictor.device_fn is not None:
+        return _foreign_chunk(predictor, index, reducer, sizes, dtype, single_column, drawn)
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
     key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
            np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
@@ -181,17 +185,21 @@ def zeros(like):
         return jnp.zeros(like.shape, like.dtype)
 
 
-def foreign_functions(reducer, sizes, o, name, index, dtype, single_column, drawn):
-    """The jitted block pieces around a model on another framework: ``inputs`` builds a
-    block's rows, ``finish`` reduces its predictions (for ``Keep``: lays them out). Kept per
-    geometry and reducer kind, as the chunks are."""
+def _foreign_chunk(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes, dtype,
+                   single_column: bool, drawn: str | None):
+    """A chunk of a model on another framework's arrays (``predictor.device_fn``: a torch
+    module, a function of CuPy arrays), called as a jitted chunk is and giving its output: for
+    each block, jitted JAX builds the rows on the rows' device, the model gets them through
+    DLPack (no copy where it runs on that device), and jitted JAX reduces its predictions
+    there. The chunk is made per call (its model may differ where ``apply`` is shared); its
+    jitted pieces, which do not read the model, are kept per geometry and reducer kind."""
+    o, name = predictor.n_outputs, predictor.name
     key = (reducer.key(), reducer.combine, reducer.group, sizes, o, name, index,
            np.dtype(dtype).str, single_column, drawn)
 
     def make():
         inputs, outputs, reduced = _block_pieces(index, reducer, sizes, None, dtype,
                                                  single_column, drawn, o, name)
-        ib, rbl = sizes.items_per_block, sizes.rows_per_block
 
         def finish(pred, valid, rowdata, consts, item0, row0):
             return reduced(outputs(pred, ib * rbl), valid, rowdata, consts,
@@ -199,4 +207,25 @@ def foreign_functions(reducer, sizes, o, name, index, dtype, single_column, draw
 
         return jax.jit(inputs), jax.jit(finish)
 
-    return _FOREIGN_FUNCTIONS.get(key, make, keep=_FOREIGN_FUNCTIONS_KEPT)
+    ib, rbl, n_rb = sizes.items_per_block, sizes.rows_per_block, sizes.row_blocks
+    inputs, finish = _FOREIGN_PIECES.get(key, make, keep=_FOREIGN_PIECES_KEPT)
+
+    def chunk(params, X, tables, rowdata, consts, counts, item0, row0):
+        n_items, item0, row0 = int(counts[2]), int(item0), int(row0)
+        outs = []
+        for k in range(sizes.item_blocks * n_rb):
+            first, row = np.int32(item0 + k // n_rb * ib), np.int32(row0 + k % n_rb * rbl)
+            if first >= n_items:  # the last chunk's padding item blocks: zeros
+                outs.append(jnp.zeros_like(outs[0]))
+                continue
+            flat, valid = inputs(X, tables, rowdata, counts, first, row)
+            pred = predictor.device_fn(flat)
+            if not isinstance(pred, jax.Array):
+                raise TypeError(f"the model {name} returned a {type(pred).__name__}; a model "
+                                "called through DLPack returns a jax.Array.")
+            if pred.devices() != flat.devices():  # a model on the host or another device
+                pred = jax.device_put(pred, next(iter(flat.devices())))
+            outs.append(finish(pred, valid, rowdata, consts, first, row))
+        return jnp.stack(outs)
+
+    return chunk

@@ -33,7 +33,6 @@ from ..data import SHARED, Dataset, Deferred, as_dataset, validate_params
 from ..models import Predictor
 from ._blocks import sizes as _sizes
 from ._chunks import chunk_function as _chunk_function
-from ._chunks import foreign_functions as _foreign_functions
 from ._device_arrays import (
     bucket,
     device_rows,
@@ -289,15 +288,24 @@ def evaluate(
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         check_result_fits(size, "reduced values", result_hint + ".")
-    if predictor.device_fn is not None:
-        out = Deferred.ready(_run_foreign(predictor, data, plan, reducer, budget, progress,
-                                          label))
-    elif predictor.host:
+    if predictor.device_fn is not None:  # another framework's model: on one device
+        devices = [_foreign_device(data, devices)]
+    if predictor.host and predictor.device_fn is None:
         out = Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress, label))
     else:
         out = _run_jax(predictor, data, plan, reducer, budget, progress, devices, label)
     out = out.then(lambda values: _checked_finite(values, predictor, reducer))
     return out if defer else out.get()
+
+
+def _foreign_device(data, devices):
+    """The one device where a model on another framework's arrays gets its batches: the first
+    of ``devices``, else the one holding the user's rows, else the first local one."""
+    if devices:
+        return list(devices)[0]
+    if data.device_X is not None:
+        return next(iter(data.device_X.devices()))
+    return jax.local_devices()[0]
 
 
 def _checked_finite(out: np.ndarray, predictor: Predictor, reducer: Reducer) -> np.ndarray:
@@ -344,13 +352,21 @@ class _Launch:
     mesh: Any
     arrays: tuple  # (X_dev, tables, rowdata, consts, counts): the chunks' arguments
     offsets: list  # (first item, first row) of each chunk, as int32 scalars
-    pieces: tuple = ()  # (index, dtype, single_column, drawn): what _block_pieces takes
 
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = agree_min(budget)
-    launch = _kept_launch(predictor, data, plan, reducer, budget, devices)
+    if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
+        # objects (a method's cached plan) sends nothing and plans nothing again
+        key = (id(plan), id(reducer), id(predictor), budget,
+               None if devices is None else tuple(devices))
+        # the entry holds the three objects, so their ids are not reused while it is kept
+        launch = data.recent("launches", key, lambda: (
+            plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
+            _LAUNCHES_KEPT)[3]
+    else:
+        launch = _launch(predictor, data, plan, reducer, budget, devices)
     params = predictor.params
     if data.pinned and (launch.mesh is not None or not all(
             isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
@@ -362,19 +378,6 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
                   else replicate(params, launch.mesh))
     return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
                      reducer, progress, label)
-
-
-def _kept_launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
-    """:func:`_launch`, kept on an Explainer's data: a call repeated with the same plan and
-    reducer objects (a method's cached plan) sends nothing and plans nothing again."""
-    if not data.pinned:
-        return _launch(predictor, data, plan, reducer, budget, devices)
-    key = (id(plan), id(reducer), id(predictor), budget,
-           None if devices is None else tuple(devices))
-    # the entry holds the three objects, so their ids are not reused while it is kept
-    return data.recent("launches", key, lambda: (
-        plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
-        _LAUNCHES_KEPT)[3]
 
 
 def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
@@ -390,7 +393,7 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     block_rows, row_unit = 1 << 40, 256
     # on CPU some summing reducers read the predictions of all of a chunk's blocks at once
     reduce_once = (first.platform == "cpu" and mesh is None and reducer.combine == "sum"
-                   and reducer.at_once)
+                   and reducer.at_once and predictor.device_fn is None)
     kept_bytes = _KEPT_BYTES_PER_OUTPUT * o if reduce_once else 0.0
     if first.platform == "cpu" and mesh is None:
         if reducer.combine != "keep" and not model_temp_bytes:
@@ -456,8 +459,7 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
                             drawn, reduce_once)
     return _Launch(chunk, sizes, n_row_chunks, n_item_chunks, n_local, n_dev, mesh,
-                   (X_dev, tables, rowdata, consts, counts), offsets,
-                   (plan.index, dtype, single_column, drawn))
+                   (X_dev, tables, rowdata, consts, counts), offsets)
 
 
 def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress, label):
@@ -536,57 +538,6 @@ def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):
         ok_items = items < b
         if ok_items.any() and ok_rows.any():
             result[np.ix_(items[ok_items], g[ok_rows])] = block[k][ok_items][:, ok_rows]
-
-
-# ---------------------------------------------------------------------------------------------
-# Models on other frameworks' arrays (torch, CuPy): blocks built and reduced on a JAX device.
-# ---------------------------------------------------------------------------------------------
-
-
-def _run_foreign(predictor, data, plan, reducer, budget, progress, label):
-    """A model on another framework's arrays (``predictor.device_fn``: a torch module, a
-    function of CuPy arrays): each block's rows are built on one JAX device as a JAX model's
-    are, handed to the model through DLPack (no copy where the model runs on that device)
-    and its predictions reduced there. Only the reducer's partials (or, for kept
-    predictions, the result) come to the host."""
-    device = (next(iter(data.device_X.devices())) if data.device_X is not None
-              else jax.local_devices()[0])
-    launch = _kept_launch(predictor, data, plan, reducer, budget, [device])
-    sizes, (X_dev, tables, rowdata, consts, counts) = launch.sizes, launch.arrays
-    o = predictor.n_outputs
-    inputs, finish = _foreign_functions(reducer, sizes, o, predictor.name, *launch.pieces)
-    ib, rbl, b, n = sizes.items_per_block, sizes.rows_per_block, plan.n_items, data.n_rows
-    keep = reducer.combine == "keep"
-    if keep:  # each block's predictions come to the host as they are made
-        result = np.zeros((b, n, o), np.float32)
-    else:  # its partials stay on the device until the last block is dispatched
-        result = np.zeros((math.ceil(b / reducer.group), *reducer.partial_shape(o)), np.float64)
-    starts = [(i0, r0) for i0 in range(0, b, ib) for r0 in range(0, launch.n_local, rbl)]
-    meter = ProgressMeter(len(starts), progress, label)
-    parts = []
-    for i0, r0 in starts:
-        item0, row0 = np.int32(i0), np.int32(r0)
-        flat, valid = inputs(X_dev, tables, rowdata, counts, item0, row0)
-        pred = predictor.device_fn(flat)
-        if not isinstance(pred, jax.Array):
-            raise TypeError(f"the model {predictor.name} returned a {type(pred).__name__}; a "
-                            "model called through DLPack returns a jax.Array.")
-        if pred.devices() != {device}:  # a model on the host or another device: copied back
-            pred = jax.device_put(pred, device)
-        part = finish(pred, valid, rowdata, consts, item0, row0)
-        if keep:  # (ib, rbl, o) predictions
-            _write_kept(result, to_host(part)[None], sizes, i0, r0, n, launch.n_local, 1)
-        else:
-            parts.append((i0, part))
-        meter.update()
-    for i0, part in parts:  # summed in float64 over the row blocks, as the chunks' are
-        g0 = i0 // reducer.group
-        block = to_host(part).astype(np.float64)
-        stop = min(result.shape[0], g0 + block.shape[0])
-        result[g0:stop] += block[: stop - g0]
-    if keep:
-        return result
-    return reducer.finalize(result)
 
 
 # ---------------------------------------------------------------------------------------------

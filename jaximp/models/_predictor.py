@@ -38,9 +38,10 @@ class Predictor:
     name : str
         Description of the wrapped model, used in error messages.
     host : bool
-        True when predictions run on the host (NumPy / scikit-learn models): the engine then
+        True when predictions run outside JAX (NumPy / scikit-learn models): the engine then
         calls ``host_fn`` on batches built on the host in the user's own types (a DataFrame
-        stays a DataFrame, float64 stays float64) and reduces in float64.
+        stays a DataFrame, float64 stays float64) and reduces in float64, unless the model
+        has a ``device_fn``.
     host_fn : callable or None
         The host model's prediction function (``predict`` or ``predict_proba``).
     classes : tuple or None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+import jax
 import numpy as np
 
 from ._dlpack import to_jax
@@ -56,7 +57,6 @@ class TorchModel:
     @property
     def numpy_dtype(self) -> np.dtype:
         """The dtype the engine builds the module's batches in (its parameters')."""
-        import jax
         import torch
 
         wide = self.dtype == torch.float64
