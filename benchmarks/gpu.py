@@ -338,30 +338,39 @@ def main() -> None:
         print(f"# not installed: {missing}; skipped: {sorted(set(args.parts) - set(parts))}")
     if device == "cpu" and jax.default_backend() != "cpu":
         print("# torch sees no GPU (a CPU build?): captum and the torch twin run on the CPU")
+    sizes = {"pd": [(f, n) for n in ([500] if quick else [1_000, 10_000, 100_000])],
+             "pfi": [(f, n) for n in ([500] if quick else [1_000, 10_000, 100_000, 1_000_000])],
+             "h": [(4, 50)] if quick else [(10, 300), (10, 1_000)],
+             "shapley": [(20, 5) if quick else (1_000, 20)],
+             "attributions": [(n,) for n in ([500] if quick else [10_000, 100_000, 1_000_000])],
+             "torch": [(n,) for n in ([500] if quick else [10_000, 1_000_000])]}
+    runs = {"pd": case_pd, "pfi": case_pfi, "h": case_h, "shapley": case_shapley,
+            "attributions": case_feature_permutation, "torch": case_torch_module}
+    on_torch = {"shapley", "attributions", "torch"}
     rows = []
-    if "pd" in parts:
-        rows += [case_pd(f, n, repeats, rng) for n in ([500] if quick else
-                                                       [1_000, 10_000, 100_000])]
-    if "pfi" in parts:
-        rows += [case_pfi(f, n, repeats, rng) for n in ([500] if quick else
-                                                        [1_000, 10_000, 100_000, 1_000_000])]
-    if "h" in parts:
-        rows += [case_h(p, n, repeats, rng) for p, n in ([(4, 50)] if quick else
-                                                         [(10, 300), (10, 1_000)])]
-    if "shapley" in parts:
-        rows += case_shapley(20 if quick else 1_000, 5 if quick else 20, repeats, rng, device)
-    if "attributions" in parts:
-        rows += [case_feature_permutation(n, repeats, rng, device)
-                 for n in ([500] if quick else [10_000, 100_000, 1_000_000])]
-    if "torch" in parts:
-        rows += [case_torch_module(n, repeats, rng, device)
-                 for n in ([500] if quick else [10_000, 1_000_000])]
+    for part in parts:  # in the order asked, so a short device session runs its first choice
+        for size in sizes[part]:
+            case_args = (*size, repeats, rng) + ((device,) if part in on_torch else ())
+            start = time.perf_counter()
+            new_rows = runs[part](*case_args)
+            new_rows = new_rows if isinstance(new_rows, list) else [new_rows]
+            # reported as each case ends, so a run cut short keeps what it measured
+            for row in new_rows:
+                said = [f"{row['ratio_floor']:.3g}x floor"]
+                if "explainer_ratio_floor" in row:
+                    said.append(f"Explainer {row['explainer_ratio_floor']:.3g}x floor")
+                if "peer_over_jaximp" in row:
+                    said.append(f"{row['peer']} {row['peer_over_jaximp']:.3g}x jaximp's time")
+                print(f"# {row['case']}, n = {row['n']}: {', '.join(said)} "
+                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+            if args.json:
+                with open(args.json, "a") as out:
+                    for row in new_rows:
+                        out.write(json.dumps({"date": str(datetime.date.today()),
+                                              "machine": machine(), "torch_device": device,
+                                              **row}, default=float) + "\n")
+            rows += new_rows
     print_table(rows, COLUMNS)
-    if args.json:
-        with open(args.json, "a") as out:
-            for row in rows:
-                out.write(json.dumps({"date": str(datetime.date.today()), "machine": machine(),
-                                      "torch_device": device, **row}, default=float) + "\n")
 
 
 if __name__ == "__main__":
