@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import engine_permutations, run_on_host_devices
+from conftest import engine_permutations, on_cpu, run_on_host_devices
 from jaximp.kernels import _streams
 
 import jaximp
@@ -77,6 +77,7 @@ def test_bootstrap_weightings_in_one_pass(permuted, data3):
     np.testing.assert_allclose(means[..., 0], kept @ weights.T / weights.sum(1), atol=1e-5)
 
 
+@on_cpu
 def test_mean_over_chunks_of_several_item_and_row_blocks(monkeypatch):
     """A mean reduces all the blocks of a chunk at once on CPU (several items and row blocks
     here): weighted means equal a float64 sum of the float32 predictions."""
@@ -384,6 +385,7 @@ def test_split_sums_of_float32_predictions_are_as_exact_as_a_float64_sum():
     assert np.abs(plain / expected - 1).max() > 100 * np.abs(got / expected - 1).max()
 
 
+@on_cpu
 def test_a_model_fused_whole_runs_in_blocks_bounded_by_the_budget_alone(monkeypatch):
     """On CPU, blocks of a model with activations hold about 16,384 rows (they stay in
     cache); a model XLA fuses whole has none, and its rows go in blocks as large as the
@@ -476,6 +478,7 @@ def test_uniform_draws_equal_a_numpy_multiply_shift():
         np.testing.assert_array_equal(np.asarray(device), expected.astype(np.int64))
 
 
+@on_cpu
 def test_a_model_without_a_memory_estimate_keeps_cache_sized_blocks(monkeypatch):
     """Where the compiler gives no memory analysis, a model is not taken for one XLA fuses
     whole: its blocks stay cache-sized."""
@@ -493,6 +496,16 @@ def test_a_model_without_a_memory_estimate_keeps_cache_sized_blocks(monkeypatch)
     plan = at_values([[True, False, False]], np.zeros(40, int), grid, np.arange(40))
     evaluate(predictor, X, plan, Mean(np.ones((1, 1000))))
     assert built[-1][3].item_blocks > 1, built[-1][3]
+
+
+def test_a_keys_data_on_the_host_is_the_keys_own():
+    """The host draws read a key's data: an int seed's and a user's key's are the key's."""
+    from jaximp.data import as_key, key_data_on_host
+
+    for random_state in (7, 2**40 + 3, jax.random.key(11)):
+        key = as_key(random_state)
+        np.testing.assert_array_equal(key_data_on_host(key),
+                                      np.asarray(jax.random.key_data(key), np.uint32))
 
 
 def test_sampled_rows_are_distinct_reproducible_and_uniform():

@@ -55,8 +55,7 @@ def _tree():
 
 @functools.cache
 def _booster():
-    import lightgbm
-
+    lightgbm = pytest.importorskip("lightgbm")
     return lightgbm.LGBMRegressor(n_estimators=2, num_leaves=3, min_child_samples=5,
                                   verbose=-1).fit(X, Y)
 

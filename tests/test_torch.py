@@ -137,7 +137,9 @@ def test_a_function_of_tensors_or_of_numpy_arrays_through_dlpack(data):
     def on_jax(rows):
         return jnp.stack([rows[:, 0] * rows[:, 1], jnp.sin(rows[:, 2])], axis=1)
 
-    for model, twin in ((jaximp.DLPackModel(on_tensors, torch.from_dlpack), f_jax),
+    # the module's weights are on the CPU: its function takes CPU tensors (on a machine with
+    # a GPU, JAX's rows would otherwise be there)
+    for model, twin in ((jaximp.DLPackModel(on_tensors, torch.from_dlpack, device="cpu"), f_jax),
                         (jaximp.DLPackModel(on_numpy, np.from_dlpack, name="numpy f"), on_jax)):
         predictor = jaximp.as_predictor(model, n_features=3)
         assert predictor.n_outputs == 2 and predictor.device_fn is not None
@@ -149,6 +151,40 @@ def test_a_function_of_tensors_or_of_numpy_arrays_through_dlpack(data):
         h = jaximp.h_statistic(model, X[:40], pairs="all").pairwise.values
         np.testing.assert_allclose(h, jaximp.h_statistic(twin, X[:40], pairs="all")
                                    .pairwise.values, rtol=1e-4, atol=1e-7)
+
+
+def test_a_model_through_dlpack_gets_its_batches_on_its_own_device(data):
+    """The engine builds a foreign model's batches on the model's device: a torch module's
+    (its parameters'), a DLPackModel's ``device``, the CPU for NumPy's importer (NumPy reads
+    host memory alone); a device JAX lacks is refused by name."""
+    import jax
+
+    from jaximp.models._dlpack import jax_device_of
+
+    X, _ = data
+    cpu = jax.local_devices(backend="cpu")[0]
+    module, _ = _twins()
+    assert jaximp.as_predictor(module, n_features=3).device == cpu
+    numpy_model = jaximp.DLPackModel(lambda rows: rows[:, :1], np.from_dlpack)
+    assert numpy_model.jax_device == cpu and jaximp.as_predictor(
+        numpy_model, n_features=3).device == cpu
+    assert jaximp.DLPackModel(lambda rows: rows, torch.from_dlpack).jax_device is None
+    assert jax_device_of(torch.device("cpu")) == jax_device_of("cpu") == cpu
+    seen = []
+
+    def recording(rows):
+        seen.append(rows.device)
+        return rows[:, 0] * 2.0
+
+    model = jaximp.DLPackModel(recording, torch.from_dlpack, device="cpu")
+    pd = jaximp.partial_dependence(model, X, 0, grid_resolution=3)
+    np.testing.assert_allclose(pd.average[:, 0], 2 * np.asarray(pd.grid_values[0]), rtol=1e-6)
+    assert seen and {d.type for d in seen} == {"cpu"}
+    if jax.default_backend() == "cpu":  # a GPU JAX has one
+        with pytest.raises(ValueError, match="device 'gpu' names no device of this JAX"):
+            jaximp.DLPackModel(recording, torch.from_dlpack, device="gpu")
+    with pytest.raises(TypeError, match="device must be a jax.Device or a platform name"):
+        jaximp.DLPackModel(recording, torch.from_dlpack, device=0)
 
 
 def test_a_model_through_dlpack_that_misbehaves_is_refused_by_name():

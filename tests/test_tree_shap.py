@@ -189,7 +189,8 @@ def test_multiclass_boosting_outputs_and_selection():
     ref = sum(_algorithm2(est.tree_, x) for est in gb.estimators_[:, 2] for x in [rows[0]])
     one = tree_shap(gb, rows[:1], output="2")
     _close(one.values[0, :, 0], gb.learning_rate * ref)
-    np.testing.assert_array_equal(one.values[..., 0], sv.values[:1, :, 2])
+    # one output's program is not all outputs' one: float32 sums may differ in the last bit
+    np.testing.assert_allclose(one.values[..., 0], sv.values[:1, :, 2], rtol=1e-6, atol=1e-9)
 
 
 def test_hist_gradient_boosting_with_missing_values():

@@ -4,6 +4,7 @@ the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels
 from ._checks import (
     PositiveClass,
     as_key,
+    key_data_on_host,
     check_bool,
     check_choice,
     check_int,
@@ -67,6 +68,7 @@ __all__ = [
     "SHARED",
     "as_dataset",
     "as_key",
+    "key_data_on_host",
     "check_bool",
     "check_choice",
     "check_int",

@@ -16,7 +16,7 @@ import numpy as np
 from ._params import SHARED
 
 __all__ = ["PositiveClass", "as_key", "check_bool", "check_choice", "check_int",
-           "default_output", "numpy_rng", "output_index", "select_outputs"]
+           "default_output", "key_data_on_host", "numpy_rng", "output_index", "select_outputs"]
 
 
 class PositiveClass(str):
@@ -150,8 +150,33 @@ def as_key(random_state) -> jax.Array:
 
 @functools.lru_cache(maxsize=64)
 def _int_key(seed: int) -> jax.Array:
-    """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms)."""
-    return jax.random.key(seed)
+    """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms). On
+    an accelerator its data is also made on the CPU, for the draws made on the host: reading
+    the key itself would wait for the device's queue (every call made before it)."""
+    key = jax.random.key(seed)
+    if next(iter(key.devices())).platform != "cpu":
+        try:
+            cpu = jax.local_devices(backend="cpu")[0]
+        except RuntimeError:  # JAX started without its CPU backend
+            return key
+        with jax.default_device(cpu):
+            data = np.asarray(jax.random.key_data(jax.random.key(seed)), np.uint32)
+        if len(_KEY_DATA) >= 64:
+            _KEY_DATA.pop(next(iter(_KEY_DATA)))
+        _KEY_DATA[id(key)] = (key, data)
+    return key
+
+
+_KEY_DATA: dict[int, tuple] = {}  # id(key) -> (key, its data) for int seeds' keys
+
+
+def key_data_on_host(key: jax.Array) -> np.ndarray:
+    """A PRNG key's data (uint32) on the host: an int seed's from the CPU, another key's read
+    explicitly from its device (a user's transfer guard flags only implicit reads)."""
+    hit = _KEY_DATA.get(id(key))
+    if hit is not None and hit[0] is key:
+        return hit[1]
+    return np.asarray(jax.device_get(jax.random.key_data(key)), np.uint32)
 
 
 def numpy_rng(random_state) -> np.random.Generator:
@@ -163,4 +188,4 @@ def numpy_rng(random_state) -> np.random.Generator:
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         return np.random.default_rng(int(random_state))
     key = as_key(random_state)
-    return np.random.default_rng(np.asarray(jax.random.key_data(key), np.uint32).ravel().tolist())
+    return np.random.default_rng(key_data_on_host(key).ravel().tolist())

@@ -2,6 +2,7 @@
 batched and sharded evaluation within a memory budget, several processes, precision checks
 and PRNG keys. Imports only the model and data layers and :mod:`jaximp.kernels`."""
 
+from ._device_arrays import plan_source_rows
 from ._distributed import is_main_process
 from ._engine import (
     ProgressMeter,
@@ -51,6 +52,7 @@ __all__ = [
     "default_memory_budget",
     "evaluate",
     "is_main_process",
+    "plan_source_rows",
     "key_bits",
     "predict_rows",
     "resolve_budget",

@@ -16,11 +16,11 @@ import numpy as np
 
 from jaximp.kernels import _streams
 
-from ._distributed import replicate, shard_rows
+from ._distributed import replicate, shard_rows, to_host
 from ._plans import Plan
 
 __all__ = ["bucket", "device_rows", "kept_on_device", "layout_rows", "pad_items", "plan_tables",
-           "source_index", "source_rows", "with_drawn_sources"]
+           "plan_source_rows", "source_index", "source_rows", "with_drawn_sources"]
 
 _PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # device tables of recent plans by content, so that an equal plan built again reuses them
@@ -135,6 +135,29 @@ def source_rows(index: str, tables: dict, n: int, n_rows: int):
     radices = jnp.asarray(_streams.feistel_radices(n), jnp.int32)
     return _source_rows_of(index, tables["key"], tables["stream"], radices, tables.get("cdf"),
                            jnp.int32(n), n_rows)
+
+
+def plan_source_rows(plan: Plan, n: int, memory_budget: int) -> np.ndarray:
+    """The source row of every item and row of a permutation or draw ``plan`` over ``n``
+    rows, (items, n) int32 on the host: the rows the engine's chunks take each item's
+    replaced values from, drawn on the device in calls of as many items as fit the budget.
+
+    Examples
+    --------
+    >>> from jaximp.engine import at_permuted_rows
+    >>> plan = at_permuted_rows(np.ones((1, 1), bool), [0, 0], (0, 7), [(0, 0), (0, 1)])
+    >>> rows = plan_source_rows(plan, 5, 1 << 20)
+    >>> rows.shape, sorted(rows[1].tolist())
+    ((2, 5), [0, 1, 2, 3, 4])
+    """
+    streams = plan.item_stream
+    tables = {"key": jnp.asarray(plan.key_bits)}
+    if plan.draw_cdf is not None:
+        tables["cdf"] = jnp.asarray(plan.draw_cdf, jnp.float32)
+    step = min(len(streams), max(1, memory_budget // (32 * n)))  # ~8 int32 temporaries a row
+    parts = [source_rows(plan.index, dict(tables, stream=pad_items(streams[i:i + step], step)),
+                         n, n) for i in range(0, len(streams), step)]
+    return np.concatenate([to_host(part) for part in parts])[: len(streams)]
 
 
 @jax.jit

@@ -300,6 +300,15 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     return jax.tree_util.tree_map(put, tree)
 
 
+def _read(array: jax.Array) -> np.ndarray:
+    """An array read to the host, explicitly (``jax.device_get``) from an accelerator, so that
+    a user's transfer guard flags only implicit copies (of the rows, say); from the CPU by
+    ``np.asarray``, the same read without device_get's tree walk (~9 us a call)."""
+    if next(iter(array.devices())).platform == "cpu":
+        return np.asarray(array)
+    return jax.device_get(array)
+
+
 def to_host(array) -> np.ndarray:
     """A NumPy copy of a fully replicated (or fully addressable) array, read locally.
 
@@ -325,12 +334,10 @@ def to_host(array) -> np.ndarray:
     """
     if not isinstance(array, jax.Array):
         return np.asarray(array)
-    # np.asarray is what jax.device_get does for one array, without its tree walk and
-    # profiler scopes (a few tens of microseconds per small call)
     if array.is_fully_addressable:
-        return np.asarray(array)
+        return _read(array)
     if array.is_fully_replicated:
-        return np.asarray(array.addressable_data(0))
+        return _read(array.addressable_data(0))
     raise ValueError(
         f"array must be fully replicated to be read on one process; got an array of shape "
         f"{array.shape} sharded as {array.sharding}. Reduce it inside jit with a replicated "

@@ -86,6 +86,7 @@ _KEPT_BYTES_PER_OUTPUT = 20.0
 # than the per-block ones (all H pairs at p = 10, n = 100: 1.23-1.30 ms against 0.93-0.95)
 _REDUCE_ONCE_MIN_ROWS = 1024
 _HOST_BLOCK_ROWS = 65536
+_FOREIGN_BLOCK_BYTES = 64 << 20  # a foreign model's input per block on an accelerator
 
 
 def default_memory_budget() -> int:
@@ -289,7 +290,7 @@ def evaluate(
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         check_result_fits(size, "reduced values", result_hint + ".")
     if predictor.device_fn is not None:  # another framework's model: on one device
-        devices = [_foreign_device(data, devices)]
+        devices = [_foreign_device(data, devices, predictor.device)]
     if predictor.host and predictor.device_fn is None:
         out = Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress, label))
     else:
@@ -298,11 +299,14 @@ def evaluate(
     return out if defer else out.get()
 
 
-def _foreign_device(data, devices):
+def _foreign_device(data, devices, model_device):
     """The one device where a model on another framework's arrays gets its batches: the first
-    of ``devices``, else the one holding the user's rows, else the first local one."""
+    of ``devices``, else the model's own (a torch module's), else the one holding the user's
+    rows, else the first local one."""
     if devices:
         return list(devices)[0]
+    if model_device is not None:
+        return model_device
     if data.device_X is not None:
         return next(iter(data.device_X.devices()))
     return jax.local_devices()[0]
@@ -402,8 +406,11 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
             block_rows = _CPU_KEEP_BLOCK_ROWS if reducer.combine == "keep" else _CPU_BLOCK_ROWS
             block_rows = max(256, min(block_rows, int(_CPU_BLOCK_BYTES // row_bytes)))
         row_unit = _CPU_ROW_TILE * _cpu_threads()
-    if predictor.device_fn is not None:  # its memory per row is unknown: host-sized batches
-        block_rows = min(block_rows, _HOST_BLOCK_ROWS)
+    if predictor.device_fn is not None:  # its memory per row is unknown: host-sized batches,
+        # and on an accelerator blocks of a set input size: each block costs its hand-overs
+        # between the frameworks (a torch MLP on an H200: 0.92 s for 51M rows in 780 blocks)
+        block_rows = min(block_rows, _HOST_BLOCK_ROWS if first.platform == "cpu" else
+                         max(256, int(_FOREIGN_BLOCK_BYTES // (dtype.itemsize * c))))
     n_local = math.ceil(n / n_dev)
     sizes = _sizes(plan.n_items, n_local, n_dev, row_bytes, partial_bytes, budget,
                    block_rows, reducer.group, row_unit, kept_bytes)
@@ -531,8 +538,16 @@ def _write_kept(result, block, sizes, i0, r0, n, n_local, n_dev):
     ib, rbl = sizes.items_per_block, sizes.rows_per_block
     b = result.shape[0]
     for k in range(block.shape[0]):
-        items = i0 + (k // sizes.row_blocks) * ib + np.arange(ib)
-        local = r0 + (k % sizes.row_blocks) * rbl + np.arange(rbl)
+        first_item = i0 + (k // sizes.row_blocks) * ib
+        first_row = r0 + (k % sizes.row_blocks) * rbl
+        if n_dev == 1:  # whole ranges of items and rows: a slice copy, not a fancy-index one
+            n_items, n_rows = min(ib, b - first_item), min(rbl, n - first_row)
+            if n_items > 0 and n_rows > 0:
+                result[first_item:first_item + n_items, first_row:first_row + n_rows] = (
+                    block[k, :n_items, :n_rows])
+            continue
+        items = first_item + np.arange(ib)
+        local = first_row + np.arange(rbl)
         g = (np.arange(n_dev)[:, None] * n_local + local[None, :]).reshape(-1)
         ok_rows = ((local[None, :] < n_local) & (g.reshape(n_dev, rbl) < n)).reshape(-1)
         ok_items = items < b

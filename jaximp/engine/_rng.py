@@ -9,6 +9,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from ..data import key_data_on_host
+
 __all__ = ["key_bits", "rng_stream", "sample_rows"]
 
 
@@ -21,7 +23,7 @@ def key_bits(key: jax.Array) -> list[int]:
     if hit is None or hit[0] is not key:
         if len(_BITS) >= 64:
             _BITS.pop(next(iter(_BITS)))
-        hit = _BITS[id(key)] = (key, np.asarray(jax.random.key_data(key), np.uint32).ravel())
+        hit = _BITS[id(key)] = (key, key_data_on_host(key).ravel())
     return hit[1].tolist()
 
 

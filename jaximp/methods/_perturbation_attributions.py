@@ -24,14 +24,14 @@ from ..engine import (
     check_collapse_columns,
     evaluate,
     key_bits,
+    plan_source_rows,
+    resolve_budget,
 )
-from ..models import Predictor
 from ._attributions import Attributions, make_attributions, row_outputs
 from ._setup import prepare
 
 __all__ = ["ablation_attributions", "permutation_attributions", "source_rows"]
 
-_ROW_SPLIT = 4096  # a row number travels as two float32 columns, exact up to 2**36 rows
 
 
 def _setup(model, X, *, output, feature_names, categorical, groups, sample_weight, variables,
@@ -75,10 +75,6 @@ def _result(kept, p, n_repeats, dataset, predictor, out_idx, per_row, method, in
                              per_row=per_row)
 
 
-def _identity(params, Z):
-    return Z
-
-
 def source_rows(n_rows: int, feature_ids, n_repeats: int, random_state=0,
                 memory_budget=None) -> np.ndarray:
     """The rows (p, r, n) that :func:`permutation_attributions` (and
@@ -95,14 +91,9 @@ def source_rows(n_rows: int, feature_ids, n_repeats: int, random_state=0,
     ids = list(feature_ids)
     bits = tuple(key_bits(as_key(random_state)))
     streams = [(j, r) for j in ids for r in range(n_repeats)]
-    plan = at_permuted_rows(np.ones((1, 2), bool), np.zeros(len(streams), int), bits, streams)
-    rows = np.arange(n_rows)
-    numbers = Predictor(apply=_identity, params=(), n_outputs=2, output_names=("high", "low"),
-                        name="row numbers")
-    moved = evaluate(numbers, np.column_stack([rows // _ROW_SPLIT, rows % _ROW_SPLIT]), plan,
-                     Keep(), memory_budget=memory_budget, label="permutations")
-    source = np.rint(moved[..., 0]).astype(np.int64) * _ROW_SPLIT + np.rint(moved[..., 1])
-    return source.astype(np.int32).reshape(len(ids), n_repeats, n_rows)
+    plan = at_permuted_rows(np.ones((1, 1), bool), np.zeros(len(streams), int), bits, streams)
+    rows = plan_source_rows(plan, n_rows, resolve_budget(memory_budget))
+    return rows.reshape(len(ids), n_repeats, n_rows)
 
 
 @validate_params(n_repeats=Int(1))

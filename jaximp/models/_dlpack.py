@@ -13,7 +13,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["DLPackModel", "to_jax"]
+__all__ = ["DLPackModel", "jax_device_of", "to_jax"]
+
+
+def jax_device_of(device):
+    """The JAX device a model's arrays live on, from a ``jax.Device``, a platform name
+    ("cpu", "gpu") or a torch device ("cpu", "cuda:1"); None for None or a device JAX lacks
+    here (the engine then builds the batches where the rows are)."""
+    if device is None or isinstance(device, jax.Device):
+        return device
+    kind, _, index = str(device).partition(":")  # a torch device prints as "cuda:1"
+    index = int(index or 0)
+    platforms = {"cuda": "gpu", "rocm": "gpu"}
+    try:
+        devices = jax.local_devices(backend=platforms.get(kind, kind))
+    except RuntimeError:  # no such backend in this JAX (a CPU-only build)
+        return None
+    return devices[index] if index < len(devices) else None
 
 
 def to_jax(out, name: str) -> jax.Array:
@@ -47,6 +63,10 @@ class DLPackModel:
         The model's name in messages (default: ``fn``'s).
     input_shape : tuple of int, optional
         Set by the methods for data with more than two axes.
+    device : jax.Device or str, optional
+        Where ``fn`` takes its arrays (a JAX device or a platform: "cpu", "gpu"): the engine
+        builds its batches there. Default: the CPU for NumPy's ``np.from_dlpack`` (NumPy
+        reads host memory only), else the device that holds the rows.
 
     Examples
     --------
@@ -58,17 +78,27 @@ class DLPackModel:
     [2.0, 2.0, 2.0]
     """
 
-    def __init__(self, fn, from_dlpack, *, name: str | None = None, input_shape=None):
+    def __init__(self, fn, from_dlpack, *, name: str | None = None, input_shape=None,
+                 device=None):
         if not callable(fn) or not callable(from_dlpack):
             raise TypeError(f"DLPackModel takes the model and its framework's from_dlpack, "
                             f"both callable; got {type(fn).__name__} and "
                             f"{type(from_dlpack).__name__}.")
+        if device is not None and not isinstance(device, (jax.Device, str)):
+            raise TypeError(f"device must be a jax.Device or a platform name ('cpu', 'gpu'); "
+                            f"got {type(device).__name__}.")
         self.fn, self.from_dlpack = fn, from_dlpack
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self.input_shape = None if input_shape is None else tuple(input_shape)
+        self.device = "cpu" if device is None and from_dlpack is np.from_dlpack else device
+        self.jax_device = jax_device_of(self.device)
+        if self.device is not None and self.jax_device is None:
+            raise ValueError(f"device {self.device!r} names no device of this JAX; its "
+                             f"devices: {jax.devices()}. Pass one of them or leave device out.")
 
     def with_input_shape(self, input_shape) -> DLPackModel:
-        return DLPackModel(self.fn, self.from_dlpack, name=self.name, input_shape=input_shape)
+        return DLPackModel(self.fn, self.from_dlpack, name=self.name, input_shape=input_shape,
+                           device=self.device)
 
     def device_call(self, rows: jax.Array) -> jax.Array:
         """Predictions (n, o) or (n,) of the JAX rows (n, c), computed by ``fn``."""
@@ -78,4 +108,5 @@ class DLPackModel:
 
     def predict(self, X) -> np.ndarray:
         """Predictions of host rows (the probes): the same call on a JAX copy of them."""
-        return np.asarray(self.device_call(jnp.asarray(np.asarray(X), jnp.float32)))
+        rows = jax.device_put(np.asarray(X, np.float32), self.jax_device)
+        return np.asarray(self.device_call(rows))

@@ -317,11 +317,13 @@ def as_predictor(
         predictor = _host_predictor(torch_model, n_features, output_names, sample)
         return dataclasses.replace(predictor, name=torch_model.name,
                                    device_fn=torch_model.device_call,
+                                   device=torch_model.jax_device,
                                    dtype=torch_model.numpy_dtype)
     elif isinstance(model, DLPackModel):
         model = model if input_shape is None else model.with_input_shape(input_shape)
         predictor = _host_predictor(model, n_features, output_names, sample)
         return dataclasses.replace(predictor, name=model.name, device_fn=model.device_call,
+                                   device=model.jax_device,
                                    dtype=np.dtype(np.float32))
     elif hasattr(model, "predict") and not isinstance(model, type):
         if input_shape is not None:

@@ -68,6 +68,9 @@ class Predictor:
         called through DLPack on the device that holds the rows. The engine then builds each
         batch on that device and reduces the predictions there, without a host round trip
         (``host_fn`` stays for the rest: probes, callbacks).
+    device : jax.Device or None
+        The device whose arrays ``device_fn`` takes (a torch module's, a ``DLPackModel``'s
+        ``device``): the engine builds its batches there. None: where the rows are.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -81,6 +84,7 @@ class Predictor:
     classes: tuple | None = None
     handles_missing: bool = False
     device_fn: Callable | None = None
+    device: Any = None
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)

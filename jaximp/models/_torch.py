@@ -15,7 +15,7 @@ import warnings
 import jax
 import numpy as np
 
-from ._dlpack import to_jax
+from ._dlpack import jax_device_of, to_jax
 
 __all__ = ["TorchModel", "is_torch_module"]
 
@@ -53,6 +53,11 @@ class TorchModel:
                 f"the torch module {type(module).__name__} is in training mode and has dropout "
                 "or batch-norm layers, so its predictions change from call to call; call "
                 "module.eval() before explaining it.", UserWarning, stacklevel=4)
+
+    @property
+    def jax_device(self):
+        """The JAX device of the module's own (None where JAX has none of its kind)."""
+        return jax_device_of(self.device)
 
     @property
     def numpy_dtype(self) -> np.dtype:

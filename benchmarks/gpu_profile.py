@@ -1,0 +1,159 @@
+"""Where a warm call's time goes on a device, for the cases the GPU side by side finds slow.
+
+For permutation importance (5 repeats) and partial dependence of every feature (20 points)
+with a reused :class:`jaximp.Explainer`, on the [10, 64, 64, 1] MLP of ``gpu.py``:
+
+1. the time of a warm call and the engine's block geometry at several memory budgets (the
+   budget sets how many items and rows one block holds), next to the floor;
+2. the device's busy time per kernel over a few warm calls, from a JAX profiler trace;
+3. the host's time per function over many warm calls (cProfile), which shows the calls that
+   wait for the device.
+
+Run: ``.venv/bin/python benchmarks/gpu_profile.py [--out DIR]`` (DIR keeps the trace and the
+profiles). On a CPU it runs too, at smaller sizes (``--quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import glob
+import gzip
+import io
+import json
+import os
+import pstats
+import sys
+import tempfile
+
+import jax
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _common import interleaved_best, jax_mlp, machine, random_relu_mlp  # noqa: E402
+from gpu import floor_of  # noqa: E402
+
+import jaximp  # noqa: E402
+import jaximp.engine._engine as engine  # noqa: E402
+
+P, GRID, REPEATS = 10, 20, 5
+
+
+def cases(n: int, rng):
+    f = jax_mlp(random_relu_mlp([P, 64, 64, 1]))
+    X = rng.uniform(size=(n, P))
+    y = np.asarray(f(X.astype(np.float32)), np.float64).reshape(n) + 0.1 * rng.normal(size=n)
+    return f, X, {
+        "pfi": (lambda ex: ex.permutation_importance(n_repeats=REPEATS).importances,
+                (P * REPEATS + 1) * n, y),
+        "pd": (lambda ex: [r.average for r in ex.partial_dependence_all(
+            grid="sklearn", grid_resolution=GRID).values()], n * GRID * P, y),
+    }
+
+
+def geometry_sweep(n: int, budgets, rng) -> list[dict]:
+    """Time and block geometry of each case at each memory budget (None: the default)."""
+    f, X, calls = cases(n, rng)
+    built = []
+    chunk_function = engine._chunk_function
+
+    def recording(*args):
+        built.append(args[3])
+        return chunk_function(*args)
+
+    engine._chunk_function = recording
+    rows = []
+    try:
+        for name, (call, model_rows, y) in calls.items():
+            fns = {"floor": floor_of(f, X, model_rows)}
+            sizes = {}
+            for budget in budgets:
+                ex = jaximp.Explainer(f, X, y, memory_budget=budget)
+                built.clear()
+                jax.block_until_ready(call(ex))
+                sizes[budget] = built[-1] if built else None
+                fns[budget] = (lambda ex=ex, call=call: call(ex))
+            best = interleaved_best(fns, 7)
+            for budget in budgets:
+                rows.append({"case": name, "n": n, "budget": budget or "default",
+                             "sizes": str(sizes[budget]), "ms": 1e3 * best[budget],
+                             "floor_ms": 1e3 * best["floor"],
+                             "ratio": best[budget] / best["floor"]})
+    finally:
+        engine._chunk_function = chunk_function
+    return rows
+
+
+def kernel_table(trace_dir: str, top: int = 12) -> list[str]:
+    """Device busy time per kernel name from the newest Perfetto trace under ``trace_dir``."""
+    files = sorted(glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True)
+                   + glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"),
+                               recursive=True), key=os.path.getmtime)
+    if not files:
+        return ["no trace file found"]
+    with gzip.open(files[-1], "rt") as handle:
+        events = json.load(handle)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    device = collections.Counter()
+    counts = collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and "dur" in e and any(
+                word in names.get(e.get("pid"), "") for word in ("GPU", "gpu", "device:")):
+            device[e["name"][:70]] += float(e["dur"])
+            counts[e["name"][:70]] += 1
+    total = sum(device.values())
+    lines = [f"device busy {total / 1e3:.2f} ms in {sum(counts.values())} events "
+             f"({len(device)} names; processes: {sorted(set(names.values()))[:6]})"]
+    lines += [f"{us / 1e3:9.3f} ms {counts[name]:6d}x  {name}"
+              for name, us in device.most_common(top)]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small sizes (any device)")
+    parser.add_argument("--out", help="a folder for the trace and the host profiles")
+    args = parser.parse_args()
+    out = args.out or tempfile.mkdtemp(prefix="jaximp-profile-")
+    rng = np.random.default_rng(0)
+    print(f"# where a warm call's time goes, {machine()}", flush=True)
+    sizes = [1_000, 10_000] if args.quick else [10_000, 1_000_000]
+    budgets = [None, 1 << 28, 1 << 30] if args.quick else [None, 1 << 28, 1 << 30, 1 << 32]
+    for n in sizes:
+        for row in geometry_sweep(n, budgets, rng):
+            print(f"# {row['case']} n={row['n']} budget={row['budget']}: {row['ms']:.3f} ms, "
+                  f"{row['ratio']:.2f}x floor ({row['floor_ms']:.3f} ms); {row['sizes']}",
+                  flush=True)
+    n = sizes[0]
+    f, X, calls = cases(n, rng)
+    for name, (call, _, y) in calls.items():
+        ex = jaximp.Explainer(f, X, y)
+        for _ in range(3):
+            jax.block_until_ready(call(ex))
+        trace_dir = os.path.join(out, f"trace-{name}")
+        with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+            for _ in range(10):
+                jax.block_until_ready(call(ex))
+        try:
+            lines = kernel_table(trace_dir)
+        except Exception as err:  # noqa: BLE001 - a trace format this script does not know
+            lines = [f"trace not read: {err!r}"]
+        print(f"# device time of 10 warm {name} calls at n = {n}:\n  " + "\n  ".join(lines))
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(200):
+            jax.block_until_ready(call(ex))
+        profile.disable()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(14)
+        profile.dump_stats(os.path.join(out, f"host-{name}.prof"))
+        body = [line for line in text.getvalue().splitlines() if line.strip()][3:]
+        print(f"# host time of 200 warm {name} calls at n = {n} (by own time):\n"
+              + "\n".join(body), flush=True)
+
+
+if __name__ == "__main__":
+    main()
