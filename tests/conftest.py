@@ -28,6 +28,7 @@ os.environ["XLA_FLAGS"] = " ".join([
 import jax  # noqa: E402 (after XLA_FLAGS, which the backend reads when it starts)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from jaximp.kernels import _streams  # noqa: E402
 
@@ -44,13 +45,36 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-# Two programs that compute one result (a bound method and its function, a fresh plan and a
-# cached one) agree bit for bit on the CPU; on a GPU, XLA may sum float32 values of
-# differently compiled programs in another order, which moves the last bits.
-SAME_PROGRAM_RTOL = 0.0 if jax.default_backend() == "cpu" else 1e-6
+ON_CPU = jax.default_backend() == "cpu"
 # On a GPU the engine picks other blocks than the CPU's cache-sized ones.
-on_cpu = pytest.mark.skipif(jax.default_backend() != "cpu",
-                            reason="tests the CPU's block geometry")
+on_cpu = pytest.mark.skipif(not ON_CPU, reason="tests the CPU's block geometry")
+
+
+def assert_same_program(actual, desired, cpu_rtol=0.0):
+    """Two programs that compute one result (a bound method and its function, a fresh plan
+    and a cached one): equal to ``cpu_rtol`` on the CPU (bit for bit by default); on a GPU,
+    XLA may sum float32 values of differently compiled programs in another order, which
+    moves their last bits, relative to the array's scale (values near zero included)."""
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    if ON_CPU:
+        np.testing.assert_allclose(actual, desired, rtol=cpu_rtol, atol=0)
+    else:
+        scale = float(np.nanmax(np.abs(desired))) if desired.size else 0.0
+        np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=1e-6 * scale)
+
+
+def assert_same_frame(actual, desired):
+    """:func:`assert_same_program` for data frames: numeric columns so, the rest equal."""
+    if ON_CPU:
+        pd.testing.assert_frame_equal(actual, desired)
+        return
+    assert list(actual.columns) == list(desired.columns)
+    pd.testing.assert_index_equal(actual.index, desired.index)
+    for column in desired.columns:
+        if pd.api.types.is_float_dtype(desired[column]):
+            assert_same_program(actual[column].to_numpy(), desired[column].to_numpy())
+        else:
+            pd.testing.assert_series_equal(actual[column], desired[column])
 
 
 def pytest_unconfigure(config):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import SAME_PROGRAM_RTOL
+from conftest import assert_same_program
 
 import jaximp
 from jaximp.data import GRID_STRATEGIES, as_dataset, feature_grid
@@ -60,8 +60,7 @@ def _equal(a, b):
     for name in names:
         left = getattr(a, name, None)
         if isinstance(left, (np.ndarray, jax.Array)):
-            np.testing.assert_allclose(np.asarray(left), np.asarray(getattr(b, name)),
-                                       rtol=max(1e-12, SAME_PROGRAM_RTOL), atol=0)
+            assert_same_program(left, getattr(b, name), cpu_rtol=1e-12)
             compared += 1
     assert compared
     for name in ("grid_values", "feature_names", "feature_sets"):

@@ -328,6 +328,41 @@ MULTI_DEVICE_SCRIPT = textwrap.dedent(
 )
 
 
+ONE_OTHER_DEVICE_SCRIPT = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np, jaximp
+    first, second = jax.devices()[:2]
+    seen = []
+
+    def model(rows):  # a model on another framework's arrays (here JAX's own)
+        seen.append(sorted(d.id for d in rows.devices()))
+        return jnp.tanh(rows[:, :1] * 2.0 - rows[:, 1:2])
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = np.tanh(2 * X[:, 0] - X[:, 1])
+    on_second = jaximp.DLPackModel(model, lambda rows: rows, device=second)
+    fi = jaximp.permutation_importance(on_second, X, y, n_repeats=2)
+    pd = jaximp.partial_dependence(on_second, jax.device_put(X, first), 0, grid_resolution=4)
+    ex = jaximp.Explainer(on_second, jax.device_put(X, first), y)
+    bound = np.asarray(ex.permutation_importance(n_repeats=2).importances)
+    np.savez(OUT, seen=np.array(seen), fi=fi.importances, pd=pd.average, bound=bound)
+""")
+
+
+def test_a_foreign_model_runs_on_its_own_device_not_the_default_one(tmp_path):
+    """A model asking for another device than the default one gets every batch there, rows
+    given on the default device included, with the numbers of the default device."""
+    out = run_on_host_devices(ONE_OTHER_DEVICE_SCRIPT, tmp_path / "other.npz", devices=2)
+    assert out["seen"].size and np.all(out["seen"] == 1)
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = np.tanh(2 * X[:, 0] - X[:, 1])
+    model = lambda rows: jnp.tanh(rows[:, :1] * 2.0 - rows[:, 1:2])  # noqa: E731
+    fi = jaximp.permutation_importance(model, X, y, n_repeats=2)
+    np.testing.assert_allclose(out["fi"], fi.importances, rtol=1e-6)
+    np.testing.assert_allclose(out["bound"], fi.importances, rtol=1e-6)
+    pd = jaximp.partial_dependence(model, X, 0, grid_resolution=4)
+    np.testing.assert_allclose(out["pd"], pd.average, rtol=1e-6)
+
+
 def test_one_device_equals_four_forced_host_devices(tmp_path):
     multi = run_on_host_devices(MULTI_DEVICE_SCRIPT, tmp_path / "multi.npz")
     rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SAME_PROGRAM_RTOL
+from conftest import assert_same_frame, assert_same_program
 
 import jaximp
 from jaximp.data import Deferred
@@ -53,21 +53,14 @@ def _same(a, b):
         if isinstance(fa, dict):
             assert fa.keys() == fb.keys()
             for k in fa:
-                _same_frame(fa[k], fb[k])
+                assert_same_frame(fa[k], fb[k])
         else:
-            _same_frame(fa, fb)
+            assert_same_frame(fa, fb)
     for name in ("importances", "importances_mean", "values", "average", "individual",
                  "total", "base_values"):
         x, y = getattr(a, name, None), getattr(b, name, None)
         if isinstance(x, np.ndarray):
-            np.testing.assert_allclose(x, y, rtol=SAME_PROGRAM_RTOL, atol=0)
-
-
-def _same_frame(a, b):
-    if SAME_PROGRAM_RTOL:
-        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=SAME_PROGRAM_RTOL)
-    else:
-        pd.testing.assert_frame_equal(a, b)
+            assert_same_program(x, y)
 
 
 BOUND = {  # method -> (bound call, the function call on the raw inputs)

@@ -70,12 +70,14 @@ def pad_items(array: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def plan_tables(plan: Plan, items_pad: int, dtype, mesh) -> tuple[dict, bool]:
-    """The plan's tables padded to ``items_pad`` items, replicated on the devices (kept for
-    the plan's lifetime: a plan is immutable, and a method asked again with the same
-    settings builds the same plan object), and whether every mask replaces one column."""
+def plan_tables(plan: Plan, items_pad: int, dtype, mesh, device=None) -> tuple[dict, bool]:
+    """The plan's tables padded to ``items_pad`` items, replicated on the devices (``device``
+    where one was asked for without a mesh; kept for the plan's lifetime: a plan is
+    immutable, and a method asked again with the same settings builds the same plan object),
+    and whether every mask replaces one column."""
     per_plan = _PLAN_TABLES.setdefault(plan, {})
-    key = (items_pad, np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat))
+    key = (items_pad, np.dtype(dtype).str,
+           device if mesh is None else tuple(mesh.devices.flat))
     if key in per_plan:
         return per_plan[key]
     content = _plan_digest(plan)  # an equal plan built again (a method asked again)
@@ -180,12 +182,15 @@ def with_drawn_sources(index: str, tables: dict, X, n: int, single_column: bool)
     return dict(kept, source_rows=rows)
 
 
-def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh):
-    """The dataset's rows in the engine's device layout. Rows the user gave as a
-    ``jax.Array`` on one device are padded there: they never travel through the host."""
+def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh, device=None):
+    """The dataset's rows in the engine's device layout (on ``device`` where one was asked
+    for without a mesh). Rows the user gave as a ``jax.Array`` on one device are padded
+    there, or moved to ``device`` directly: they never travel through the host."""
     given = data.device_X
     if given is None or mesh is not None or n_dev != 1:
         return shard_rows(layout_rows(data.X, n_dev, n_local, n_local_pad, dtype), mesh)
+    if device is not None and given.devices() != {device}:
+        given = jax.device_put(given, device)
     rows = given.astype(dtype)
     if n_local_pad > rows.shape[0]:  # padding repeats row 0, as layout does
         rows = jnp.concatenate([rows, jnp.broadcast_to(

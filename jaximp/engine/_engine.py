@@ -359,6 +359,15 @@ class _Launch:
 
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
+    one = list(devices) if devices is not None else []
+    if len(one) == 1 and one[0] != jax.local_devices()[0]:  # one device, not the default one:
+        with jax.default_device(one[0]):  # everything sent goes there
+            return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices,
+                                 label)
+    return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices, label)
+
+
+def _run_jax_here(predictor, data, plan, reducer, budget, progress, devices, label):
     # The plan is a pure function of global shapes and a budget agreed by every process.
     budget = agree_min(budget)
     if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
@@ -424,7 +433,8 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     items_pad = bucket(n_item_chunks * sizes.items_per_chunk, sizes.items_per_chunk)
     items_pad = math.ceil(items_pad / sizes.items_per_chunk) * sizes.items_per_chunk
 
-    tables, single_column = plan_tables(plan, items_pad, dtype, mesh)
+    target = list(devices)[0] if devices is not None and mesh is None else None
+    tables, single_column = plan_tables(plan, items_pad, dtype, mesh, target)
     # cast to the device's dtype here: a NumPy cast costs less than the one in the jit call
     rowdata = {k: layout_rows(v, n_dev, n_local, n_local_pad, jax.dtypes.canonicalize_dtype(v.dtype))
                for k, v in reducer.row_arrays().items()}
@@ -438,9 +448,9 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
                for ic in range(n_item_chunks) for rc in range(n_row_chunks)]
     if data.pinned:  # the rows go to the devices once per layout and stay
         rows_key = ("device rows", n_dev, n_local_pad, dtype.str,
-                  None if mesh is None else tuple(mesh.devices.flat))
+                    (target,) if mesh is None else tuple(mesh.devices.flat))
         X_dev = data.memo(rows_key, lambda: device_rows(data, n_dev, n_local, n_local_pad,
-                                                        dtype, mesh))
+                                                        dtype, mesh, target))
         mesh_key = rows_key[-1]
         if (plan.index in ("permutation", "draw") and mesh is None
                 and 4 * items_pad * n_local_pad <= _SOURCE_ROWS_BYTES):
@@ -451,7 +461,7 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
             data, ("whole", mesh_key), (consts, counts, offsets),
             lambda: replicate((consts, counts, offsets), mesh))
     elif data.device_X is not None and mesh is None:  # rows on the device are used there
-        X_dev = device_rows(data, n_dev, n_local, n_local_pad, dtype, mesh)
+        X_dev = device_rows(data, n_dev, n_local, n_local_pad, dtype, mesh, target)
         if n_item_chunks * n_row_chunks > 1:
             rowdata = shard_rows(rowdata, mesh)
             consts, counts = replicate((consts, counts), mesh)

@@ -127,16 +127,16 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
         if result.individual is not None:
             ice_ngo = result.individual  # (n, g, o)
             shift = ice_ngo.mean(axis=(0, 1))
-            est, curve = _importance_replicates(
+            est, curve = jax.device_get(_importance_replicates(
                 jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, m, average, trim,
                 bool(ice),
-            )
+            ))
             curves[feat.name] = np.asarray(curve, np.float64) + shift
         elif replicated is not None:  # (g, r, o) PDs, one per weighting
-            est = np.asarray(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
+            est = jax.device_get(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
             curves[feat.name] = result.average
         else:
-            est = np.asarray(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
+            est = jax.device_get(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
             curves[feat.name] = result.average
         estimates.append(np.asarray(est, np.float64))
     point, std, replicates = summaries(np.stack(estimates))
@@ -168,18 +168,19 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
             n, o = result.individual.shape[0], len(result.output_names)
             ice_ngo = result.individual.reshape(n, -1, o)
             shift = ice_ngo.mean(axis=(0, 1))
-            est, surface = _interaction_replicates(
+            est, surface = jax.device_get(_interaction_replicates(
                 jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, shape, measures, average,
                 trim,
-            )
+            ))
             surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
                 *shape, o)
         elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
-            est = np.asarray(_interaction_replicates_pd(
+            est = jax.device_get(_interaction_replicates_pd(
                 _shifted(replicated[len(surfaces)], (0, 1)), measures))
             surfaces[(fa.name, fb.name)] = result.average
         else:
-            est = np.asarray(_interaction_outputs(_shifted(result.average, (0, 1)), measures))
+            est = jax.device_get(_interaction_outputs(_shifted(result.average, (0, 1)),
+                                                      measures))
             est = est[:, None]
             surfaces[(fa.name, fb.name)] = result.average
         estimates.append(np.asarray(est, np.float64))
