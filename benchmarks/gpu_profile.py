@@ -1,7 +1,8 @@
 """Where a warm call's time goes on a device, for the cases the GPU side by side finds slow.
 
-For permutation importance (5 repeats) and partial dependence of every feature (20 points)
-with a reused :class:`jaximp.Explainer`, on the [10, 64, 64, 1] MLP of ``gpu.py``:
+For permutation importance (5 repeats), partial dependence of every feature (20 points) and
+exact Shapley values (100 background rows) with a reused :class:`jaximp.Explainer`, on the
+[10, 64, 64, 1] MLP of ``gpu.py``:
 
 1. the time of a warm call and the engine's block geometry at several memory budgets (the
    budget sets how many items and rows one block holds), next to the floor;
@@ -9,8 +10,9 @@ with a reused :class:`jaximp.Explainer`, on the [10, 64, 64, 1] MLP of ``gpu.py`
 3. the host's time per function over many warm calls (cProfile), which shows the calls that
    wait for the device.
 
-Run: ``.venv/bin/python benchmarks/gpu_profile.py [--out DIR]`` (DIR keeps the trace and the
-profiles). On a CPU it runs too, at smaller sizes (``--quick``).
+Run: ``.venv/bin/python benchmarks/gpu_profile.py [--cases pfi pd shapley] [--sizes N ...]
+[--out DIR]`` (DIR keeps the trace and the profiles; the trace and host profile are taken at
+the first size). On a CPU it runs too, at smaller sizes (``--quick``).
 """
 
 from __future__ import annotations
@@ -37,24 +39,28 @@ from gpu import floor_of  # noqa: E402
 import jaximp  # noqa: E402
 import jaximp.engine._engine as engine  # noqa: E402
 
-P, GRID, REPEATS = 10, 20, 5
+P, GRID, REPEATS, BACKGROUND = 10, 20, 5, 100
+CASES = ("pfi", "pd", "shapley")
 
 
-def cases(n: int, rng):
+def cases(n: int, rng, chosen=CASES):
     f = jax_mlp(random_relu_mlp([P, 64, 64, 1]))
     X = rng.uniform(size=(n, P))
     y = np.asarray(f(X.astype(np.float32)), np.float64).reshape(n) + 0.1 * rng.normal(size=n)
-    return f, X, {
+    B = rng.uniform(size=(BACKGROUND, P))
+    calls = {
         "pfi": (lambda ex: ex.permutation_importance(n_repeats=REPEATS).importances,
-                (P * REPEATS + 1) * n, y),
+                (P * REPEATS + 1) * n),
         "pd": (lambda ex: [r.average for r in ex.partial_dependence_all(
-            grid="sklearn", grid_resolution=GRID).values()], n * GRID * P, y),
+            grid="sklearn", grid_resolution=GRID).values()], n * GRID * P),
+        "shapley": (lambda ex: ex.shapley_values().values, n * (2 ** P - 1) * BACKGROUND),
     }
+    return f, X, y, B, {name: calls[name] for name in chosen}
 
 
-def geometry_sweep(n: int, budgets, rng) -> list[dict]:
+def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
     """Time and block geometry of each case at each memory budget (None: the default)."""
-    f, X, calls = cases(n, rng)
+    f, X, y, B, calls = cases(n, rng, chosen)
     built = []
     chunk_function = engine._chunk_function
 
@@ -65,11 +71,11 @@ def geometry_sweep(n: int, budgets, rng) -> list[dict]:
     engine._chunk_function = recording
     rows = []
     try:
-        for name, (call, model_rows, y) in calls.items():
+        for name, (call, model_rows) in calls.items():
             fns = {"floor": floor_of(f, X, model_rows)}
             sizes = {}
             for budget in budgets:
-                ex = jaximp.Explainer(f, X, y, memory_budget=budget)
+                ex = jaximp.Explainer(f, X, y, background=B, memory_budget=budget)
                 built.clear()
                 jax.block_until_ready(call(ex))
                 sizes[budget] = built[-1] if built else None
@@ -116,24 +122,38 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small sizes (any device)")
     parser.add_argument("--out", help="a folder for the trace and the host profiles")
+    parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--sizes", nargs="+", type=int, help="rows n (default 10k and 1M; "
+                        "exact Shapley values at 1,000)")
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="jaximp-profile-")
     rng = np.random.default_rng(0)
     print(f"# where a warm call's time goes, {machine()}", flush=True)
-    sizes = [1_000, 10_000] if args.quick else [10_000, 1_000_000]
+    sizes = args.sizes or ([1_000, 10_000] if args.quick else [10_000, 1_000_000])
     budgets = [None, 1 << 28, 1 << 30] if args.quick else [None, 1 << 28, 1 << 30, 1 << 32]
-    for n in sizes:
-        for row in geometry_sweep(n, budgets, rng):
+    runs = [(n, [c for c in args.cases if c != "shapley"]) for n in sizes]
+    if "shapley" in args.cases:  # 102M model rows at n = 1,000
+        runs.append((args.sizes[0] if args.sizes else (20 if args.quick else 1_000), ["shapley"]))
+    for n, chosen in runs:
+        if not chosen:
+            continue
+        for row in geometry_sweep(n, budgets, rng, chosen):
             print(f"# {row['case']} n={row['n']} budget={row['budget']}: {row['ms']:.3f} ms, "
                   f"{row['ratio']:.2f}x floor ({row['floor_ms']:.3f} ms); {row['sizes']}",
                   flush=True)
-    n = sizes[0]
-    f, X, calls = cases(n, rng)
-    for name, (call, _, y) in calls.items():
-        ex = jaximp.Explainer(f, X, y)
+    for n, chosen in [runs[0]] + [run for run in runs[1:] if run[1] == ["shapley"]]:
+        if chosen:  # at the first size, and exact Shapley values at theirs
+            profile_calls(n, chosen, rng, out)
+
+
+def profile_calls(n: int, chosen, rng, out: str) -> None:
+    """Device time per kernel and host time per function of warm calls of each case."""
+    f, X, y, B, calls = cases(n, rng, chosen)
+    for name, (call, _) in calls.items():
+        ex = jaximp.Explainer(f, X, y, background=B)
         for _ in range(3):
             jax.block_until_ready(call(ex))
-        trace_dir = os.path.join(out, f"trace-{name}")
+        trace_dir = os.path.join(out, f"trace-{name}-{n}")
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
             for _ in range(10):
                 jax.block_until_ready(call(ex))
@@ -142,16 +162,17 @@ def main() -> None:
         except Exception as err:  # noqa: BLE001 - a trace format this script does not know
             lines = [f"trace not read: {err!r}"]
         print(f"# device time of 10 warm {name} calls at n = {n}:\n  " + "\n  ".join(lines))
+        repeats = 20 if name == "shapley" else 200
         profile = cProfile.Profile()
         profile.enable()
-        for _ in range(200):
+        for _ in range(repeats):
             jax.block_until_ready(call(ex))
         profile.disable()
         text = io.StringIO()
         pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(14)
-        profile.dump_stats(os.path.join(out, f"host-{name}.prof"))
+        profile.dump_stats(os.path.join(out, f"host-{name}-{n}.prof"))
         body = [line for line in text.getvalue().splitlines() if line.strip()][3:]
-        print(f"# host time of 200 warm {name} calls at n = {n} (by own time):\n"
+        print(f"# host time of {repeats} warm {name} calls at n = {n} (by own time):\n"
               + "\n".join(body), flush=True)
 
 
