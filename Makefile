@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 # test processes: most of the suite's time is single-threaded XLA compilation
 TEST_WORKERS ?= 2
 
-.PHONY: demo test bench bench-gpu docs notebooks clean
+.PHONY: demo test bench bench-gpu gpu-check docs notebooks clean
 
 # pip byte-compiles every installed module in one process (35 s of a 52 s install); instead
 # the modules are compiled on every core, leaving out the parts no run imports (packages'
@@ -42,6 +42,30 @@ bench: $(VENV)/.installed
 # the GPU side by side (benchmarks/gpu.py): jaximp, the floor, scikit-learn, shap and captum
 bench-gpu: $(VENV)/.installed
 	$(PY) benchmarks/gpu.py $(if $(OUT),--json $(OUT)/gpu.jsonl,)
+
+# On a GPU machine whose own Python already has JAX with CUDA, torch and scikit-learn (shap
+# and captum beside them for their cases), offline: jaximp built into build/gpu-site, no venv;
+# the side by side, where a warm call's time goes, and the suite's tests of the engine, the
+# Explainer and foreign models on the GPU (its float32 matmuls at full precision; several test
+# processes share the GPU). OUT=dir keeps the JSON rows and the logs.
+GPU_SITE := build/gpu-site
+GPU_TESTS := tests/test_explainer.py tests/test_device_resident.py tests/test_device_edge_inputs.py \
+	tests/test_torch.py tests/test_engine.py tests/test_engine_modes.py tests/test_memory_budget.py \
+	tests/test_precision.py tests/test_permutation.py tests/test_pd.py tests/test_pd_importance.py \
+	tests/test_hstat.py tests/test_shapley.py tests/test_gradients.py tests/test_attribution_perturbation.py
+GPU_OUT = $(or $(OUT),build/gpu-check)
+GPU_ARGS ?=
+gpu-check: SHELL := /bin/bash
+gpu-check:
+	$(PYTHON) -m pip install --quiet --no-deps --no-build-isolation --upgrade --target $(GPU_SITE) .
+	mkdir -p $(GPU_OUT)
+	set -o pipefail; PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) benchmarks/gpu.py $(GPU_ARGS) \
+		--json $(GPU_OUT)/gpu.jsonl | tee $(GPU_OUT)/gpu.log
+	set -o pipefail; PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) benchmarks/gpu_profile.py \
+		$(GPU_ARGS) --out $(GPU_OUT)/profile | tee $(GPU_OUT)/profile.log
+	set -o pipefail; XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_DEFAULT_MATMUL_PRECISION=highest \
+		PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) -P -m pytest -q -n 8 -rfE $(GPU_TESTS) \
+		| tee $(GPU_OUT)/suite.log
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"

@@ -4,11 +4,11 @@ the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels
 from ._checks import (
     PositiveClass,
     as_key,
-    key_data_on_host,
     check_bool,
     check_choice,
     check_int,
     default_output,
+    key_data_on_host,
     output_index,
     select_outputs,
 )
@@ -68,7 +68,6 @@ __all__ = [
     "SHARED",
     "as_dataset",
     "as_key",
-    "key_data_on_host",
     "check_bool",
     "check_choice",
     "check_int",
@@ -78,6 +77,7 @@ __all__ = [
     "input_groups",
     "input_map",
     "is_text",
+    "key_data_on_host",
     "make_friedman1",
     "make_linear",
     "mean_abs_over_rows",

@@ -359,9 +359,9 @@ class _Launch:
 
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
-    one = list(devices) if devices is not None else []
-    if len(one) == 1 and one[0] != jax.local_devices()[0]:  # one device, not the default one:
-        with jax.default_device(one[0]):  # everything sent goes there
+    asked = list(devices) if devices is not None else []
+    if len(asked) == 1 and asked[0] != jax.local_devices()[0]:  # one device, not the default:
+        with jax.default_device(asked[0]):  # everything sent goes there
             return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices,
                                  label)
     return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices, label)
