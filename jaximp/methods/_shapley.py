@@ -520,10 +520,24 @@ def _check_permutations(n_permutations) -> int:
 
 
 def _player_positions(bits: list[int], rows: np.ndarray, m: int, p: int) -> np.ndarray:
-    """(rows, m, p): the place of each player in row i's ``m`` sampled orders, drawn from the
-    stream of the key labelled ``i``, so they do not depend on how rows are grouped."""
-    return np.stack([rng_stream(bits, _ORDER_STREAM, i).random((m, p)).argsort(axis=-1)
-                     .argsort(axis=-1) for i in rows])
+    """(rows, m, p): the place of each player in row i's ``m`` sampled orders: the ranks of
+    uniform draws hashed from the key and the draw's (row, order, player), so they do not
+    depend on how rows are grouped. One vectorised hash, where a generator per row cost
+    12 ms at 1,000 rows."""
+    base = rng_stream(bits, _ORDER_STREAM).integers(0, 2**63, dtype=np.uint64)
+    counter = ((rows.astype(np.uint64)[:, None, None] * np.uint64(m)
+                + np.arange(m, dtype=np.uint64)[None, :, None]) * np.uint64(p)
+               + np.arange(p, dtype=np.uint64)[None, None, :])
+    return _splitmix64(counter ^ base).argsort(axis=-1).argsort(axis=-1)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea & Flood 2014): a bijective mix of uint64
+    counters into uniformly distributed words (wrapping arithmetic)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 @validate_params(method=Choice(*_METHODS))
