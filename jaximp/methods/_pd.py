@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -397,7 +398,7 @@ def compute_pd(
     if not keep and weightings.shape[0] > 1:
         replicated, start = out.get(), 0
         for shape in shapes:
-            size = int(np.prod(shape))
+            size = math.prod(shape)
             per_set.append(replicated[start : start + size][..., out_idx].reshape(
                 *shape, replicated.shape[1], len(out_idx)))
             start += size
@@ -424,7 +425,7 @@ def _read_pds(out, shapes, out_idx, kind, centered, w, n) -> list[tuple]:
     means (the first weighting is the result's) or (items, n, o) kept predictions."""
     parts, start = [], 0
     for shape in shapes:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         if kind == "average":
             block = out[start : start + size, 0][..., out_idx]
             average = block - block[:1] if centered else block
