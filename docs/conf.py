@@ -70,7 +70,7 @@ SECTIONS = [
      ["jaximp.methods._filters", "jaximp.methods._linear", "jaximp.methods._tree_stats",
       "jaximp.models._trees", "jaximp.methods._booster_importance",
       "jaximp.methods._tree_shap"]),
-    ("Shapley values", ["jaximp.methods._shapley"]),
+    ("Shapley values", ["jaximp.methods._shapley", "jaximp.methods._shapley_results"]),
     ("Decorrelation importance and trends",
      ["jaximp.methods._decorrelation", "jaximp.methods._trends"]),
     ("Accumulated local effects and partial importance",

@@ -26,7 +26,7 @@ from ._reducers import (
     Spread,
     Stacked,
 )
-from ._rng import key_bits, rng_stream, sample_rows
+from ._rng import key_bits, rng_stream, sample_rows, splitmix64
 
 __all__ = [
     "GroupedMean",
@@ -58,4 +58,5 @@ __all__ = [
     "resolve_budget",
     "rng_stream",
     "sample_rows",
+    "splitmix64",
 ]

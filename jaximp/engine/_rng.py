@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data import key_data_on_host
 
-__all__ = ["key_bits", "rng_stream", "sample_rows"]
+__all__ = ["key_bits", "rng_stream", "sample_rows", "splitmix64"]
 
 
 _BITS: dict[int, tuple] = {}  # id(key) -> (key, bits): int seeds reuse one key object
@@ -46,3 +46,20 @@ def sample_rows(key: jax.Array, n: int, k: int) -> np.ndarray:
     ((5,), True)
     """
     return np.sort(rng_stream(key_bits(key), 0).choice(n, k, replace=False))
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea & Flood 2014): a bijective mix of uint64
+    counters into uniformly distributed words (wrapping arithmetic), for many draws at once
+    where a generator per stream would cost more than the draws.
+
+    Examples
+    --------
+    >>> words = splitmix64(np.arange(4, dtype=np.uint64))
+    >>> words.dtype, len(set(words.tolist()))
+    (dtype('uint64'), 4)
+    """
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
