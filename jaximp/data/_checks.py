@@ -160,23 +160,28 @@ def _int_key(seed: int) -> jax.Array:
         except RuntimeError:  # JAX started without its CPU backend
             return key
         with jax.default_device(cpu):
-            data = np.asarray(jax.random.key_data(jax.random.key(seed)), np.uint32)
-        if len(_KEY_DATA) >= 64:
-            _KEY_DATA.pop(next(iter(_KEY_DATA)))
-        _KEY_DATA[id(key)] = (key, data)
+            _remember(key, jax.random.key_data(jax.random.key(seed)))
     return key
 
 
-_KEY_DATA: dict[int, tuple] = {}  # id(key) -> (key, its data) for int seeds' keys
+_KEY_DATA: dict[int, tuple] = {}  # id(key) -> (key, its data): one device read per key
 
 
 def key_data_on_host(key: jax.Array) -> np.ndarray:
-    """A PRNG key's data (uint32) on the host: an int seed's from the CPU, another key's read
-    explicitly from its device (a user's transfer guard flags only implicit reads)."""
+    """A PRNG key's data (uint32) on the host, kept per key object: an int seed's from the
+    CPU, another key's read explicitly from its device (a user's transfer guard flags only
+    implicit reads)."""
     hit = _KEY_DATA.get(id(key))
     if hit is not None and hit[0] is key:
         return hit[1]
-    return np.asarray(jax.device_get(jax.random.key_data(key)), np.uint32)
+    return _remember(key, jax.random.key_data(key))
+
+
+def _remember(key: jax.Array, data: jax.Array) -> np.ndarray:
+    if len(_KEY_DATA) >= 64:
+        _KEY_DATA.pop(next(iter(_KEY_DATA)))
+    _KEY_DATA[id(key)] = (key, np.asarray(jax.device_get(data), np.uint32))
+    return _KEY_DATA[id(key)][1]
 
 
 def numpy_rng(random_state) -> np.random.Generator:

@@ -15,6 +15,7 @@ on batches built on a device.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import math
@@ -360,37 +361,33 @@ class _Launch:
 
 def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
     asked = list(devices) if devices is not None else []
-    if len(asked) == 1 and asked[0] != jax.local_devices()[0]:  # one device, not the default:
-        with jax.default_device(asked[0]):  # everything sent goes there
-            return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices,
-                                 label)
-    return _run_jax_here(predictor, data, plan, reducer, budget, progress, devices, label)
-
-
-def _run_jax_here(predictor, data, plan, reducer, budget, progress, devices, label):
-    # The plan is a pure function of global shapes and a budget agreed by every process.
-    budget = agree_min(budget)
-    if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
-        # objects (a method's cached plan) sends nothing and plans nothing again
-        key = (id(plan), id(reducer), id(predictor), budget,
-               None if devices is None else tuple(devices))
-        # the entry holds the three objects, so their ids are not reused while it is kept
-        launch = data.recent("launches", key, lambda: (
-            plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
-            _LAUNCHES_KEPT)[3]
-    else:
-        launch = _launch(predictor, data, plan, reducer, budget, devices)
-    params = predictor.params
-    if data.pinned and (launch.mesh is not None or not all(
-            isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
-        mesh_key = None if launch.mesh is None else tuple(launch.mesh.devices.flat)
-        params = kept_on_device(data, ("params", mesh_key), params,
-                                 lambda: replicate(params, launch.mesh))
-    elif not data.pinned:
-        params = (params if launch.mesh is None and len(launch.offsets) == 1
-                  else replicate(params, launch.mesh))
-    return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
-                     reducer, progress, label)
+    # one device asked for, not the default one: everything sent goes there
+    place = (jax.default_device(asked[0]) if len(asked) == 1
+             and asked[0] != jax.local_devices()[0] else contextlib.nullcontext())
+    with place:
+        # The plan is a pure function of global shapes and a budget agreed by every process.
+        budget = agree_min(budget)
+        if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
+            # objects (a method's cached plan) sends nothing and plans nothing again
+            key = (id(plan), id(reducer), id(predictor), budget,
+                   None if devices is None else tuple(devices))
+            # the entry holds the three objects, so their ids are not reused while it is kept
+            launch = data.recent("launches", key, lambda: (
+                plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
+                _LAUNCHES_KEPT)[3]
+        else:
+            launch = _launch(predictor, data, plan, reducer, budget, devices)
+        params = predictor.params
+        if data.pinned and (launch.mesh is not None or not all(
+                isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
+            mesh_key = None if launch.mesh is None else tuple(launch.mesh.devices.flat)
+            params = kept_on_device(data, ("params", mesh_key), params,
+                                     lambda: replicate(params, launch.mesh))
+        elif not data.pinned:
+            params = (params if launch.mesh is None and len(launch.offsets) == 1
+                      else replicate(params, launch.mesh))
+        return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
+                         reducer, progress, label)
 
 
 def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:

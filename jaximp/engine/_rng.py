@@ -14,17 +14,9 @@ from ..data import key_data_on_host
 __all__ = ["key_bits", "rng_stream", "sample_rows", "splitmix64"]
 
 
-_BITS: dict[int, tuple] = {}  # id(key) -> (key, bits): int seeds reuse one key object
-
-
 def key_bits(key: jax.Array) -> list[int]:
     """The raw bits of a PRNG key, as Python ints (one device read per key object)."""
-    hit = _BITS.get(id(key))
-    if hit is None or hit[0] is not key:
-        if len(_BITS) >= 64:
-            _BITS.pop(next(iter(_BITS)))
-        hit = _BITS[id(key)] = (key, key_data_on_host(key).ravel())
-    return hit[1].tolist()
+    return key_data_on_host(key).ravel().tolist()
 
 
 def rng_stream(bits: list[int], *indices: int) -> np.random.Generator:
