@@ -19,6 +19,7 @@ from .methods import (
     gradient_interactions,
     ale_importance,
     ale_interaction,
+    background_dataset,
     check_target,
     h_statistic,
     input_x_gradient,
@@ -126,6 +127,11 @@ class Explainer:
                     f"background must have the columns of X ({self.dataset.n_columns}); got "
                     f"shape {np.shape(getattr(background, 'X', background))}.")
         self.background = background
+        # validated once and kept on the devices, so that a repeated Shapley or SAGE call
+        # reuses its plans and sends nothing again
+        self._background_data = None if background is None else background_dataset(
+            background, self.dataset, categorical=categorical, groups=groups,
+            allow_missing=self.predictor.host).pin()
         self.memory_budget = memory_budget
         self.random_state = random_state
 
@@ -213,7 +219,7 @@ class Explainer:
         """:func:`jaximp.sage_importance` of this model, data and targets, against the
         Explainer's background (default: this data)."""
         if self.background is not None:
-            options.setdefault("background", self.background)
+            options.setdefault("background", self._background_data)
         explains_the_loss = options.get("target", "y") == "y"  # else Shapley effects
         y = self._targets("sage_importance") if explains_the_loss else None
         return self._call(sage_importance, y, **options)
@@ -262,15 +268,20 @@ class Explainer:
     def shapley_values(self, rows=None, **options):
         """:func:`jaximp.shapley_values` of ``rows`` (default: this data) against the
         Explainer's background (default: this data)."""
-        options.setdefault("background", self.dataset if self.background is None
-                           else self.background)
+        options.setdefault("background", self._shapley_background(options))
         return self._call(shapley_values, explained=self._rows(rows), **options)
 
     def shapley_interactions(self, rows=None, **options):
         """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
-        options.setdefault("background", self.dataset if self.background is None
-                           else self.background)
+        options.setdefault("background", self._shapley_background(options))
         return self._call(shapley_interactions, explained=self._rows(rows), **options)
+
+    def _shapley_background(self, options):
+        """The background of a Shapley call: this data, or the background given, validated
+        once (as given when the call weights it: a Dataset carries its own weights)."""
+        if self.background is None:
+            return self.dataset
+        return self.background if "background_weight" in options else self._background_data
 
     # -- gradient attributions (differentiable JAX models) ----------------------------------
 

@@ -201,6 +201,26 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
               jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
 
 
+def test_a_reused_explainer_never_returns_stale_shapley_values():
+    """Shapley values keep their plans per option: each option and random state gives the
+    fresh result, with the Explainer's background, a subsample of it, or weights given to
+    the call."""
+    ex = jaximp.Explainer(model, FRAME, background=FRAME.iloc[:30])
+    for options in ({"method": "permutation", "n_permutations": 4, "random_state": 0},
+                    {"method": "permutation", "n_permutations": 4, "random_state": 1},
+                    {"method": "permutation", "n_permutations": 6, "random_state": 0},
+                    {}, {"features": ["a", "c"]}, {"background_size": 10},
+                    {"background_size": 10, "random_state": 2},
+                    {"background_weight": WEIGHTS[:30]},
+                    {"method": "permutation", "n_permutations": 4, "random_state": 0}):
+        _same(ex.shapley_values(FRAME.iloc[:6] if "features" in options else None, **options),
+              jaximp.shapley_values(model, FRAME.iloc[:6] if "features" in options else FRAME,
+                                    FRAME.iloc[:30], **options))
+    for options in ({}, {"background_size": 12}, {}):
+        _same(ex.shapley_interactions(FRAME.iloc[:4], **options),
+              jaximp.shapley_interactions(model, FRAME.iloc[:4], FRAME.iloc[:30], **options))
+
+
 def test_the_explainers_random_state_is_the_default_of_every_call():
     ex = jaximp.Explainer(model, FRAME, Y, random_state=5)
     _same(ex.permutation_importance(),
@@ -310,8 +330,9 @@ def test_sobol_indices_refuse_the_weights_of_a_weighted_explainer(explainer):
 
 def test_device_rows_are_used_in_place_and_a_warm_call_sends_nothing():
     """X given as a jax.Array feeds the engine from its own device buffer, and a repeated call
-    of partial dependence, permutation importance or ALE makes no transfer at all (every
-    argument of the compiled chunks is kept on the device, results are read explicitly)."""
+    of partial dependence, permutation importance, ALE or Shapley values (against the
+    Explainer's data or a background given to it) makes no transfer at all (every argument
+    of the compiled chunks is kept on the device, results are read explicitly)."""
     X = jnp.asarray(NUMERIC, jnp.float32)
     ex = jaximp.Explainer(smooth_model, X, np.asarray(smooth_model(X)) + 0.1)
     calls = {
@@ -321,7 +342,15 @@ def test_device_rows_are_used_in_place_and_a_warm_call_sends_nothing():
                 lambda: jaximp.permutation_importance(smooth_model, NUMERIC, ex.y,
                                                       n_repeats=3)),
         "ale": (lambda: ex.ale(1), lambda: jaximp.ale(smooth_model, NUMERIC, 1)),
+        "exact shapley": (
+            lambda: ex.shapley_values(background_size=20),
+            lambda: jaximp.shapley_values(smooth_model, NUMERIC, NUMERIC, background_size=20)),
+        "sampled shapley": (
+            lambda: with_background.shapley_values(method="permutation", n_permutations=4),
+            lambda: jaximp.shapley_values(smooth_model, NUMERIC, NUMERIC[:30],
+                                          method="permutation", n_permutations=4)),
     }
+    with_background = jaximp.Explainer(smooth_model, X, background=NUMERIC[:30])
     for name, (bound, function) in calls.items():
         first = bound()
         with jax.transfer_guard("disallow"):

@@ -35,7 +35,6 @@ from ..data import (
     Flag,
     Int,
     Real,
-    as_dataset,
     as_key,
     select_outputs,
     validate_params,
@@ -63,7 +62,7 @@ from ._sage_estimators import (
     exact_values,
     sampled_values,
 )
-from ._setup import keep_layout, prepare
+from ._setup import background_dataset, keep_layout, prepare
 
 __all__ = [
     "SAGE_EXACT_LIMIT",
@@ -287,27 +286,6 @@ def _check_sage_probabilities(spec, base: np.ndarray, n_outputs: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _background(background, dataset: Dataset, categorical, groups) -> Dataset:
-    if background is None:
-        return dataset
-    if isinstance(background, Dataset):
-        bg = background
-    else:
-        if not isinstance(background, pd.DataFrame) and (
-                np.ndim(background) != 2
-                or np.shape(background)[1] != len(dataset.column_names)):
-            raise ValueError(
-                f"background must have the {len(dataset.column_names)} columns of X; got "
-                f"shape {np.shape(background)}.")
-        names = None if isinstance(background, pd.DataFrame) else dataset.column_names
-        bg = as_dataset(background, feature_names=names, categorical=categorical,
-                        groups=groups)
-    if bg.column_names != dataset.column_names:
-        raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
-                         f" got {list(bg.column_names)}.")
-    return bg
-
-
 def _resolve_sage_loss(loss, target: str):
     """The loss name, checked before any model work."""
     if target == "output":
@@ -513,7 +491,8 @@ def sage_importance(
     if response == "logits" and loss_name not in ("log_loss", "accuracy"):
         raise ValueError(f"response='logits' turns a classifier's logits into probabilities "
                          f"for the losses 'log_loss' and 'accuracy'; got loss={loss_name!r}.")
-    bg = _background(background, dataset, categorical, groups)
+    bg = dataset if background is None else background_dataset(background, dataset,
+                                                               None, categorical, groups)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     engine = {"memory_budget": memory_budget, "progress": progress}

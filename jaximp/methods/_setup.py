@@ -8,13 +8,15 @@ import types
 
 import jax
 import numpy as np
+import pandas as pd
 
 from ..data import SHARED, Dataset, InputLayout, Recent, as_dataset
 from ..engine import resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
-__all__ = ["cached_stage", "digest", "keep_layout", "prepare", "warm_call"]
+__all__ = ["background_dataset", "cached_stage", "digest", "keep_layout", "prepare",
+           "warm_call"]
 
 _STAGES_KEPT = 16
 # digest(): the bytes and digests of a few small arrays, by object id (a reused id is
@@ -97,6 +99,47 @@ def prepare(
             "the NaN as they are.)"
         )
     return dataset, predictor
+
+
+def background_dataset(background, dataset: Dataset, weight=None, categorical=None,
+                       groups=None, allow_missing: bool = False) -> Dataset:
+    """The rows that stand in for absent features (Shapley values, SAGE), validated against
+    ``dataset``: the same columns and, for DataFrames, the same categories (so that their
+    codes agree). A Dataset is used as it is, with its own weights."""
+    if isinstance(background, Dataset):
+        if weight is not None:
+            raise ValueError("background is a Dataset, which carries its own weights; pass "
+                             "background_weight=None.")
+        bg = background
+    else:
+        names = None if isinstance(background, pd.DataFrame) else dataset.column_names
+        if not isinstance(background, pd.DataFrame) and np.ndim(background) == 2 \
+                and np.shape(background)[1] != len(dataset.column_names):
+            raise ValueError(
+                f"background must have the {len(dataset.column_names)} columns of X; got "
+                f"shape {np.shape(background)}.")
+        bg = as_dataset(background, feature_names=names, categorical=categorical,
+                        groups=groups, sample_weight=weight, allow_missing=allow_missing)
+    if bg.column_names != dataset.column_names:
+        raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
+                         f" got {list(bg.column_names)}.")
+    if isinstance(dataset.source, pd.DataFrame) and isinstance(bg.source, pd.DataFrame):
+        for name in dataset.column_names:
+            ours, theirs = dataset.source[name].dtype, bg.source[name].dtype
+            if isinstance(ours, pd.CategoricalDtype) and not (
+                    isinstance(theirs, pd.CategoricalDtype)
+                    and list(theirs.categories) == list(ours.categories)):
+                raise ValueError(
+                    f"background column {name!r} must have the same categories as X's, so "
+                    f"that their codes agree; got {_dtype_name(theirs)} for "
+                    f"{_dtype_name(ours)}. Use background[name].astype(X[name].dtype).")
+    return bg
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, pd.CategoricalDtype):
+        return f"categories {list(dtype.categories)}"
+    return str(dtype)
 
 
 def _reusable(X, categorical, groups) -> bool:

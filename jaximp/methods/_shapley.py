@@ -19,17 +19,16 @@ over the pairs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
 import jax
 import numpy as np
-import pandas as pd
 
 from ..data import (
     Choice,
     Dataset,
-    as_dataset,
     as_key,
     check_choice,
     check_int,
@@ -46,7 +45,7 @@ from ..engine import (
     splitmix64,
 )
 from ..results import ShapleyDetails, with_input_layout
-from ._setup import keep_layout, prepare
+from ._setup import background_dataset, keep_layout, prepare, warm_call
 from ._shapley_results import ShapleyInteractions, ShapleyValues
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -120,12 +119,19 @@ class _Game:
     engine: dict
     budget: int
 
-    def groups(self, coalitions, k: int, label: str):
-        """Coalition values of the explained rows, a group of rows at a time: ``coalitions``
-        is a (k, p) bool array (the same for every row) or a function of the rows giving
-        (rows, k, p). Yields ``(rows, base (o,), values (rows, k, o))`` in float64. The empty
-        coalition is one item of each engine call; a group's values, masks and plan fit the
-        memory budget."""
+    @functools.cached_property
+    def reducer(self) -> Mean:
+        """The weighted mean over the background: one object, so that a repeated call's
+        plans meet the engine's launch kept for them."""
+        return Mean(self.background_weights[None, :])
+
+    def plans(self, coalitions, k: int):
+        """``plans()``: ``(rows, plan, orders)`` for each group of explained rows.
+        ``coalitions`` is a (k, p) bool array (the same for every row) or a function of the
+        rows giving (rows, k, p) coalitions and the orders they came from. The empty
+        coalition is one item of each plan; a group's values, masks and plan fit the memory
+        budget. One group's plan is built now and kept (a warm call evaluates it again with
+        nothing rebuilt or sent); several are built as they are evaluated."""
         n, c = self.explained.shape
         o, p = self.predictor.n_outputs, self.player_columns.shape[0]
         shared = not callable(coalitions)
@@ -133,20 +139,29 @@ class _Game:
         # ours), two int32 plan entries and, when not shared, the coalition and its mask
         per_row_bytes = k * (16 * o + 8 + (0 if shared else 5 * p + c))
         group = max(1, min(n, int(self.budget // max(1, per_row_bytes))))
-        reducer = Mean(self.background_weights[None, :])
-        columns = self.player_columns.astype(np.float32)
-        for start in range(0, n, group):
-            rows = np.arange(start, min(n, start + group))
-            chosen = coalitions if shared else coalitions(rows).reshape(-1, p)
-            masks = np.concatenate([np.zeros((1, c), bool),
-                                    (chosen.astype(np.float32) @ columns) > 0])
+        # each column belongs to at most one player: a coalition's mask is a gather
+        player, column = np.nonzero(self.player_columns)
+
+        def plan(rows):
+            chosen, orders = (coalitions, None) if shared else coalitions(rows)
+            masks = np.zeros((1 + chosen.size // p, c), bool)
+            masks[1:, column] = chosen.reshape(-1, p)[:, player]
             item_mask = np.concatenate([[0], 1 + (np.tile(np.arange(k), rows.size) if shared
                                                   else np.arange(rows.size * k))])
             item_value = np.concatenate([[0], np.repeat(np.arange(rows.size), k)])
-            plan = at_values(masks, item_mask, self.explained[rows], item_value)
-            result = evaluate(self.predictor, self.background, plan, reducer, label=label,
-                              **self.engine)[:, 0, :]  # (1 + rows * k, o)
-            yield rows, result[0], result[1:].reshape(rows.size, k, o)
+            return rows, at_values(masks, item_mask, self.explained[rows], item_value), orders
+
+        groups = [np.arange(start, min(n, start + group)) for start in range(0, n, group)]
+        if len(groups) == 1:
+            kept = [plan(groups[0])]
+            return lambda: kept
+        return lambda: map(plan, groups)
+
+    def values(self, plan, k: int, label: str) -> tuple[np.ndarray, np.ndarray]:
+        """Base (o,) and coalition values (rows, k, o), float64, of one group's plan."""
+        result = evaluate(self.predictor, self.background, plan, self.reducer, label=label,
+                          **self.engine)[:, 0, :]  # (1 + rows * k, o)
+        return result[0], result[1:].reshape(-1, k, result.shape[-1])
 
 
 def _setup(model, X, background, features, background_size, background_weight, sample_weight,
@@ -159,7 +174,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress, allow_missing=True)
+        progress=progress, allow_missing=True, reuse=True)
     players = dataset.resolve(features)
     if background is None:
         if background_weight is not None:
@@ -167,12 +182,13 @@ def _setup(model, X, background, features, background_size, background_weight, s
                              "background=None the rows of X keep their sample_weight.")
         bg = dataset
     else:
-        bg = _background_dataset(background, dataset, background_weight, categorical, groups,
-                                 allow_missing=predictor.host)
+        bg = background_dataset(background, dataset, background_weight, categorical,
+                                groups, allow_missing=predictor.host)
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)
-        bg = bg.take(background_rows)
+        # kept on the devices as its source is: a repeated (warm) call sends nothing
+        bg = bg.take(background_rows).pin() if bg.pinned else bg.take(background_rows)
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     if not bg_weights.sum() > 0:
         raise ValueError("the background rows all have zero weight; give some rows a positive "
@@ -195,44 +211,6 @@ def _setup(model, X, background, features, background_size, background_weight, s
                                       sample_weight=dataset.weights), dataset, players)
     names = tuple(f.name for f in players)
     return game, names, tuple(predictor.output_names), data, info, key_rest
-
-
-def _background_dataset(background, dataset: Dataset, weight, categorical, groups,
-                        allow_missing: bool = False) -> Dataset:
-    if isinstance(background, Dataset):
-        if weight is not None:
-            raise ValueError("background is a Dataset, which carries its own weights; pass "
-                             "background_weight=None.")
-        bg = background
-    else:
-        names = None if isinstance(background, pd.DataFrame) else dataset.column_names
-        if not isinstance(background, pd.DataFrame) and np.ndim(background) == 2 \
-                and np.shape(background)[1] != len(dataset.column_names):
-            raise ValueError(
-                f"background must have the {len(dataset.column_names)} columns of X; got "
-                f"shape {np.shape(background)}.")
-        bg = as_dataset(background, feature_names=names, categorical=categorical,
-                        groups=groups, sample_weight=weight, allow_missing=allow_missing)
-    if bg.column_names != dataset.column_names:
-        raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
-                         f" got {list(bg.column_names)}.")
-    if isinstance(dataset.source, pd.DataFrame) and isinstance(bg.source, pd.DataFrame):
-        for name in dataset.column_names:
-            ours, theirs = dataset.source[name].dtype, bg.source[name].dtype
-            if isinstance(ours, pd.CategoricalDtype) and not (
-                    isinstance(theirs, pd.CategoricalDtype)
-                    and list(theirs.categories) == list(ours.categories)):
-                raise ValueError(
-                    f"background column {name!r} must have the same categories as X's, so "
-                    f"that their codes agree; got {_dtype(theirs)} for {_dtype(ours)}. Use "
-                    "background[name].astype(X[name].dtype).")
-    return bg
-
-
-def _dtype(dtype) -> str:
-    if isinstance(dtype, pd.CategoricalDtype):
-        return f"categories {list(dtype.categories)}"
-    return str(dtype)
 
 
 def _check_permutations(n_permutations) -> int:
@@ -366,6 +344,20 @@ def shapley_values(
     """
     check_choice(method, "method", _METHODS)
     n_permutations = _check_permutations(n_permutations)
+    options = dict(background=background, features=features, method=method,
+                   n_permutations=n_permutations, background_size=background_size,
+                   background_weight=background_weight, sample_weight=sample_weight,
+                   random_state=random_state, feature_names=feature_names,
+                   categorical=categorical, groups=groups, variables=variables,
+                   memory_budget=memory_budget, progress=progress)
+    # a repeated call (an Explainer's, or on the same small array) reuses its plans
+    return warm_call("shapley values", _set_up_values, model, X, None, options)()
+
+
+def _set_up_values(model, X, _, *, background, features, method, n_permutations,
+                   background_size, background_weight, sample_weight, random_state,
+                   feature_names, categorical, groups, variables, memory_budget, progress):
+    """Validate and plan :func:`shapley_values`; returns ``run()``, which evaluates it."""
     game, names, output_names, data, info, key = _setup(
         model, X, background, features, background_size, background_weight, sample_weight,
         random_state, feature_names, categorical, groups, variables, memory_budget, progress)
@@ -379,48 +371,67 @@ def shapley_values(
     if p == 1:  # one player: every order gives it everything
         method = "exact"
     if method == "exact":
-        base, values, _ = _exact(game, p, interactions=False)
-        errors = None
-    else:
-        values, errors, base = _sampled(game, p, n_permutations, key)
-        info = with_input_layout(dataclasses.replace(info, n_permutations=n_permutations),
-                                 info.input_layout)
-    return ShapleyValues(values, base, data, names, output_names, errors, method, info)
+        exact = _exact(game, p, interactions=False)
+
+        def run():
+            base, values, _ = exact()
+            return ShapleyValues(values, base, data.copy(), names, output_names, None, method,
+                                 info)
+
+        return run
+    sampled = _sampled(game, p, n_permutations, key)
+    info = with_input_layout(dataclasses.replace(info, n_permutations=n_permutations),
+                             info.input_layout)
+
+    def run():
+        values, errors, base = sampled()
+        return ShapleyValues(values, base, data.copy(), names, output_names, errors, method,
+                             info)
+
+    return run
 
 
-def _exact(game: _Game, p: int, interactions: bool) -> tuple:
-    """Base (o,), Shapley values (n, p, o) and, if asked, interaction values (n, p, p, o)
-    from all 2^p coalition values, a group of explained rows at a time."""
+def _exact(game: _Game, p: int, interactions: bool):
+    """``run()`` giving base (o,), Shapley values (n, p, o) and, if asked, interaction values
+    (n, p, p, o) from all 2^p coalition values, a group of explained rows at a time."""
     n, o = game.explained.shape[0], game.predictor.n_outputs
-    members = _members(p)
     weights = shapley_weights(p)
     pair_weights = interaction_weights(p) if interactions else None
-    values = np.empty((n, p, o))
-    pairs = np.empty((n, p, p, o)) if interactions else None
-    base = None
     label = "Shapley interactions" if interactions else "Shapley values"
-    for rows, base, v in game.groups(members[1:], 2 ** p - 1, label):
-        v = np.concatenate([np.broadcast_to(base, (rows.size, 1, o)), v], axis=1)
-        values[rows] = _weighted_coalitions(v, weights)
-        if interactions:
-            half = 0.5 * _weighted_coalitions(v, pair_weights)
-            diagonal = np.arange(p)
-            half[:, diagonal, diagonal] = values[rows] - half.sum(axis=2)
-            pairs[rows] = half
-    return base, values, pairs
+    plans = game.plans(_members(p)[1:], 2 ** p - 1)
+
+    def run():
+        values = np.empty((n, p, o))
+        pairs = np.empty((n, p, p, o)) if interactions else None
+        base = None
+        for rows, plan, _ in plans():
+            base, v = game.values(plan, 2 ** p - 1, label)
+            values[rows] = _weighted_coalitions(v, base, weights)
+            if interactions:
+                half = 0.5 * _weighted_coalitions(v, base, pair_weights)
+                diagonal = np.arange(p)
+                half[:, diagonal, diagonal] = values[rows] - half.sum(axis=2)
+                pairs[rows] = half
+        return base, values, pairs
+
+    return run
 
 
-def _weighted_coalitions(v: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``einsum("nto,t...->n...o", v, weights)``: coalition values (n, t, o) weighted into
-    per-player values, as one matrix product (einsum's loop took 5 ms at n = 1,000, p = 10,
-    the product 0.4 ms)."""
+def _weighted_coalitions(v: np.ndarray, base: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``einsum("nto,t...->n...o", [base, v], weights)``: the values (n, t, o) of every
+    coalition but the empty one, whose value is ``base`` (o,), weighted into per-player
+    values, as one matrix product (einsum's loop took 5 ms at n = 1,000, p = 10, the
+    product 0.4 ms)."""
     n, t, o = v.shape
-    flat = v.transpose(0, 2, 1).reshape(n * o, t) @ weights.reshape(t, -1)
-    return np.moveaxis(flat.reshape(n, o, *weights.shape[1:]), 1, -1)
+    flat = v.transpose(0, 2, 1).reshape(n * o, t) @ weights[1:].reshape(t, -1)
+    out = np.moveaxis(flat.reshape(n, o, *weights.shape[1:]), 1, -1)
+    out += np.multiply.outer(weights[0], base)  # the empty coalition's share
+    return out
 
 
-def _sampled(game: _Game, p: int, n_permutations: int, key) -> tuple:
-    """Antithetic permutation sampling: per explained row, ``n_permutations / 2`` orders and
+def _sampled(game: _Game, p: int, n_permutations: int, key):
+    """``run()`` giving Shapley values, their standard errors (n, p, o) and the base (o,)
+    by antithetic permutation sampling: per explained row, ``n_permutations / 2`` orders and
     their reverses. The coalitions are each order's proper prefixes (the forward pass) and
     their complements (the reverse order's prefixes), then the full coalition."""
     n, o = game.explained.shape[0], game.predictor.n_outputs
@@ -428,29 +439,34 @@ def _sampled(game: _Game, p: int, n_permutations: int, key) -> tuple:
     cut = np.arange(1, p)  # proper prefixes: 1..p-1 players
     bits = key_bits(key)
 
-    last = {}
-
     def coalitions(rows):
-        last["positions"] = _player_positions(bits, rows, m, p)
-        prefix = last["positions"][:, :, None, :] < cut[None, None, :, None]  # (r, m, p-1, p)
+        positions = _player_positions(bits, rows, m, p)
+        prefix = positions[:, :, None, :] < cut[None, None, :, None]  # (r, m, p-1, p)
         both = np.concatenate([prefix, ~prefix], axis=2).reshape(rows.size, -1, p)
-        return np.concatenate([both, np.ones((rows.size, 1, p), bool)], axis=1)
+        return np.concatenate([both, np.ones((rows.size, 1, p), bool)], axis=1), positions
 
-    values, errors = np.empty((n, p, o)), np.empty((n, p, o))
     k = 2 * m * (p - 1) + 1
-    for rows, base, v in game.groups(coalitions, k, "Shapley values (sampled)"):
-        r = rows.size
-        full = np.broadcast_to(v[:, -1][:, None, None], (r, m, 1, o))
-        empty = np.broadcast_to(base, (r, m, 1, o))
-        inner = v[:, :-1].reshape(r, m, 2, p - 1, o)
-        forward = np.concatenate([empty, inner[:, :, 0], full], axis=2)  # v(first k), k=0..p
-        reverse = np.concatenate([full, inner[:, :, 1], empty], axis=2)  # v(all but first k)
-        # the player at place k - 1 gains V[k] - V[k-1] forward and U[k-1] - U[k] in reverse
-        gain = 0.5 * (np.diff(forward, axis=2) - np.diff(reverse, axis=2))  # (r, m, p, o)
-        per_pair = np.take_along_axis(gain, last["positions"][..., None], axis=2)
-        values[rows] = per_pair.mean(axis=1)
-        errors[rows] = per_pair.std(axis=1, ddof=1) / np.sqrt(m)
-    return values, errors, base
+    plans = game.plans(coalitions, k)
+
+    def run():
+        values, errors = np.empty((n, p, o)), np.empty((n, p, o))
+        base = None
+        for rows, plan, positions in plans():
+            base, v = game.values(plan, k, "Shapley values (sampled)")
+            r = rows.size
+            full = np.broadcast_to(v[:, -1][:, None, None], (r, m, 1, o))
+            empty = np.broadcast_to(base, (r, m, 1, o))
+            inner = v[:, :-1].reshape(r, m, 2, p - 1, o)
+            forward = np.concatenate([empty, inner[:, :, 0], full], axis=2)  # v(first k)
+            reverse = np.concatenate([full, inner[:, :, 1], empty], axis=2)  # v(all but k)
+            # the player at place k - 1 gains V[k] - V[k-1] forward, U[k-1] - U[k] in reverse
+            gain = 0.5 * (np.diff(forward, axis=2) - np.diff(reverse, axis=2))  # (r, m, p, o)
+            per_pair = np.take_along_axis(gain, positions[..., None], axis=2)
+            values[rows] = per_pair.mean(axis=1)
+            errors[rows] = per_pair.std(axis=1, ddof=1) / np.sqrt(m)
+        return values, errors, base
+
+    return run
 
 
 @validate_params()
@@ -511,6 +527,18 @@ def shapley_interactions(
     >>> bool(np.allclose(si.values[:, 0, 2], 0, atol=1e-6))  # x0 and x2 do not interact
     True
     """
+    options = dict(background=background, features=features, background_size=background_size,
+                   background_weight=background_weight, sample_weight=sample_weight,
+                   random_state=random_state, feature_names=feature_names,
+                   categorical=categorical, groups=groups, variables=variables,
+                   memory_budget=memory_budget, progress=progress)
+    return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
+
+
+def _set_up_interactions(model, X, _, *, background, features, background_size,
+                         background_weight, sample_weight, random_state, feature_names,
+                         categorical, groups, variables, memory_budget, progress):
+    """Validate and plan :func:`shapley_interactions`; returns ``run()``."""
     game, names, output_names, data, info, _ = _setup(
         model, X, background, features, background_size, background_weight, sample_weight,
         random_state, feature_names, categorical, groups, variables, memory_budget, progress)
@@ -519,5 +547,11 @@ def shapley_interactions(
         raise ValueError(
             f"shapley_interactions handles at most {INTERACTION_LIMIT} features or groups "
             f"(2^p coalitions per row); got {p}. Pass fewer features= or group columns.")
-    base, _, values = _exact(game, p, interactions=True)
-    return ShapleyInteractions(values, base, data, names, output_names, "exact", info)
+    exact = _exact(game, p, interactions=True)
+
+    def run():
+        base, _, values = exact()
+        return ShapleyInteractions(values, base, data.copy(), names, output_names, "exact",
+                                   info)
+
+    return run
