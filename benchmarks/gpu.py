@@ -4,7 +4,9 @@ One command on a machine with a GPU: ``make bench-gpu`` (``.venv/bin/python benc
 Every case uses ReLU MLPs with fixed random weights (``_common.random_relu_mlp``) and times, in
 interleaved rounds (the best of each, every call blocked until its results are ready):
 
-- jaximp's plain function and a reused :class:`jaximp.Explainer` (its data kept on the device);
+- jaximp's plain function and a reused :class:`jaximp.Explainer` (its data kept on the device),
+  and for PD and permutation importance a loop's cost per call: ten Explainer calls made
+  before any is read, against ten floor calls made the same way;
 - the floor: the jitted model alone over the same rows and nothing else, the faster of the
   16k-row ``lax.scan`` and one with the largest blocks that fit (up to 2^20 rows);
 - the peers: scikit-learn's ``partial_dependence`` and ``permutation_importance`` calling the
@@ -59,8 +61,9 @@ from shapley import numpy_callable  # noqa: E402
 import jaximp  # noqa: E402
 
 P, GRID, REPEATS, BACKGROUND = 10, 20, 5, 100
+IN_FLIGHT = 10  # calls made before any is read: a loop's cost per call
 COLUMNS = ["case", "n", "model_rows", "jaximp_s", "explainer_s", "floor_s", "ratio_floor",
-           "explainer_ratio_floor", "peer", "peer_s", "peer_over_jaximp", "check", "note"]
+           "explainer_ratio_floor", "in_flight_s", "in_flight_ratio_floor", "peer", "peer_s", "peer_over_jaximp", "check", "note"]
 
 
 def floor_of(f, X, rows: int):
@@ -99,9 +102,20 @@ def timed_row(case, n, rows, fns, repeats, rounds=None, peer=None, check="", not
            "note": note, "peer": peer or "-"}
     if "explainer" in t:
         row.update(explainer_s=t["explainer"], explainer_ratio_floor=t["explainer"] / t["floor"])
+    if "in flight" in t:  # per call, against the floor's calls made the same way
+        row.update(in_flight_s=t["in flight"] / IN_FLIGHT,
+                   in_flight_ratio_floor=t["in flight"] / t["floor in flight"])
     if peer is not None:
         row.update(peer_s=t[peer], peer_over_jaximp=t[peer] / t["jaximp"])
     return row
+
+
+def in_flight(call, read, floor):
+    """A loop's cost: ``IN_FLIGHT`` calls made before any result is read, then all read
+    (an Explainer's partial dependence and permutation importance return once dispatched),
+    and the floor's calls made the same way."""
+    return {"in flight": lambda: [read(r) for r in [call() for _ in range(IN_FLIGHT)]],
+            "floor in flight": lambda: [floor() for _ in range(IN_FLIGHT)]}
 
 
 def case_pd(f, n, repeats, rng):
@@ -122,6 +136,9 @@ def case_pd(f, n, repeats, rng):
     scale = max(np.abs(b).max() for b in reference)
     assert error <= 10 * float32_rtol() * scale, error
     fns = {"jaximp": ours, "explainer": bound, "floor": floor_of(f, X, n * GRID * P)}
+    fns.update(in_flight(lambda: explainer.partial_dependence_all(
+        grid="sklearn", grid_resolution=GRID), lambda r: [v.average for v in r.values()],
+        fns["floor"]))
     peer = "sklearn" if n <= 10_000 else None
     if peer:
         fns[peer] = theirs
@@ -154,6 +171,8 @@ def case_pfi(f, n, repeats, rng):
         check = f"~ sklearn: max gap {np.max(gap / (se + 1e-12)):.1f} SE"
     fns = {"jaximp": ours, "explainer": bound,
            "floor": floor_of(f, X, (P * REPEATS + 1) * n)}
+    fns.update(in_flight(lambda: explainer.permutation_importance(n_repeats=REPEATS),
+                         lambda r: r.importances, fns["floor"]))
     if peer:
         fns[peer] = theirs
     return timed_row("permutation importance", n, (P * REPEATS + 1) * n, fns, repeats,
@@ -359,6 +378,8 @@ def main() -> None:
                 said = [f"{row['ratio_floor']:.3g}x floor"]
                 if "explainer_ratio_floor" in row:
                     said.append(f"Explainer {row['explainer_ratio_floor']:.3g}x floor")
+                if "in_flight_ratio_floor" in row:
+                    said.append(f"{IN_FLIGHT} in flight {row['in_flight_ratio_floor']:.3g}x")
                 if "peer_over_jaximp" in row:
                     said.append(f"{row['peer']} {row['peer_over_jaximp']:.3g}x jaximp's time")
                 print(f"# {row['case']}, n = {row['n']}: {', '.join(said)} "
