@@ -11,8 +11,7 @@ exact Shapley values (100 background rows) with a reused :class:`jaximp.Explaine
    wait for the device.
 
 Run: ``.venv/bin/python benchmarks/gpu_profile.py [--cases pfi pd shapley] [--sizes N ...]
-[--out DIR]`` (DIR keeps the trace and the profiles; the trace and host profile are taken at
-the first size). On a CPU it runs too, at smaller sizes (``--quick``).
+[--out DIR]`` (DIR keeps the traces and the profiles, taken at every size). On a CPU it runs too, at smaller sizes (``--quick``).
 """
 
 from __future__ import annotations
@@ -141,8 +140,8 @@ def main() -> None:
             print(f"# {row['case']} n={row['n']} budget={row['budget']}: {row['ms']:.3f} ms, "
                   f"{row['ratio']:.2f}x floor ({row['floor_ms']:.3f} ms); {row['sizes']}",
                   flush=True)
-    for n, chosen in [runs[0]] + [run for run in runs[1:] if run[1] == ["shapley"]]:
-        if chosen:  # at the first size, and exact Shapley values at theirs
+    for n, chosen in runs:
+        if chosen:
             profile_calls(n, chosen, rng, out)
 
 
@@ -162,7 +161,7 @@ def profile_calls(n: int, chosen, rng, out: str) -> None:
         except Exception as err:  # noqa: BLE001 - a trace format this script does not know
             lines = [f"trace not read: {err!r}"]
         print(f"# device time of 10 warm {name} calls at n = {n}:\n  " + "\n  ".join(lines))
-        repeats = 20 if name == "shapley" else 200
+        repeats = 200 if n <= 10_000 and name != "shapley" else 20
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(repeats):
