@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 from conftest import random_mlp
 
+import jaximp
+
 from jaximp.methods._shapley import (
     ShapleyValues,
     interaction_weights,
@@ -151,6 +153,8 @@ _SHAP_EXACT = """
 import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 from conftest import random_mlp
+
+import jaximp
 import shap
 data = np.load(sys.argv[2])
 _, f_np, _ = random_mlp(5, sizes=(5, 16, 1))
@@ -316,6 +320,10 @@ def test_row_groups_under_a_small_memory_budget_give_the_same_values():
     sampled = [shapley_values(f, X, B, method="permutation", n_permutations=4,
                               memory_budget=budget) for budget in (None, 1 << 16)]
     np.testing.assert_allclose(sampled[0].values, sampled[1].values, atol=2e-6)
+    # a repeated Explainer call builds its groups' plans again (only one group's is kept)
+    explainer = jaximp.Explainer(f, X, background=B, memory_budget=1 << 16)
+    for _ in range(2):
+        np.testing.assert_array_equal(explainer.shapley_values().values, pieces.values)
 
 
 def test_result_read_outs_and_plots(game):

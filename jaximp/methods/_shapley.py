@@ -59,6 +59,9 @@ EXACT_LIMIT = 16
 INTERACTION_LIMIT = 12
 _METHODS = ("auto", "exact", "permutation")
 _ORDER_STREAM = 11  # label of the sampled orders' random streams
+# a call's plan (two int32 entries per explained row and coalition) is kept for its repeats up
+# to this size: 1,000 rows x 1,024 coalitions take 8 MB
+_KEPT_PLAN_BYTES = 32 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,8 +133,8 @@ class _Game:
         ``coalitions`` is a (k, p) bool array (the same for every row) or a function of the
         rows giving (rows, k, p) coalitions and the orders they came from. The empty
         coalition is one item of each plan; a group's values, masks and plan fit the memory
-        budget. One group's plan is built now and kept (a warm call evaluates it again with
-        nothing rebuilt or sent); several are built as they are evaluated."""
+        budget. One small group's plan is built now and kept (a warm call evaluates it again
+        with nothing rebuilt or sent); larger ones are built as they are evaluated."""
         n, c = self.explained.shape
         o, p = self.predictor.n_outputs, self.player_columns.shape[0]
         shared = not callable(coalitions)
@@ -152,7 +155,7 @@ class _Game:
             return rows, at_values(masks, item_mask, self.explained[rows], item_value), orders
 
         groups = [np.arange(start, min(n, start + group)) for start in range(0, n, group)]
-        if len(groups) == 1:
+        if len(groups) == 1 and 8 * n * k <= _KEPT_PLAN_BYTES:
             kept = [plan(groups[0])]
             return lambda: kept
         return lambda: map(plan, groups)
