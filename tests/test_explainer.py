@@ -199,6 +199,15 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"pairs": [("a", "c")]}, {"features": ["b", "c"]}, {"random_state": 3}):
         _same(explainer.h_statistic(n_max=30, **options),
               jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
+    # bootstrap weightings are kept with the PD plans by their contents
+    for options in ({"n_bootstrap": 3, "random_state": 0}, {"n_bootstrap": 3, "random_state": 1},
+                    {}, {"n_bootstrap": 4}, {"grid_resolution": 7},
+                    {"n_bootstrap": 3, "random_state": 0}):
+        _same(explainer.pd_importance(**options),
+              jaximp.pd_importance(model, FRAME, **DATA, **options))
+        pairs = dict({"grid_resolution": 5}, **options)
+        _same(explainer.pd_interaction(features=["a", "b", "c"], **pairs),
+              jaximp.pd_interaction(model, FRAME, features=["a", "b", "c"], **DATA, **pairs))
 
 
 def test_a_reused_explainer_never_returns_stale_shapley_values():

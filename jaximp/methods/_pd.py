@@ -28,12 +28,15 @@ from ..data import (
 )
 from ..engine import Keep, Mean, at_values, check_collapse, evaluate
 from ..models import Predictor
-from ._setup import cached_stage, prepare
+from ._setup import cached_stage, digest, prepare
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
 
 _KINDS = ("average", "individual", "both")
+# bootstrap weightings (replicates x rows) kept with a cached plan up to this size (hashing
+# their contents costs about 1 ms per MB)
+_KEPT_WEIGHTINGS_BYTES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -311,7 +314,8 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
 
 
 def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentiles, keep, w):
-    """The grids of ``feature_sets`` and the engine plan and reducer of their PDs."""
+    """The grids of ``feature_sets`` and the engine plan and reducer of their PDs: their
+    means under the row weights ``w`` (n,) or each weighting of ``w`` (r, n)."""
     c = dataset.n_columns
     grid = resolve_grid(grid, dataset)
     grids: dict[str, tuple[np.ndarray, tuple]] = {}
@@ -346,7 +350,7 @@ def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentile
         shapes.append(shape)
     values = np.concatenate(values)
     plan = at_values(np.stack(masks), np.concatenate(item_mask), values, np.arange(len(values)))
-    return plan, Keep() if keep else Mean(w[None]), grids, shapes
+    return plan, Keep() if keep else Mean(np.atleast_2d(w)), grids, shapes
 
 
 def compute_pd(
@@ -375,15 +379,20 @@ def compute_pd(
     out_idx = select_outputs(predictor.output_names, output)  # refused before any evaluation
     keep = kind in ("individual", "both")
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
+    if weightings is not None:
+        weightings = np.asarray(weightings, np.float64)
+        if weightings.shape[0] == 1 and np.array_equal(weightings[0], w):
+            weightings = None  # the data's own weights: the plain PD's plan and reducer
+    # bootstrap weightings of a few MB at most are kept with the plan, by their contents
+    many = weightings is not None and weightings.nbytes > _KEPT_WEIGHTINGS_BYTES
     stage = cached_stage(
         dataset, ("partial dependence", tuple(tuple(f.name for f in fs) for fs in feature_sets),
-                  keep, grid, grid_resolution, percentiles, predictor.dtype),
+                  keep, grid, grid_resolution, percentiles, predictor.dtype,
+                  None if weightings is None or many else digest(weightings)),
         lambda: _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution,
-                         percentiles, keep, w),
-        uncached=weightings is not None)
+                         percentiles, keep, w if weightings is None else weightings),
+        uncached=many)
     plan, reducer, grids, shapes = stage
-    if weightings is not None:
-        reducer = Mean(np.asarray(weightings, np.float64))
     weightings = reducer.weights if not keep else w[None]
     out = evaluate(
         predictor, dataset, plan, reducer,

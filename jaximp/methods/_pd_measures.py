@@ -42,16 +42,10 @@ def _measure_for(feature: Feature, measure: str) -> str:
 
 
 @functools.partial(jax.jit, static_argnames=("measure",))
-def _flatness_outputs(average_go: jax.Array, measure: str) -> jax.Array:
-    """Flatness of a PD for each output: (g, o) -> (o,)."""
-    return jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)(average_go)
-
-
-@functools.partial(jax.jit, static_argnames=("measure",))
-def _flatness_replicates(average_gro: jax.Array, measure: str) -> jax.Array:
-    """Flatness of a PD for each output and weighting: (g, r, o) -> (o, r)."""
+def _flatness(pds_kgro: jax.Array, measure: str) -> jax.Array:
+    """Flatness of k PDs for each output and weighting: (k, g, r, o) -> (k, o, r)."""
     per_output = jax.vmap(lambda curve: K.flatness(curve, measure), in_axes=1)
-    return jax.vmap(per_output, in_axes=1, out_axes=1)(average_gro)
+    return jax.vmap(jax.vmap(per_output, in_axes=1, out_axes=1))(pds_kgro)
 
 
 @functools.partial(jax.jit, static_argnames=("measure", "average", "trim", "ice"))
@@ -73,16 +67,11 @@ def _importance_replicates(ice_ngo, weights_rn, measure, average, trim, ice):
 
 
 @functools.partial(jax.jit, static_argnames=("measures",))
-def _interaction_outputs(pd_abo, measures):
-    """PD interaction of one pair for each output: (g1, g2, o) -> (o,)."""
-    return jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)(pd_abo)
-
-
-@functools.partial(jax.jit, static_argnames=("measures",))
-def _interaction_replicates_pd(pd_abro, measures):
-    """PD interaction of one pair for each output and weighting: (g1, g2, r, o) -> (o, r)."""
+def _interaction_strengths(pds_kabro, measures):
+    """PD interaction of k pairs for each output and weighting: (k, g1, g2, r, o) ->
+    (k, o, r)."""
     per_output = jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)
-    return jax.vmap(per_output, in_axes=2, out_axes=1)(pd_abro)
+    return jax.vmap(jax.vmap(per_output, in_axes=2, out_axes=1))(pds_kabro)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "measures", "average", "trim"))
@@ -107,6 +96,16 @@ def _shifted(values: np.ndarray, axis) -> jax.Array:
     return jnp.asarray(values - values.mean(axis=axis, keepdims=True), jnp.float32)
 
 
+def _batched(estimates: list, batches: dict, kernel, axes) -> None:
+    """Fill ``estimates[i]`` (o, r) for each batch of PDs of one shape and measure: one
+    kernel call and one read per batch, not per feature (each costs a launch on a GPU)."""
+    for (_, measure), members in batches.items():
+        stacked = np.stack([pd for _, pd in members])
+        for (i, _), est in zip(members, jax.device_get(kernel(_shifted(stacked, axes),
+                                                              measure))):
+            estimates[i] = np.asarray(est, np.float64)
+
+
 # ---------------------------------------------------------------------------------------------
 # From evaluated PDs (shared with explain).
 # ---------------------------------------------------------------------------------------------
@@ -120,8 +119,10 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
     Used by :func:`pd_importance` and by ``explain``, which shares the PDs with other methods.
     """
     weights_d = jnp.asarray(weights, jnp.float32)
-    measures, estimates, curves = [], [], {}
-    for feat, result in zip(chosen, results):
+    measures, curves = [], {}
+    estimates: list = [None] * len(chosen)
+    batches: dict = {}  # (PD shape, measure) -> [(feature position, (g, r, o) PD)]
+    for i, (feat, result) in enumerate(zip(chosen, results)):
         m = _measure_for(feat, measure)
         measures.append(m)
         if result.individual is not None:
@@ -132,13 +133,13 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
                 bool(ice),
             ))
             curves[feat.name] = np.asarray(curve, np.float64) + shift
-        elif replicated is not None:  # (g, r, o) PDs, one per weighting
-            est = jax.device_get(_flatness_replicates(_shifted(replicated[len(curves)], 0), m))
-            curves[feat.name] = result.average
-        else:
-            est = jax.device_get(_flatness_outputs(_shifted(result.average, 0), m))[:, None]
-            curves[feat.name] = result.average
-        estimates.append(np.asarray(est, np.float64))
+            estimates[i] = np.asarray(est, np.float64)
+            continue
+        # one (g, r, o) PD per weighting, or the PD alone (r = 1)
+        pd = replicated[i] if replicated is not None else result.average[:, None, :]
+        batches.setdefault((pd.shape, m), []).append((i, pd))
+        curves[feat.name] = result.average
+    _batched(estimates, batches, _flatness, 1)
     point, std, replicates = summaries(np.stack(estimates))
     return FeatureImportance(
         method="ice" if ice else "pd",
@@ -160,8 +161,10 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
     """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
     :func:`importance_from_pds` for importance."""
     weights_d = jnp.asarray(weights, jnp.float32)
-    estimates, surfaces = [], {}
-    for (fa, fb), result in zip(pair_list, results):
+    surfaces = {}
+    estimates: list = [None] * len(pair_list)
+    batches: dict = {}  # (PD shape, measures) -> [(pair position, (g1, g2, r, o) PD)]
+    for i, ((fa, fb), result) in enumerate(zip(pair_list, results)):
         measures = (_measure_for(fa, measure), _measure_for(fb, measure))
         shape = result.grid_shape
         if result.individual is not None:
@@ -174,16 +177,13 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
             ))
             surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
                 *shape, o)
-        elif replicated is not None:  # (g1, g2, r, o) PDs, one per weighting
-            est = jax.device_get(_interaction_replicates_pd(
-                _shifted(replicated[len(surfaces)], (0, 1)), measures))
-            surfaces[(fa.name, fb.name)] = result.average
-        else:
-            est = jax.device_get(_interaction_outputs(_shifted(result.average, (0, 1)),
-                                                      measures))
-            est = est[:, None]
-            surfaces[(fa.name, fb.name)] = result.average
-        estimates.append(np.asarray(est, np.float64))
+            estimates[i] = np.asarray(est, np.float64)
+            continue
+        # one (g1, g2, r, o) PD per weighting, or the PD alone (r = 1)
+        pd = replicated[i] if replicated is not None else result.average[:, :, None, :]
+        batches.setdefault((pd.shape, measures), []).append((i, pd))
+        surfaces[(fa.name, fb.name)] = result.average
+    _batched(estimates, batches, _interaction_strengths, (1, 2))
     point, std, replicates = summaries(np.stack(estimates))
     return FeatureInteraction(
         method="pd_interaction",
