@@ -199,6 +199,15 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"pairs": [("a", "c")]}, {"features": ["b", "c"]}, {"random_state": 3}):
         _same(explainer.h_statistic(n_max=30, **options),
               jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
+    # ALE keeps its bins and plan per feature, bin count and bootstrap weighting
+    for options in ({"bins": 5}, {"bins": 6}, {"bins": 5, "n_bootstrap": 3},
+                    {"bins": 5, "n_bootstrap": 3, "random_state": 1},
+                    {"bins": np.array([-3.0, 0.0, 3.0])}, {"bins": 5}):
+        _same(explainer.ale("a", **options), jaximp.ale(model, FRAME, "a", **DATA, **options))
+    for options in ({"features": ["a", "b"]}, {"features": ["a", "c"]}, {"bins": 4},
+                    {"n_bootstrap": 3}, {"features": ["a", "b"]}):
+        _same(explainer.ale_importance(**options),
+              jaximp.ale_importance(model, FRAME, **DATA, **options))
     # bootstrap weightings are kept with the PD plans by their contents
     for options in ({"n_bootstrap": 3, "random_state": 0}, {"n_bootstrap": 3, "random_state": 1},
                     {}, {"n_bootstrap": 4}, {"grid_resolution": 7},

@@ -58,7 +58,7 @@ from ._ale_plan import (
     second_order,
     spec_weights,
 )
-from ._setup import prepare
+from ._setup import cached_stage, digest, prepare
 
 __all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
 
@@ -238,33 +238,32 @@ def _power_of_two(size: int) -> int:
 
 
 def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weights: np.ndarray,
-             out_idx: list[int], derivative: bool, engine: dict, centered: str = "rows"
-             ) -> list[AccumulatedLocalEffects]:
+             out_idx: list[int], derivative: bool, engine: dict, centered: str = "rows",
+             kept: bool = False) -> list[AccumulatedLocalEffects]:
     """Every spec's ALE in one engine call; ``weights`` (1 + r, n): the case weights, then one
     weighting per bootstrap replicate. The spreads come from the curves centred over the rows
-    whatever centring (``centered``) the returned curves use."""
+    whatever centring (``centered``) the returned curves use. ``kept``: the specs are kept on
+    the dataset (:func:`_specs`), and so may their plan be."""
     # sizes rounded up (groups and weightings that stay empty), so that nearby bin and replicate
     # counts reuse one compiled evaluation
-    n_groups = _power_of_two(max(s.n_groups for s in specs))
     n_weightings = weights.shape[0]
     padded = np.zeros((1 if n_weightings == 1 else _power_of_two(n_weightings),
                        weights.shape[1]))
     padded[:n_weightings] = weights
-    c = dataset.n_columns
+    # the plan and reducer of specs kept on the data (``kept``, see _specs), with bootstrap
+    # weightings of at most 1 MB (by their contents): a repeated call sends nothing again
+    many = n_weightings > 1 and padded.nbytes > 1 << 20
+    model, plan, reducer, pairs = cached_stage(
+        dataset, ("ale plan", tuple(id(s) for s in specs), predictor, derivative,
+                  None if n_weightings == 1 or many else digest(padded)),
+        lambda: _ale_plan(dataset, predictor, specs, padded, derivative),
+        uncached=not kept or many)
     if derivative:
-        columns = [s.features[0].columns[0] for s in specs]
-        codes = np.stack([s.discard(s.codes[0], s.n_bins[0]) for s in specs])
-        gradient = gradient_predictor(predictor, columns, c)
-        plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
-        totals = evaluate(gradient, dataset, plan, GradientSums(codes, n_groups, padded),
-                          label="derivative ALE", **engine)[0]  # (F, r, G, o + 1)
+        totals = evaluate(model, dataset, plan, reducer, label="derivative ALE",
+                          **engine)[0]  # (F, r, G, o + 1)
         per_spec = [(t[..., :-1], t[..., -1]) for t in totals]
     else:
-        builder = ALEPlanBuilder(c)
-        pairs = [builder.add(s) for s in specs]
-        reducer = PairSums(np.stack(builder.group_codes),
-                            np.asarray(builder.item_group, np.int32), n_groups, padded)
-        totals = evaluate(predictor, dataset, builder.plan(), reducer,
+        totals = evaluate(model, dataset, plan, reducer,
                           label="accumulated local effects", **engine)  # (pairs, r, G, o + 1)
         per_spec = []
         for s, idx in zip(specs, pairs):
@@ -309,6 +308,42 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
         ))
     _warn_left_out(specs)
     return results
+
+
+def _ale_plan(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], padded, derivative):
+    """The model (its gradient for ``derivative``), engine plan and reducer of the specs'
+    ALE, and each spec's items (finite differences)."""
+    n_groups = _power_of_two(max(s.n_groups for s in specs))
+    c = dataset.n_columns
+    if derivative:
+        columns = [s.features[0].columns[0] for s in specs]
+        codes = np.stack([s.discard(s.codes[0], s.n_bins[0]) for s in specs])
+        plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
+        return (gradient_predictor(predictor, columns, c), plan,
+                GradientSums(codes, n_groups, padded), None)
+    builder = ALEPlanBuilder(c)
+    pairs = [builder.add(s) for s in specs]
+    reducer = PairSums(np.stack(builder.group_codes), np.asarray(builder.item_group, np.int32),
+                       n_groups, padded)
+    return predictor, builder.plan(), reducer, pairs
+
+
+def _specs(dataset: Dataset, feature_sets, bins_each, w) -> tuple[list[ALESpec], bool]:
+    """``make_spec`` of each feature set with its bins, and whether they are all kept: bins
+    given as counts are kept on the (immutable) dataset, whose own case weights ``w`` they
+    use, so that a repeated call reuses the edges, the rows' bins and with them the plan."""
+    specs, kept = [], True
+    for feats, bins in zip(feature_sets, bins_each):
+        key = ("ale spec", tuple(f.name for f in feats), bins)
+        try:
+            hash(key)
+        except TypeError:  # explicit edges (an array): made anew
+            specs.append(make_spec(dataset, feats, bins, w))
+            kept = False
+            continue
+        specs.append(dataset.memo(key, lambda feats=feats, bins=bins: make_spec(
+            dataset, feats, bins, w)))
+    return specs, kept
 
 
 def _warn_left_out(specs: list[ALESpec]) -> None:
@@ -539,11 +574,11 @@ def ale(
             bins = (_check_bins(bins),) * 2
     else:
         bins = _check_bins(bins)
-    spec = make_spec(dataset, feats, bins, weights[0])
+    specs, kept = _specs(dataset, [feats], [bins], weights[0])
     if derivative:
-        _check_derivative_specs([spec])
-    return _compute(dataset, predictor, [spec], weights, out_idx, derivative, engine,
-                    centered)[0]
+        _check_derivative_specs(specs)
+    return _compute(dataset, predictor, specs, weights, out_idx, derivative, engine,
+                    centered, kept)[0]
 
 
 @validate_params(derivative=Flag(), n_bootstrap=Replicates())
@@ -613,10 +648,11 @@ def ale_importance(
         variables=variables, memory_budget=memory_budget, progress=progress)
     bins = _check_bins(bins)
     chosen = dataset.resolve(features)
-    specs = [make_spec(dataset, [f], bins, weights[0]) for f in chosen]
+    specs, kept = _specs(dataset, [[f] for f in chosen], [bins] * len(chosen), weights[0])
     if derivative:
         _check_derivative_specs(specs)
-    results = _compute(dataset, predictor, specs, weights, out_idx, derivative, engine)
+    results = _compute(dataset, predictor, specs, weights, out_idx, derivative, engine,
+                       kept=kept)
     point, std, replicates = _spread_summaries(results)
     return FeatureImportance(
         method="ale", feature_names=tuple(f.name for f in chosen),
@@ -696,8 +732,9 @@ def ale_interaction(
     if features is None:  # every numeric single-column feature
         chosen = [f for f in chosen if not f.is_categorical and len(f.columns) == 1]
     pair_list = resolve_pairs(dataset, chosen, "all" if pairs is None else pairs, None)
-    specs = [make_spec(dataset, list(pair), (bins, bins), weights[0]) for pair in pair_list]
-    results = _compute(dataset, predictor, specs, weights, out_idx, False, engine)
+    specs, kept = _specs(dataset, [list(pair) for pair in pair_list],
+                         [(bins, bins)] * len(pair_list), weights[0])
+    results = _compute(dataset, predictor, specs, weights, out_idx, False, engine, kept=kept)
     point, std, replicates = _spread_summaries(results)
     return FeatureInteraction(
         method="ale_interaction",
