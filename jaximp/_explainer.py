@@ -5,10 +5,9 @@ from __future__ import annotations
 import functools
 import inspect
 
-import numpy as np
 
 from ._explain import explain
-from .data import Dataset, as_dataset, validate_params
+from .data import as_dataset, validate_params
 from .methods import (
     ablation_attributions,
     ale,
@@ -119,13 +118,6 @@ class Explainer:
         self.dataset.pin()  # its device copy is made once and kept
         self.model = model
         self.y = None if y is None else check_target(y, self.dataset.n_rows)
-        if background is not None:
-            width = (len(background.column_names) if isinstance(background, Dataset)
-                     else np.shape(background)[1] if np.ndim(background) == 2 else None)
-            if width != self.dataset.n_columns:
-                raise ValueError(
-                    f"background must have the columns of X ({self.dataset.n_columns}); got "
-                    f"shape {np.shape(getattr(background, 'X', background))}.")
         self.background = background
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
         # reuses its plans and sends nothing again

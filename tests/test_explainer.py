@@ -301,7 +301,7 @@ def test_construction_is_checked():
         jaximp.Explainer(model, FRAME).permutation_importance()
     with pytest.raises(ValueError, match=r"y must have n = 80 rows like X; got 3"):
         jaximp.Explainer(model, FRAME, Y[:3])
-    with pytest.raises(ValueError, match=r"background must have the columns of X \(4\)"):
+    with pytest.raises(ValueError, match=r"background must have the 4 columns of X; got shape \(3, 2\)"):
         jaximp.Explainer(model, FRAME, background=np.zeros((3, 2)))
     with pytest.raises(ValueError, match=r"memory_budget must be at least 65536 bytes"):
         jaximp.Explainer(model, FRAME, memory_budget=10)

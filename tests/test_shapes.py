@@ -85,6 +85,37 @@ def test_shapley_values_over_channels_of_sequences_equal_the_flat_table():
                                rtol=1e-4, atol=1e-5)
 
 
+def test_an_explainer_takes_a_background_of_examples_and_refuses_another_shape():
+    """The background of examples of X's shape (or of flattened rows) serves Shapley values
+    and SAGE on an Explainer as in the functions; examples of another shape with as many
+    positions (a transposed sequence) are refused, not silently flattened."""
+    def sequence_model(X):  # (n, t, c)
+        return jnp.tanh(X[:, :, 0]).sum(axis=1) * X[:, -1, 2] + X[:, :, 1].mean(axis=1)
+
+    channels = jaximp.input_groups(SEQUENCES.shape[1:], axis=-1, prefix="channel")
+    y = np.asarray(sequence_model(jnp.asarray(SEQUENCES)), np.float64)
+    for background in (SEQUENCES[5:], SEQUENCES[5:].reshape(25, -1)):
+        ex = jaximp.Explainer(sequence_model, SEQUENCES[:5], y[:5], background=background,
+                              groups=channels)
+        np.testing.assert_array_equal(
+            ex.shapley_values().values,
+            jaximp.shapley_values(sequence_model, SEQUENCES[:5], SEQUENCES[5:],
+                                  groups=channels).values)
+        np.testing.assert_array_equal(
+            ex.sage_importance(estimator="exact").importances_mean,
+            jaximp.sage_importance(sequence_model, SEQUENCES[:5], y[:5],
+                                   background=SEQUENCES[5:], groups=channels,
+                                   estimator="exact").importances_mean)
+    for call in (lambda: jaximp.Explainer(sequence_model, SEQUENCES, background=np.zeros(
+                     (4, 3, 5))),
+                 lambda: jaximp.shapley_values(sequence_model, SEQUENCES[:5],
+                                               np.zeros((4, 3, 5)))):
+        with pytest.raises(ValueError, match=r"background must have the 15 columns of X \(or "
+                                             r"examples of X's shape \(5, 3\)\); got shape "
+                                             r"\(4, 3, 5\)"):
+            call()
+
+
 def test_positions_are_features_by_default_and_named_by_index():
     dataset = jaximp.as_dataset(SEQUENCES)
     assert dataset.input_shape == (5, 3) and dataset.X.shape == (30, 15)

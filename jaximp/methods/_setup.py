@@ -113,10 +113,14 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
         bg = background
     else:
         names = None if isinstance(background, pd.DataFrame) else dataset.column_names
-        if not isinstance(background, pd.DataFrame) and np.ndim(background) == 2 \
-                and np.shape(background)[1] != len(dataset.column_names):
+        example = tuple(np.shape(background)[1:])
+        allowed = [(dataset.n_columns,)] + ([] if dataset.input_shape is None
+                                            else [tuple(dataset.input_shape)])
+        if not isinstance(background, pd.DataFrame) and example not in allowed:
+            shape = "" if dataset.input_shape is None else (
+                f" (or examples of X's shape {tuple(dataset.input_shape)})")
             raise ValueError(
-                f"background must have the {len(dataset.column_names)} columns of X; got "
+                f"background must have the {dataset.n_columns} columns of X{shape}; got "
                 f"shape {np.shape(background)}.")
         bg = as_dataset(background, feature_names=names, categorical=categorical,
                         groups=groups, sample_weight=weight, allow_missing=allow_missing)
