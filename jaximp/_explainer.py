@@ -82,7 +82,8 @@ class Explainer:
         Targets, for the loss-based methods (permutation importance, LOCO, sensitivity,
         partial importance).
     background : array-like or DataFrame, optional
-        Background rows of the Shapley values (default: ``X``).
+        Background rows (or examples of X's shape) of Shapley values, SAGE and expected
+        gradients (default: ``X``); validated once and kept on the device.
     sample_weight, feature_names, categorical, groups
         As in :func:`jaximp.as_dataset`; fixed for every method call.
     variables : pytree, optional
