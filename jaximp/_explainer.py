@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 
-
 from ._explain import explain
 from .data import as_dataset, validate_params
 from .methods import (
