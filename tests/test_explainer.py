@@ -208,6 +208,14 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"n_bootstrap": 3}, {"features": ["a", "b"]}):
         _same(explainer.ale_importance(**options),
               jaximp.ale_importance(model, FRAME, **DATA, **options))
+    # conditional importance keeps its samplers' draws and plan per option
+    numeric = jaximp.Explainer(smooth_model, NUMERIC, NUMERIC[:, 0] + 0.1)
+    for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},
+                    {"features": [0, 2]}, {"sampler": "knockoff"}, {"loss": "mae"},
+                    {"sampler": "strata"}, {"random_state": 0}):
+        _same(numeric.conditional_importance(**options),
+              jaximp.conditional_importance(smooth_model, NUMERIC, NUMERIC[:, 0] + 0.1,
+                                            **options))
     # bootstrap weightings are kept with the PD plans by their contents
     for options in ({"n_bootstrap": 3, "random_state": 0}, {"n_bootstrap": 3, "random_state": 1},
                     {}, {"n_bootstrap": 4}, {"grid_resolution": 7},
@@ -301,7 +309,8 @@ def test_construction_is_checked():
         jaximp.Explainer(model, FRAME).permutation_importance()
     with pytest.raises(ValueError, match=r"y must have n = 80 rows like X; got 3"):
         jaximp.Explainer(model, FRAME, Y[:3])
-    with pytest.raises(ValueError, match=r"background must have the 4 columns of X; got shape \(3, 2\)"):
+    with pytest.raises(ValueError,
+                       match=r"background must have the 4 columns of X; got shape \(3, 2\)"):
         jaximp.Explainer(model, FRAME, background=np.zeros((3, 2)))
     with pytest.raises(ValueError, match=r"memory_budget must be at least 65536 bytes"):
         jaximp.Explainer(model, FRAME, memory_budget=10)
@@ -377,6 +386,56 @@ def test_device_rows_are_used_in_place_and_a_warm_call_sends_nothing():
         _same(again, function())
     rows = [v for k, v in ex.dataset._memo.items() if k[0] == "device rows"]
     assert rows and all(np.array_equal(np.asarray(r[0, :N]), np.asarray(X)) for r in rows)
+
+
+WARM = {  # every bound method of a JAX model, on rows kept on the device
+    "partial_dependence": lambda ex: ex.partial_dependence(0, grid_resolution=9),
+    "partial_dependence_all": lambda ex: ex.partial_dependence_all(grid_resolution=5),
+    "pd_importance": lambda ex: ex.pd_importance(grid_resolution=9, n_bootstrap=3),
+    "pd_interaction": lambda ex: ex.pd_interaction(grid_resolution=5),
+    "h_statistic": lambda ex: ex.h_statistic(n_max=30),
+    "permutation_importance": lambda ex: ex.permutation_importance(n_repeats=3),
+    "loco_importance": lambda ex: ex.loco_importance(strategy="mean"),
+    "sensitivity_importance": lambda ex: ex.sensitivity_importance(n_repeats=2),
+    "partial_importance": lambda ex: ex.partial_importance(0, grid_resolution=6),
+    "ale": lambda ex: ex.ale(1, bins=5),
+    "ale_importance": lambda ex: ex.ale_importance(bins=5, n_bootstrap=3),
+    "ale_interaction": lambda ex: ex.ale_interaction(bins=4),
+    "shapley_values": lambda ex: ex.shapley_values(background_size=20),
+    "shapley_interactions": lambda ex: ex.shapley_interactions(background_size=10),
+    "sage_importance": lambda ex: ex.sage_importance(estimator="exact", background_size=15),
+    "conditional_importance": lambda ex: ex.conditional_importance(n_repeats=2),
+    "sobol_indices": lambda ex: ex.sobol_indices(n_bootstrap=3),
+    "permutation_attributions": lambda ex: ex.permutation_attributions(n_repeats=2),
+    "ablation_attributions": lambda ex: ex.ablation_attributions(baselines="mean"),
+    "integrated_gradients": lambda ex: ex.integrated_gradients(n_steps=8),
+    "expected_gradients": lambda ex: ex.expected_gradients(n_samples=4),
+    "smoothgrad": lambda ex: ex.smoothgrad(n_samples=3),
+    "saliency": lambda ex: ex.saliency(),
+    "input_x_gradient": lambda ex: ex.input_x_gradient(),
+    "dgsm": lambda ex: ex.dgsm(n_bootstrap=3),
+    "gradient_interactions": lambda ex: ex.gradient_interactions(n_bootstrap=3),
+    "explain": lambda ex: ex.explain(),
+}
+
+
+def test_every_method_of_a_jax_model_is_checked_for_transfers():
+    """The methods WARM leaves out take tree models (no JAX model to keep on a device)."""
+    assert set(BOUND) - set(WARM) == {"tree_shap", "booster_importance"}
+
+
+@pytest.mark.parametrize("name", sorted(WARM))
+def test_a_warm_call_of_every_method_sends_nothing_implicitly(name):
+    """With X (and y) given on the device, a repeated call of each method makes no implicit
+    transfer: its set-up, plans, draws and derived rows stay on the devices, and what it
+    sends is sent explicitly."""
+    X = jnp.asarray(NUMERIC[:40], jnp.float32)
+    ex = jaximp.Explainer(smooth_model, X, np.asarray(smooth_model(X)) + 0.1)
+    call = WARM[name]
+    first = call(ex)
+    with jax.transfer_guard("disallow"):
+        again = call(ex)
+    _same(first, again)
 
 
 def test_a_call_returns_before_its_result_is_read():

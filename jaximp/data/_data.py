@@ -124,6 +124,16 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     return values
 
 
+@jax.jit
+def _gather_rows(array, rows):
+    return array[rows]
+
+
+def _rows_on_device(array: jax.Array, rows: np.ndarray) -> jax.Array:
+    """``array[rows]`` taken where the array is, the indices sent there explicitly."""
+    return _gather_rows(array, jax.device_put(rows, array.sharding))
+
+
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Dataset:
     """Validated data: ``X`` float matrix (n, c), feature metadata, optional weights, and the
@@ -242,13 +252,13 @@ class Dataset:
         if isinstance(source, pd.DataFrame):
             source = source.iloc[rows].reset_index(drop=True)
         elif isinstance(source, jax.Array):
-            source = source[rows]
+            source = _rows_on_device(source, rows)
         elif source is not None:
             source = np.asarray(source)[rows]
         weights = None if self.weights is None else self.weights[rows]
         if not self.on_host:  # rows kept on the device are taken there
             return dataclasses.replace(self, X=None, weights=weights, source=source,
-                                       device_X=self.device_X[rows])
+                                       device_X=_rows_on_device(self.device_X, rows))
         return dataclasses.replace(self, X=self.X[rows], weights=weights, source=source,
                                    device_X=None)
 

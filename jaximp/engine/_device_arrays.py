@@ -134,9 +134,9 @@ def _source_rows_of(index, key, streams, radices, cdf, n, n_rows):
 def source_rows(index: str, tables: dict, n: int, n_rows: int):
     """The source row of every (item, row) of a permutation or draw plan, (items, n_rows):
     the draws the chunks would make, made once for an Explainer's repeated calls."""
-    radices = jnp.asarray(_streams.feistel_radices(n), jnp.int32)
+    radices = jax.device_put(np.asarray(_streams.feistel_radices(n), np.int32))
     return _source_rows_of(index, tables["key"], tables["stream"], radices, tables.get("cdf"),
-                           jnp.int32(n), n_rows)
+                           jax.device_put(np.int32(n)), n_rows)
 
 
 def plan_source_rows(plan: Plan, n: int, memory_budget: int) -> np.ndarray:
@@ -153,12 +153,12 @@ def plan_source_rows(plan: Plan, n: int, memory_budget: int) -> np.ndarray:
     ((2, 5), [0, 1, 2, 3, 4])
     """
     streams = plan.item_stream
-    tables = {"key": jnp.asarray(plan.key_bits)}
+    tables = {"key": jax.device_put(np.asarray(plan.key_bits))}
     if plan.draw_cdf is not None:
-        tables["cdf"] = jnp.asarray(plan.draw_cdf, jnp.float32)
+        tables["cdf"] = jax.device_put(np.asarray(plan.draw_cdf, np.float32))
     step = min(len(streams), max(1, memory_budget // (32 * n)))  # ~8 int32 temporaries a row
-    parts = [source_rows(plan.index, dict(tables, stream=pad_items(streams[i:i + step], step)),
-                         n, n) for i in range(0, len(streams), step)]
+    parts = [source_rows(plan.index, dict(tables, stream=jax.device_put(
+        pad_items(streams[i:i + step], step))), n, n) for i in range(0, len(streams), step)]
     return np.concatenate([to_host(part) for part in parts])[: len(streams)]
 
 
@@ -199,17 +199,24 @@ def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh, d
 
 
 def kept_on_device(data, kind, tree, put):
-    """``put()`` of a small pytree, kept per dataset and content: an Explainer's repeated
-    call then sends nothing to the devices. Contents past 1 MiB are sent again each call
-    (hashing them costs more than the copy)."""
+    """``put()`` of a pytree whose host leaves are small, kept per dataset and content: an
+    Explainer's repeated call then sends nothing to the devices. Host contents past 1 MiB
+    are sent again each call (hashing them costs more than the copy); leaves already on a
+    device (a model's parameters) are known by identity, never read back to hash them (the
+    kept entry holds them, so their ids are not reused while it is kept)."""
     leaves = jax.tree_util.tree_leaves(tree)
-    if sum(np.asarray(leaf).nbytes for leaf in leaves) > 1 << 20:
+    on_host = [np.asarray(leaf) for leaf in leaves if not isinstance(leaf, jax.Array)]
+    if sum(leaf.nbytes for leaf in on_host) > 1 << 20:
         return put()
     digest = hashlib.blake2b(repr(kind).encode(), digest_size=16)
     for leaf in leaves:
+        if isinstance(leaf, jax.Array):
+            digest.update(f"device array {id(leaf)}".encode())
+            continue
         leaf = np.asarray(leaf)
         digest.update(f"{leaf.dtype.str}{leaf.shape}".encode())
         digest.update(np.ascontiguousarray(leaf).data)
-    return data.recent("device arguments", digest.digest(), put, _TABLES_BY_CONTENT_SIZE)
+    return data.recent("device arguments", digest.digest(), lambda: (tree, put()),
+                       _TABLES_BY_CONTENT_SIZE)[1]
 
 

@@ -76,7 +76,7 @@ from ._samplers import (
     strata_codes,
     within_strata,
 )
-from ._setup import keep_layout, prepare
+from ._setup import cached_stage, digest, keep_layout, prepare
 
 __all__ = ["ConditionalImportance", "conditional_importance"]
 
@@ -291,26 +291,35 @@ categorical, groups, variables, memory_budget, progress
     engine = {"memory_budget": memory_budget, "progress": progress}
     p = len(chosen)
 
-    if callable(sampler):
-        data, evaluated, plan = dataset, predictor, _drawn_plan(
-            sampler, dataset, chosen, ids, n_repeats, key)
-    elif sampler == "strata":
-        cuts = _strata_cuts(strata, model, dataset, n_bins)
-        data, evaluated, plan = dataset, predictor, _strata_plan(
-            dataset, chosen, ids, n_repeats, bits, cuts, strata_threshold)
-    else:
-        means, noises = _mean_and_noise(sampler, dataset, chosen, ids, regressor, bits)
-        data, evaluated, plan = _permuted_noise(dataset, predictor, chosen, ids, means, noises,
-                                                n_repeats, bits)
+    def build():
+        if callable(sampler):
+            data, evaluated, plan = dataset, predictor, _drawn_plan(
+                sampler, dataset, chosen, ids, n_repeats, key)
+        elif sampler == "strata":
+            cuts = _strata_cuts(strata, model, dataset, n_bins)
+            data, evaluated, plan = dataset, predictor, _strata_plan(
+                dataset, chosen, ids, n_repeats, bits, cuts, strata_threshold)
+        else:
+            means, noises = _mean_and_noise(sampler, dataset, chosen, ids, regressor, bits)
+            data, evaluated, plan = _permuted_noise(dataset, predictor, chosen, ids, means,
+                                                    noises, n_repeats, bits)
+            data = data.pin() if dataset.pinned else data  # sent to the devices once
+        base: list = []  # the predictions on the intact data, computed once if needed
 
-    base: list = []
+        def baseline_predictions():
+            if not base:
+                base.append(predict_rows(predictor, dataset, **engine))
+            return base[0]
 
-    def baseline_predictions():
-        if not base:
-            base.append(predict_rows(predictor, dataset, **engine))
-        return base[0]
+        return data, evaluated, plan, spec.reducer(baseline_predictions, predictor.n_outputs)
 
-    reducer = spec.reducer(baseline_predictions, predictor.n_outputs)
+    # kept on an Explainer for its repeats: everything but a callable sampler's draws and a
+    # regressor's fit (objects that may change between calls)
+    data, evaluated, plan, reducer = cached_stage(
+        dataset, ("conditional importance", sampler, tuple(ids), n_repeats, tuple(bits), strata,
+                  n_bins, strata_threshold, predictor, loss, response, output, greater_is_better,
+                  digest(target) if dataset.pinned else None),
+        build, uncached=callable(sampler) or regressor is not None)
     label = "conditional importance"
     per_row = test is not None or n_bootstrap > 0
     if not per_row:

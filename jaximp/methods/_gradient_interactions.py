@@ -362,8 +362,8 @@ def gradient_interactions(
     base = resolve_baselines(baselines, dataset)
     alphas, weights = quadrature(method, n_steps)
     dtype = np.dtype(predictor.dtype)
-    params = (predictor.params, jnp.asarray(base, dtype), jnp.asarray(alphas, dtype),
-              jnp.asarray(weights, dtype))
+    params = (predictor.params, np.asarray(base, dtype), alphas.astype(dtype),
+              weights.astype(dtype))
     apply = _integrated_hessian_apply(predictor, out_idx, n_steps, base.shape[0])
     raw = run_derived(apply, params, c * c * o + 2 * o, predictor, dataset, Keep(),
                       "integrated hessians", engine)[0]

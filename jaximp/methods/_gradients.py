@@ -50,7 +50,7 @@ from ._attributions import (
     row_outputs,
     warn_incomplete,
 )
-from ._setup import prepare
+from ._setup import digest, prepare
 
 __all__ = ["Attributions", "completeness_gap", "expected_gradients", "feature_membership",
            "input_x_gradient", "integrated_gradients", "saliency", "smoothgrad"]
@@ -58,6 +58,7 @@ __all__ = ["Attributions", "completeness_gap", "expected_gradients", "feature_me
 METHODS = ("gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right",
            "riemann_middle")
 _ROW_SPLIT = 4096  # the row number travels as two float columns, exact up to 2**36 rows
+_ENGINE_ROWS_KEPT = 4  # an Explainer's extended rows (engine_rows) of its last calls
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,16 +181,43 @@ def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> n
 def engine_rows(dataset: Dataset, with_row_numbers: bool, per_row=None, *more) -> Dataset:
     """The dataset the derived predictor is evaluated on: X, then the columns of ``more``
     (e.g. per-row baselines), two columns holding each row's number when the derived
-    predictor draws random numbers per row, and last each row's output index (``per_row``)."""
+    predictor draws random numbers per row, and last each row's output index (``per_row``).
+
+    Rows kept on a device are extended there (never read back to the host); an Explainer's
+    (pinned) data keeps the extended rows of its last few calls, pinned too, so that a
+    repeated call sends nothing."""
     if not (with_row_numbers or more or per_row is not None):
         return dataset
-    rows = np.arange(dataset.n_rows)
-    columns = [dataset.X, *more]
-    if with_row_numbers:
-        columns += [rows // _ROW_SPLIT, rows % _ROW_SPLIT]
-    if per_row is not None:
-        columns.append(per_row)
-    return as_dataset(np.column_stack(columns))
+
+    def make():
+        rows = np.arange(dataset.n_rows)
+        columns = [np.asarray(m, np.float64).reshape(dataset.n_rows, -1) for m in more]
+        if with_row_numbers:
+            columns += [rows[:, None] // _ROW_SPLIT, rows[:, None] % _ROW_SPLIT]
+        if per_row is not None:
+            columns.append(np.asarray(per_row).reshape(-1, 1))
+        extra = np.column_stack(columns)
+        if dataset.on_host or dataset.device_X is None:
+            return as_dataset(np.column_stack([dataset.X, extra]))
+        X = dataset.device_X
+        return as_dataset(jnp.concatenate([X, jax.device_put(extra.astype(X.dtype),
+                                                             X.sharding)], axis=1))
+
+    if not dataset.pinned:
+        return make()
+    key = (with_row_numbers, digest(per_row), tuple(digest(m) for m in more))
+    return dataset.recent("engine rows", key, lambda: make().pin(), _ENGINE_ROWS_KEPT)
+
+
+def _rows_on_device(dataset: Dataset, dtype):
+    """The data's rows on the device in ``dtype`` (the rows given there, or one copy of the
+    host rows, kept for an Explainer's (pinned) data)."""
+    def make():
+        rows = dataset.device_X if dataset.device_X is not None else dataset.X
+        return jax.device_put(rows.astype(dtype))
+
+    return dataset.memo(("rows on the device", np.dtype(dtype).str), make) if dataset.pinned \
+        else make()
 
 
 def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Dataset, reducer,
@@ -467,16 +495,16 @@ def integrated_gradients(
         if base.shape[0] != n:
             raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "
                              f"per row of X; got {base.shape[0]} baseline row(s).")
-        params = (predictor.params, jnp.asarray(alphas, dtype), jnp.asarray(weights, dtype))
+        params = (predictor.params, alphas.astype(dtype), weights.astype(dtype))
         raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps, by_row), params,
                           c * o + 2 * o, predictor, engine_rows(dataset, False, per_row, base),
                           Keep(), "integrated gradients", engine)[0]
     else:
         b = base.shape[0]
-        params = (predictor.params, jnp.asarray(base, dtype),
-                  jnp.asarray(np.tile(alphas, b), dtype),
-                  jnp.asarray(np.tile(weights, b) / b, dtype),
-                  jnp.asarray(np.repeat(np.arange(b), n_steps), jnp.int32))
+        # host arrays: the engine keeps them on the devices for an Explainer's repeats
+        params = (predictor.params, np.asarray(base, dtype), np.tile(alphas, b).astype(dtype),
+                  (np.tile(weights, b) / b).astype(dtype),
+                  np.repeat(np.arange(b), n_steps).astype(np.int32))
         raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps, by_row), params,
                           c * o + 2 * o, predictor, engine_rows(dataset, False, per_row),
                           Keep(), "integrated gradients", engine)[0]
@@ -531,11 +559,11 @@ def expected_gradients(
         groups=groups, sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress)
     c = dataset.n_columns
-    bg = dataset.X if background is None else resolve_baselines(background, dataset,
-                                                                      "background")
     key = as_key(random_state)
     dtype = np.dtype(predictor.dtype)
-    params = (predictor.params, jnp.asarray(bg, dtype), jax.random.key_data(key))
+    bg = (_rows_on_device(dataset, dtype) if background is None
+          else resolve_baselines(background, dataset, "background").astype(dtype))
+    params = (predictor.params, bg, jax.random.key_data(key))
     by_row = per_row is not None
     apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0], by_row)
     o = _n_out(out_idx, by_row)
@@ -591,7 +619,7 @@ def smoothgrad(
     if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
         raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
                          f"{stdev!r:.60}.")
-    params = (predictor.params, jnp.asarray(sd, np.dtype(predictor.dtype)),
+    params = (predictor.params, sd.astype(predictor.dtype),
               jax.random.key_data(as_key(random_state)))
     by_row = per_row is not None
     apply = _smooth_apply(predictor, out_idx, c, n_samples, bool(abs), bool(multiply_by_inputs),

@@ -44,7 +44,7 @@ from ._hstat_plan import (
     set_statistics,
 )
 from ._hstat_result import HStatistic, RawStatistic, check_eps
-from ._setup import cached_stage, digest, prepare, warm_call
+from ._setup import cached_stage, prepare, rows_of, warm_call
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -256,7 +256,7 @@ def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, norm
 def _evaluate(dataset, predictor, plan, chosen, pair_spec, triple_spec, output_names, overall,
               normalized, squared, eps, n_bootstrap, memory_budget, progress):
     """Evaluate a planned H-statistic call (from :func:`_set_up`) and read it out."""
-    store = PDStore(plan, predictor, _rows_of(dataset, plan.rows), memory_budget=memory_budget,
+    store = PDStore(plan, predictor, rows_of(dataset, plan.rows), memory_budget=memory_budget,
                     progress=progress)
     results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,
                                            eps)
@@ -279,19 +279,6 @@ def _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_bud
                   n_bootstrap, tuple(out_idx), memory_budget),
         lambda: make_plan(dataset, key, n_max, n_bootstrap, out_idx, memory_budget),
         uncached=not seeded)
-
-
-def _rows_of(dataset, rows):
-    """The data restricted to ``rows``: an Explainer's data keeps its subsets (as pinned),
-    so that repeated calls reuse their device copies and launches."""
-    if rows.size == dataset.n_rows:  # every row, in order
-        return dataset
-
-    def subset():
-        taken = dataset.take(rows)
-        return taken.pin() if dataset.pinned else taken
-
-    return cached_stage(dataset, ("H-statistic rows", digest(rows)), subset)
 
 
 def _run(store: PDStore, plan, chosen, pair_spec, triple_spec, overall: bool, eps: float):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaximp.kernels import _pd_stats as K
@@ -93,7 +92,12 @@ def _interaction_replicates(ice_ngo, weights_rn, shape, measures, average, trim)
 def _shifted(values: np.ndarray, axis) -> jax.Array:
     """float32 device copy after removing the mean (flatness is shift-invariant): keeps digits."""
     values = np.asarray(values, np.float64)
-    return jnp.asarray(values - values.mean(axis=axis, keepdims=True), jnp.float32)
+    return _on_device(values - values.mean(axis=axis, keepdims=True))
+
+
+def _on_device(values) -> jax.Array:
+    """A float32 device copy of host values, sent explicitly."""
+    return jax.device_put(np.asarray(values, np.float32))
 
 
 def _batched(estimates: list, batches: dict, kernel, axes) -> None:
@@ -118,7 +122,6 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
     needs them, ``replicated`` (one (g, r, o) array per feature) under bootstrap weightings.
     Used by :func:`pd_importance` and by ``explain``, which shares the PDs with other methods.
     """
-    weights_d = jnp.asarray(weights, jnp.float32)
     measures, curves = [], {}
     estimates: list = [None] * len(chosen)
     batches: dict = {}  # (PD shape, measure) -> [(feature position, (g, r, o) PD)]
@@ -129,8 +132,7 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
             ice_ngo = result.individual  # (n, g, o)
             shift = ice_ngo.mean(axis=(0, 1))
             est, curve = jax.device_get(_importance_replicates(
-                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, m, average, trim,
-                bool(ice),
+                _on_device(ice_ngo - shift), _on_device(weights), m, average, trim, bool(ice),
             ))
             curves[feat.name] = np.asarray(curve, np.float64) + shift
             estimates[i] = np.asarray(est, np.float64)
@@ -160,7 +162,6 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
                          trim, n_bootstrap) -> FeatureInteraction:
     """PD interaction from 2-D PDs already evaluated (one set per pair of ``pair_list``), as
     :func:`importance_from_pds` for importance."""
-    weights_d = jnp.asarray(weights, jnp.float32)
     surfaces = {}
     estimates: list = [None] * len(pair_list)
     batches: dict = {}  # (PD shape, measures) -> [(pair position, (g1, g2, r, o) PD)]
@@ -172,7 +173,7 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
             ice_ngo = result.individual.reshape(n, -1, o)
             shift = ice_ngo.mean(axis=(0, 1))
             est, surface = jax.device_get(_interaction_replicates(
-                jnp.asarray(ice_ngo - shift, jnp.float32), weights_d, shape, measures, average,
+                _on_device(ice_ngo - shift), _on_device(weights), shape, measures, average,
                 trim,
             ))
             surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(

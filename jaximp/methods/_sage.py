@@ -62,7 +62,7 @@ from ._sage_estimators import (
     exact_values,
     sampled_values,
 )
-from ._setup import background_dataset, keep_layout, prepare
+from ._setup import background_dataset, keep_layout, prepare, rows_of
 
 __all__ = [
     "SAGE_EXACT_LIMIT",
@@ -506,7 +506,7 @@ def sage_importance(
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)
-        bg = bg.take(background_rows)
+        bg = rows_of(bg, background_rows)
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, bg, **engine)
                      .astype(np.float64)) / bg_weights.sum()

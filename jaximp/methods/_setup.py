@@ -16,7 +16,7 @@ from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
 __all__ = ["background_dataset", "cached_stage", "digest", "keep_layout", "prepare",
-           "warm_call"]
+           "rows_of", "warm_call"]
 
 _STAGES_KEPT = 16
 # digest(): the bytes and digests of a few small arrays, by object id (a reused id is
@@ -222,6 +222,20 @@ def cached_stage(dataset: Dataset, key: tuple, build, *, uncached: bool = False)
     except TypeError:
         return build()
     return dataset.recent("method stages", key, build, _STAGES_KEPT)
+
+
+def rows_of(dataset: Dataset, rows) -> Dataset:
+    """The data restricted to ``rows`` (indices, in order): an Explainer's data keeps its
+    subsets (pinned), so that repeated calls reuse their device copies and launches."""
+    rows = np.asarray(rows)
+    if rows.size == dataset.n_rows and np.array_equal(rows, np.arange(dataset.n_rows)):
+        return dataset
+
+    def subset():
+        taken = dataset.take(rows)
+        return taken.pin() if dataset.pinned else taken
+
+    return cached_stage(dataset, ("rows", digest(rows)), subset)
 
 
 def digest(array) -> bytes | None:

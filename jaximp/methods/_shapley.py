@@ -45,7 +45,7 @@ from ..engine import (
     splitmix64,
 )
 from ..results import ShapleyDetails, with_input_layout
-from ._setup import background_dataset, keep_layout, prepare, warm_call
+from ._setup import background_dataset, keep_layout, prepare, rows_of, warm_call
 from ._shapley_results import ShapleyInteractions, ShapleyValues
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -190,8 +190,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)
-        # kept on the devices as its source is: a repeated (warm) call sends nothing
-        bg = bg.take(background_rows).pin() if bg.pinned else bg.take(background_rows)
+        bg = rows_of(bg, background_rows)
     bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
     if not bg_weights.sum() > 0:
         raise ValueError("the background rows all have zero weight; give some rows a positive "
