@@ -208,6 +208,12 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"n_bootstrap": 3}, {"features": ["a", "b"]}):
         _same(explainer.ale_importance(**options),
               jaximp.ale_importance(model, FRAME, **DATA, **options))
+    # sensitivity keeps its draws (or grids) and plan per option
+    for options in ({"n_repeats": 2}, {"n_repeats": 2, "random_state": 1}, {"n_repeats": 3},
+                    {"variant": "max"}, {"variant": "max", "n_values": 3},
+                    {"features": ["a", "c"]}, {"n_repeats": 2}):
+        _same(explainer.sensitivity_importance(**options),
+              jaximp.sensitivity_importance(model, FRAME, Y, **DATA, **options))
     # conditional importance keeps its samplers' draws and plan per option
     numeric = jaximp.Explainer(smooth_model, NUMERIC, NUMERIC[:, 0] + 0.1)
     for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},

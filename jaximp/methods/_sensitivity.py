@@ -30,7 +30,7 @@ from ..data import (
 from ..engine import Spread, at_drawn_rows, at_values, evaluate, key_bits, rng_stream
 from ..results import FeatureImportance, SensitivityDetails
 from ._loss import check_target, class_labels, one_hot_targets
-from ._setup import keep_layout, prepare
+from ._setup import cached_stage, keep_layout, prepare
 
 __all__ = ["sensitivity_importance"]
 
@@ -177,16 +177,31 @@ def sensitivity_importance(
     names = tuple(f.name for f in chosen)
     outputs = tuple(predictor.output_names[i] for i in out_idx)
 
+    feature_ids = dataset.positions(chosen)
+
+    def build():
+        """The plan and reducer (kept on an Explainer for its repeats)."""
+        if variant == "max":
+            grids = [_max_values(dataset, feat, n_values) for feat in chosen]
+            size = max(g.shape[0] for g in grids)
+            values = np.zeros((p * size, c))
+            for j, (feat, rows) in enumerate(zip(chosen, grids)):
+                # a shorter grid repeats its last value: the range over the group is unchanged
+                padded = np.concatenate([rows, np.repeat(rows[-1:], size - rows.shape[0],
+                                                         axis=0)])
+                values[j * size:(j + 1) * size][:, list(feat.columns)] = padded
+            return (at_values(masks, np.repeat(np.arange(p), size), values,
+                              np.arange(p * size)), Spread(w, size))
+        streams = [(feature_ids[j], r, k) for j in range(p) for r in range(n_repeats)
+                   for k in range(2)]
+        return (at_drawn_rows(masks, np.repeat(np.arange(p), 2 * n_repeats), key, streams,
+                              weights=dataset.weights), Spread(w, 2))
+
+    plan, reducer = cached_stage(
+        dataset, ("sensitivity", variant, tuple(feature_ids), n_values if variant == "max"
+                  else (n_repeats, tuple(bits))), build)
     if variant == "max":
-        grids = [_max_values(dataset, feat, n_values) for feat in chosen]
-        size = max(g.shape[0] for g in grids)
-        values = np.zeros((p * size, c))
-        for j, (feat, rows) in enumerate(zip(chosen, grids)):
-            # a shorter grid repeats its last value: the range over the group is unchanged
-            padded = np.concatenate([rows, np.repeat(rows[-1:], size - rows.shape[0], axis=0)])
-            values[j * size:(j + 1) * size][:, list(feat.columns)] = padded
-        plan = at_values(masks, np.repeat(np.arange(p), size), values, np.arange(p * size))
-        d_p = evaluate(predictor, dataset, plan, Spread(w, size), **common)[:, out_idx]
+        d_p = evaluate(predictor, dataset, plan, reducer, **common)[:, out_idx]
         d_y = np.ptp(target, axis=0)
         if np.any(d_y == 0):
             raise ValueError("y is constant; its range D_y = 0 cannot scale the importances.")
@@ -198,12 +213,7 @@ def sensitivity_importance(
         )
 
     prob = None if dataset.weights is None else w / w.sum()
-    feature_ids = dataset.positions(chosen)
-    streams = [(feature_ids[j], r, k) for j in range(p) for r in range(n_repeats)
-               for k in range(2)]
-    plan = at_drawn_rows(masks, np.repeat(np.arange(p), 2 * n_repeats), key, streams,
-                         weights=dataset.weights)
-    d_p = evaluate(predictor, dataset, plan, Spread(w, 2), **common)[:, out_idx]
+    d_p = evaluate(predictor, dataset, plan, reducer, **common)[:, out_idx]
     d_p = d_p.reshape(p, n_repeats, o).transpose(0, 2, 1)  # (p, o, r)
     pair_rng = rng_stream(bits, 4)
     d_y = np.zeros((o, n_repeats))
