@@ -130,8 +130,11 @@ def _gather_rows(array, rows):
 
 
 def _rows_on_device(array: jax.Array, rows: np.ndarray) -> jax.Array:
-    """``array[rows]`` taken where the array is, the indices sent there explicitly."""
-    return _gather_rows(array, jax.device_put(rows, array.sharding))
+    """``array[rows]`` taken where the array is, the indices sent there explicitly (to its
+    one device; an array over several devices gets them with the call)."""
+    devices = array.devices()
+    index = jax.device_put(rows, next(iter(devices))) if len(devices) == 1 else rows
+    return _gather_rows(array, index)
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
