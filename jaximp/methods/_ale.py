@@ -62,6 +62,9 @@ from ._setup import cached_stage, digest, prepare
 
 __all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
 
+# the bins of this many (features, bins) kept per dataset: each holds O(rows) codes
+_SPECS_KEPT = 64
+
 
 # ---------------------------------------------------------------------------------------------
 # Result.
@@ -239,25 +242,25 @@ def _power_of_two(size: int) -> int:
 
 def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weights: np.ndarray,
              out_idx: list[int], derivative: bool, engine: dict, centered: str = "rows",
-             kept: bool = False) -> list[AccumulatedLocalEffects]:
+             spec_keys: tuple | None = None) -> list[AccumulatedLocalEffects]:
     """Every spec's ALE in one engine call; ``weights`` (1 + r, n): the case weights, then one
     weighting per bootstrap replicate. The spreads come from the curves centred over the rows
-    whatever centring (``centered``) the returned curves use. ``kept``: the specs are kept on
-    the dataset (:func:`_specs`), and so may their plan be."""
+    whatever centring (``centered``) the returned curves use. ``spec_keys``: what the specs
+    are made of (:func:`_specs`), by which their plan is kept; None: not kept."""
     # sizes rounded up (groups and weightings that stay empty), so that nearby bin and replicate
     # counts reuse one compiled evaluation
     n_weightings = weights.shape[0]
     padded = np.zeros((1 if n_weightings == 1 else _power_of_two(n_weightings),
                        weights.shape[1]))
     padded[:n_weightings] = weights
-    # the plan and reducer of specs kept on the data (``kept``, see _specs), with bootstrap
-    # weightings of at most 1 MB (by their contents): a repeated call sends nothing again
+    # the plan and reducer of specs made of bin counts (``spec_keys``, see _specs), with
+    # bootstrap weightings of at most 1 MB (by their contents): a repeat sends nothing again
     many = n_weightings > 1 and padded.nbytes > 1 << 20
     model, plan, reducer, pairs = cached_stage(
-        dataset, ("ale plan", tuple(id(s) for s in specs), predictor, derivative,
+        dataset, ("ale plan", spec_keys, predictor, derivative,
                   None if n_weightings == 1 or many else digest(padded)),
         lambda: _ale_plan(dataset, predictor, specs, padded, derivative),
-        uncached=not kept or many)
+        uncached=spec_keys is None or many)
     if derivative:
         totals = evaluate(model, dataset, plan, reducer, label="derivative ALE",
                           **engine)[0]  # (F, r, G, o + 1)
@@ -328,22 +331,25 @@ def _ale_plan(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], padd
     return predictor, builder.plan(), reducer, pairs
 
 
-def _specs(dataset: Dataset, feature_sets, bins_each, w) -> tuple[list[ALESpec], bool]:
-    """``make_spec`` of each feature set with its bins, and whether they are all kept: bins
-    given as counts are kept on the (immutable) dataset, whose own case weights ``w`` they
-    use, so that a repeated call reuses the edges, the rows' bins and with them the plan."""
-    specs, kept = [], True
+def _specs(dataset: Dataset, feature_sets, bins_each, w) -> tuple[list[ALESpec], tuple | None]:
+    """``make_spec`` of each feature set with its bins, and what they are made of (None when
+    some bins are explicit edges): specs of bins given as counts are kept on the (immutable)
+    dataset, whose own case weights ``w`` they use, so that a repeated call reuses the
+    edges, the rows' bins and with them the plan."""
+    specs, keys = [], []
     for feats, bins in zip(feature_sets, bins_each):
-        key = ("ale spec", tuple(f.name for f in feats), bins)
+        key = (tuple(f.name for f in feats), bins)
         try:
             hash(key)
         except TypeError:  # explicit edges (an array): made anew
             specs.append(make_spec(dataset, feats, bins, w))
-            kept = False
+            keys = None
             continue
-        specs.append(dataset.memo(key, lambda feats=feats, bins=bins: make_spec(
-            dataset, feats, bins, w)))
-    return specs, kept
+        specs.append(dataset.recent("ale specs", key, lambda feats=feats, bins=bins: make_spec(
+            dataset, feats, bins, w), _SPECS_KEPT))
+        if keys is not None:
+            keys.append(key)
+    return specs, None if keys is None else tuple(keys)
 
 
 def _warn_left_out(specs: list[ALESpec]) -> None:
@@ -574,11 +580,11 @@ def ale(
             bins = (_check_bins(bins),) * 2
     else:
         bins = _check_bins(bins)
-    specs, kept = _specs(dataset, [feats], [bins], weights[0])
+    specs, spec_keys = _specs(dataset, [feats], [bins], weights[0])
     if derivative:
         _check_derivative_specs(specs)
     return _compute(dataset, predictor, specs, weights, out_idx, derivative, engine,
-                    centered, kept)[0]
+                    centered, spec_keys)[0]
 
 
 @validate_params(derivative=Flag(), n_bootstrap=Replicates())
@@ -648,11 +654,12 @@ def ale_importance(
         variables=variables, memory_budget=memory_budget, progress=progress)
     bins = _check_bins(bins)
     chosen = dataset.resolve(features)
-    specs, kept = _specs(dataset, [[f] for f in chosen], [bins] * len(chosen), weights[0])
+    specs, spec_keys = _specs(dataset, [[f] for f in chosen], [bins] * len(chosen),
+                              weights[0])
     if derivative:
         _check_derivative_specs(specs)
     results = _compute(dataset, predictor, specs, weights, out_idx, derivative, engine,
-                       kept=kept)
+                       spec_keys=spec_keys)
     point, std, replicates = _spread_summaries(results)
     return FeatureImportance(
         method="ale", feature_names=tuple(f.name for f in chosen),
@@ -732,9 +739,10 @@ def ale_interaction(
     if features is None:  # every numeric single-column feature
         chosen = [f for f in chosen if not f.is_categorical and len(f.columns) == 1]
     pair_list = resolve_pairs(dataset, chosen, "all" if pairs is None else pairs, None)
-    specs, kept = _specs(dataset, [list(pair) for pair in pair_list],
-                         [(bins, bins)] * len(pair_list), weights[0])
-    results = _compute(dataset, predictor, specs, weights, out_idx, False, engine, kept=kept)
+    specs, spec_keys = _specs(dataset, [list(pair) for pair in pair_list],
+                              [(bins, bins)] * len(pair_list), weights[0])
+    results = _compute(dataset, predictor, specs, weights, out_idx, False, engine,
+                       spec_keys=spec_keys)
     point, std, replicates = _spread_summaries(results)
     return FeatureInteraction(
         method="ale_interaction",
