@@ -466,6 +466,32 @@ def test_a_call_returns_before_its_result_is_read():
     assert restored.individual is None and restored.centered
 
 
+def test_shapley_values_return_before_they_are_read():
+    """Exact and sampled Shapley values and interactions on an Explainer return with their
+    coalition values dispatched and unread; the first read finishes them, once, equal to the
+    function's; a plain call reads at once; pickling reads first."""
+    ex = jaximp.Explainer(smooth_model, NUMERIC[:12], background=NUMERIC[40:60])
+    calls = {"exact": lambda f, *a: f(*a),
+             "sampled": lambda f, *a: f(*a, method="permutation", n_permutations=4)}
+    for name, call in calls.items():
+        pending = call(ex.shapley_values)
+        fields = ["values", "base_values"] + (["standard_errors"] if name == "sampled" else [])
+        for field in fields:
+            assert isinstance(object.__getattribute__(pending, field), Deferred), (name, field)
+        reference = call(jaximp.shapley_values, smooth_model, NUMERIC[:12], NUMERIC[40:60])
+        assert not isinstance(object.__getattribute__(reference, "values"), Deferred)
+        restored = pickle.loads(pickle.dumps(call(ex.shapley_values)))
+        for field in fields:
+            np.testing.assert_array_equal(getattr(pending, field), getattr(reference, field))
+            assert object.__getattribute__(pending, field) is getattr(pending, field)
+            np.testing.assert_array_equal(getattr(restored, field), getattr(reference, field))
+    pending = ex.shapley_interactions()
+    assert isinstance(object.__getattribute__(pending, "values"), Deferred)
+    np.testing.assert_array_equal(
+        pending.values,
+        jaximp.shapley_interactions(smooth_model, NUMERIC[:12], NUMERIC[40:60]).values)
+
+
 def test_a_permutation_importance_returns_before_its_result_is_read():
     """The same for permutation importance with one summed loss: every field, the details
     included, is read on first use and equals the function's."""

@@ -29,6 +29,7 @@ import numpy as np
 from ..data import (
     Choice,
     Dataset,
+    Deferred,
     as_key,
     check_choice,
     check_int,
@@ -121,6 +122,7 @@ class _Game:
     player_columns: np.ndarray  # (p, c) bool
     engine: dict
     budget: int
+    defers: bool = False  # an Explainer's call returns before the device finishes
 
     @functools.cached_property
     def reducer(self) -> Mean:
@@ -160,11 +162,30 @@ class _Game:
             return lambda: kept
         return lambda: map(plan, groups)
 
-    def values(self, plan, k: int, label: str) -> tuple[np.ndarray, np.ndarray]:
-        """Base (o,) and coalition values (rows, k, o), float64, of one group's plan."""
-        result = evaluate(self.predictor, self.background, plan, self.reducer, label=label,
-                          **self.engine)[:, 0, :]  # (1 + rows * k, o)
-        return result[0], result[1:].reshape(-1, k, result.shape[-1])
+    def values(self, plan, k: int, label: str, defer: bool = False):
+        """Base (o,) and coalition values (rows, k, o), float64, of one group's plan; a
+        :class:`Deferred` of them with ``defer`` (read when first asked for)."""
+        def split(result):
+            result = result[:, 0, :]  # (1 + rows * k, o)
+            return result[0], result[1:].reshape(-1, k, result.shape[-1])
+
+        return Deferred.apply(split, evaluate(self.predictor, self.background, plan,
+                                              self.reducer, label=label, defer=defer,
+                                              **self.engine))
+
+    def evaluated(self, plans, k: int, label: str, finish):
+        """``finish(rows, orders, base, values)`` of each group of ``plans()``, collected by
+        ``finish`` itself; for one kept group of a deferring call, a :class:`Deferred` of
+        its one result instead (dispatched now, read when first asked for)."""
+        groups = plans()
+        if self.defers and isinstance(groups, list) and len(groups) == 1:
+            (rows, plan, orders), = groups
+            return self.values(plan, k, label, defer=True).then(
+                lambda parts: finish(rows, orders, *parts))
+        out = None
+        for rows, plan, orders in groups:
+            out = finish(rows, orders, *self.values(plan, k, label))
+        return out
 
 
 def _setup(model, X, background, features, background_size, background_weight, sample_weight,
@@ -208,7 +229,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
             data[:, j] = np.argmax(block, axis=1)
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
-                 resolve_budget(memory_budget))
+                 resolve_budget(memory_budget), defers=dataset.defers_reads)
     info = keep_layout(ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
                                       sample_weight=dataset.weights), dataset, players)
     names = tuple(f.name for f in players)
@@ -376,9 +397,10 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
         exact = _exact(game, p, interactions=False)
 
         def run():
-            base, values, _ = exact()
-            return ShapleyValues(values, base, data.copy(), names, output_names, None, method,
-                                 info)
+            out = exact()  # (base, values, None), or a Deferred of them
+            return ShapleyValues(Deferred.apply(lambda parts: parts[1], out),
+                                 Deferred.apply(lambda parts: parts[0], out), data.copy(),
+                                 names, output_names, None, method, info)
 
         return run
     sampled = _sampled(game, p, n_permutations, key)
@@ -386,16 +408,19 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
                              info.input_layout)
 
     def run():
-        values, errors, base = sampled()
-        return ShapleyValues(values, base, data.copy(), names, output_names, errors, method,
-                             info)
+        out = sampled()  # (values, errors, base), or a Deferred of them
+        return ShapleyValues(Deferred.apply(lambda parts: parts[0], out),
+                             Deferred.apply(lambda parts: parts[2], out), data.copy(), names,
+                             output_names, Deferred.apply(lambda parts: parts[1], out),
+                             method, info)
 
     return run
 
 
 def _exact(game: _Game, p: int, interactions: bool):
     """``run()`` giving base (o,), Shapley values (n, p, o) and, if asked, interaction values
-    (n, p, p, o) from all 2^p coalition values, a group of explained rows at a time."""
+    (n, p, p, o) from all 2^p coalition values, a group of explained rows at a time (a
+    :class:`Deferred` of them for a deferring call of one group)."""
     n, o = game.explained.shape[0], game.predictor.n_outputs
     weights = shapley_weights(p)
     pair_weights = interaction_weights(p) if interactions else None
@@ -405,16 +430,17 @@ def _exact(game: _Game, p: int, interactions: bool):
     def run():
         values = np.empty((n, p, o))
         pairs = np.empty((n, p, p, o)) if interactions else None
-        base = None
-        for rows, plan, _ in plans():
-            base, v = game.values(plan, 2 ** p - 1, label)
+
+        def finish(rows, _, base, v):
             values[rows] = _weighted_coalitions(v, base, weights)
             if interactions:
                 half = 0.5 * _weighted_coalitions(v, base, pair_weights)
                 diagonal = np.arange(p)
                 half[:, diagonal, diagonal] = values[rows] - half.sum(axis=2)
                 pairs[rows] = half
-        return base, values, pairs
+            return base, values, pairs
+
+        return game.evaluated(plans, 2 ** p - 1, label, finish)
 
     return run
 
@@ -452,9 +478,8 @@ def _sampled(game: _Game, p: int, n_permutations: int, key):
 
     def run():
         values, errors = np.empty((n, p, o)), np.empty((n, p, o))
-        base = None
-        for rows, plan, positions in plans():
-            base, v = game.values(plan, k, "Shapley values (sampled)")
+
+        def finish(rows, positions, base, v):
             r = rows.size
             full = np.broadcast_to(v[:, -1][:, None, None], (r, m, 1, o))
             empty = np.broadcast_to(base, (r, m, 1, o))
@@ -466,7 +491,9 @@ def _sampled(game: _Game, p: int, n_permutations: int, key):
             per_pair = np.take_along_axis(gain, positions[..., None], axis=2)
             values[rows] = per_pair.mean(axis=1)
             errors[rows] = per_pair.std(axis=1, ddof=1) / np.sqrt(m)
-        return values, errors, base
+            return values, errors, base
+
+        return game.evaluated(plans, k, "Shapley values (sampled)", finish)
 
     return run
 
@@ -552,8 +579,9 @@ def _set_up_interactions(model, X, _, *, background, features, background_size,
     exact = _exact(game, p, interactions=True)
 
     def run():
-        base, _, values = exact()
-        return ShapleyInteractions(values, base, data.copy(), names, output_names, "exact",
-                                   info)
+        out = exact()  # (base, values, interaction values), or a Deferred of them
+        return ShapleyInteractions(Deferred.apply(lambda parts: parts[2], out),
+                                   Deferred.apply(lambda parts: parts[0], out), data.copy(),
+                                   names, output_names, "exact", info)
 
     return run

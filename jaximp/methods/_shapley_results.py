@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import (
+    ReadsDeferred,
     as_key,
     check_choice,
     mean_abs_over_rows,
@@ -32,7 +33,7 @@ __all__ = ["ShapleyInteractions", "ShapleyValues"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ShapleyValues:
+class ShapleyValues(ReadsDeferred):
     """Shapley values of explained rows, per feature (or group) and model output.
 
     Attributes
@@ -193,7 +194,7 @@ class ShapleyValues:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ShapleyInteractions:
+class ShapleyInteractions(ReadsDeferred):
     """Shapley interaction values, in the convention of shap's ``TreeExplainer``.
 
     Attributes
