@@ -209,9 +209,9 @@ def engine_rows(dataset: Dataset, with_row_numbers: bool, per_row=None, *more) -
     return dataset.recent("engine rows", key, lambda: make().pin(), _ENGINE_ROWS_KEPT)
 
 
-def _rows_on_device(dataset: Dataset, dtype):
-    """The data's rows on the device in ``dtype`` (the rows given there, or one copy of the
-    host rows, kept for an Explainer's (pinned) data)."""
+def _device_background(dataset: Dataset, dtype):
+    """Expected gradients' default background: the data's rows on the device in ``dtype``
+    (the rows given there, or one copy of the host rows, kept for an Explainer's data)."""
     def make():
         rows = dataset.device_X if dataset.device_X is not None else dataset.X
         return jax.device_put(rows.astype(dtype))
@@ -561,7 +561,7 @@ def expected_gradients(
     c = dataset.n_columns
     key = as_key(random_state)
     dtype = np.dtype(predictor.dtype)
-    bg = (_rows_on_device(dataset, dtype) if background is None
+    bg = (_device_background(dataset, dtype) if background is None
           else resolve_baselines(background, dataset, "background").astype(dtype))
     params = (predictor.params, bg, jax.random.key_data(key))
     by_row = per_row is not None
