@@ -16,9 +16,7 @@ from .data import (
     Replicates,
     as_key,
     output_index,
-    replicate_weights,
     resolve_pairs,
-    row_weights,
     select_outputs,
     validate_params,
 )
@@ -26,6 +24,7 @@ from .methods import (
     MEASURE_CHOICES,
     PartialDependences,
     ale_importance,
+    bootstrap_weights,
     compute_pd,
     extract_weights,
     garson_importance,
@@ -535,7 +534,7 @@ def explain(
 def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
                 grid_resolution, n_bootstrap, key, output, engine) -> PartialDependences:
     """PD importance and PD interaction from one engine call over every 1-D and 2-D PD."""
-    weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
     evaluated = compute_pd(
         dataset, predictor, [[f] for f in chosen] + [list(pair) for pair in pair_list],
         kind="average", grid="uniform", grid_resolution=grid_resolution,

@@ -44,7 +44,7 @@ from ._permutation import permutation_importance
 from ._perturbation_attributions import ablation_attributions, permutation_attributions
 from ._sage import SageImportance, sage_importance
 from ._sensitivity import sensitivity_importance
-from ._setup import background_dataset, prepare
+from ._setup import background_dataset, bootstrap_weights, prepare
 from ._shapley import (
     ShapleyInteractions,
     ShapleyValues,
@@ -84,6 +84,7 @@ __all__ = [
     "ale_importance",
     "ale_interaction",
     "background_dataset",
+    "bootstrap_weights",
     "booster_importance",
     "check_target",
     "compute_pd",

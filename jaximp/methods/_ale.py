@@ -29,9 +29,7 @@ from ..data import (
     check_int,
     output_index,
     renamed_keywords,
-    replicate_weights,
     resolve_pairs,
-    row_weights,
     select_outputs,
     summaries,
     validate_params,
@@ -58,7 +56,7 @@ from ._ale_plan import (
     second_order,
     spec_weights,
 )
-from ._setup import cached_stage, digest, prepare
+from ._setup import bootstrap_weights, cached_stage, digest, prepare
 
 __all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
 
@@ -392,7 +390,7 @@ def _setup(model, X, *, sample_weight, n_bootstrap, random_state, derivative, ou
             "(finite differences between bin edges)."
         )
     out_idx = select_outputs(predictor.output_names, output)
-    weights, _ = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    weights, _ = bootstrap_weights(dataset, n_bootstrap, key)
     engine = {"memory_budget": memory_budget, "progress": progress}
     return dataset, predictor, out_idx, weights, derivative, engine
 

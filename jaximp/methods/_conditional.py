@@ -39,7 +39,6 @@ from ..data import (
     Real,
     Replicates,
     as_key,
-    replicate_weights,
     row_weights,
     validate_params,
 )
@@ -76,7 +75,7 @@ from ._samplers import (
     strata_codes,
     within_strata,
 )
-from ._setup import cached_stage, digest, keep_layout, prepare
+from ._setup import bootstrap_weights, cached_stage, digest, keep_layout, prepare
 
 __all__ = ["ConditionalImportance", "conditional_importance"]
 
@@ -331,7 +330,7 @@ categorical, groups, variables, memory_budget, progress
                         "no bootstrap (which keep every prediction)", **engine)
         terms = row_loss_terms(reducer, kept)  # (b, n, k)
         del kept
-        weights, _ = replicate_weights(row_weights(dataset), n_bootstrap, key)
+        weights, _ = bootstrap_weights(dataset, n_bootstrap, key)
         metric = weighted_loss_metrics(reducer, terms, weights)  # (b, m, k)
 
     baseline = metric[0, 0]

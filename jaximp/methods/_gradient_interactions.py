@@ -28,7 +28,6 @@ from ..data import (
     check_choice,
     output_index,
     replicate_weights,
-    row_weights,
     summaries,
     validate_params,
 )
@@ -47,6 +46,7 @@ from ._gradients import (
     run_derived,
     selected,
 )
+from ._setup import bootstrap_weights
 
 __all__ = ["IntegratedHessians", "dgsm", "gradient_interactions"]
 
@@ -130,7 +130,7 @@ def _integrated_hessian_apply(predictor, out_idx, n_alpha, n_baselines):
 
 
 def _bootstrap(dataset, n_bootstrap, random_state):
-    weights, _ = replicate_weights(row_weights(dataset), int(n_bootstrap), as_key(random_state))
+    weights, _ = bootstrap_weights(dataset, int(n_bootstrap), as_key(random_state))
     return weights  # (1 + r, n)
 
 

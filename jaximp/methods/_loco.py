@@ -33,8 +33,6 @@ from ..data import (
     Replicates,
     as_dataset,
     as_key,
-    replicate_weights,
-    row_weights,
     select_outputs,
     validate_params,
 )
@@ -61,7 +59,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import keep_layout, prepare
+from ._setup import bootstrap_weights, keep_layout, prepare
 
 __all__ = ["loco_importance"]
 
@@ -516,7 +514,7 @@ def _bootstrap_importances(spec, predictions, dataset: Dataset, kind: str, n_boo
         raise ValueError(
             f"n_bootstrap={n_bootstrap} reweights per-row losses, so it needs a loss that sums "
             f"over rows ({ROW_LOSSES}); got {spec.name!r}. Use n_bootstrap=0.")
-    weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    weightings, _ = bootstrap_weights(dataset, n_bootstrap, key)
     metric = weighted_loss_metrics(reducer, row_loss_terms(reducer, predictions), weightings)
     importances = spec.importance(metric[1:], metric[:1], kind)  # (p, 1 + B, o)
     return np.moveaxis(importances[:, 1:], 1, -1)

@@ -18,9 +18,7 @@ from ..data import (
     Choice,
     Replicates,
     as_key,
-    replicate_weights,
     resolve_pairs,
-    row_weights,
     validate_grid_options,
     validate_params,
 )
@@ -30,7 +28,7 @@ from ..results import (
 )
 from ._pd import compute_pd
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
-from ._setup import keep_layout, prepare
+from ._setup import bootstrap_weights, keep_layout, prepare
 
 __all__ = ["pd_importance", "pd_interaction"]
 
@@ -176,7 +174,7 @@ def pd_importance(
     # ICE curves are kept only where the statistic needs each row's curve; a bootstrap of the
     # PD re-weights rows inside the engine (O(replicates x grid) memory).
     keep_ice = bool(ice) or average != "mean"
-    weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
     results = compute_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
         grid=grid, grid_resolution=grid_resolution, percentiles=percentiles, output=output,
@@ -276,7 +274,7 @@ def pd_interaction(
     chosen = dataset.resolve(features)
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)
     keep_ice = average != "mean"
-    weights, counts = replicate_weights(row_weights(dataset), n_bootstrap, key)
+    weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
     results = compute_pd(
         dataset, predictor, [list(pair) for pair in pair_list],
         kind="individual" if keep_ice else "average", grid=grid,

@@ -22,8 +22,6 @@ from ..data import (
     Int,
     Replicates,
     as_key,
-    replicate_weights,
-    row_weights,
     validate_params,
 )
 from ..engine import (
@@ -50,7 +48,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import cached_stage, digest, keep_layout, prepare, warm_call
+from ._setup import bootstrap_weights, cached_stage, digest, keep_layout, prepare, warm_call
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -308,7 +306,7 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
     p = len(chosen)
     if n_bootstrap:
         (name, reducer), = _bootstrappable(reducers, n_bootstrap)
-        weightings, _ = replicate_weights(row_weights(dataset), n_bootstrap,
+        weightings, _ = bootstrap_weights(dataset, n_bootstrap,
                                           jax.random.fold_in(key, 1))
         kept = evaluate(predictor, dataset, plan, Keep(), label="permutation importance",
                         result_hint="use fewer features, repeats or rows, or n_bootstrap=0",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import types
@@ -10,15 +11,26 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..data import SHARED, Dataset, InputLayout, Recent, as_dataset
-from ..engine import resolve_budget
+from ..data import (
+    SHARED,
+    Dataset,
+    InputLayout,
+    Recent,
+    as_dataset,
+    replicate_weights,
+    row_weights,
+)
+from ..engine import key_bits, resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
-__all__ = ["background_dataset", "cached_stage", "digest", "keep_layout", "prepare",
-           "rows_of", "warm_call"]
+__all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "digest", "keep_layout",
+           "prepare", "rows_of", "warm_call"]
 
 _STAGES_KEPT = 16
+# an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
+_KEPT_BOOTSTRAP_BYTES = 8 << 20
+_BOOTSTRAPS_KEPT = 4
 # digest(): the bytes and digests of a few small arrays, by object id (a reused id is
 # harmless: its bytes are compared)
 _DIGESTS = Recent()
@@ -236,6 +248,24 @@ def rows_of(dataset: Dataset, rows) -> Dataset:
         return taken.pin() if dataset.pinned else taken
 
     return cached_stage(dataset, ("rows", digest(rows)), subset)
+
+
+def bootstrap_weights(dataset: Dataset, n_bootstrap: int, key) -> tuple[np.ndarray, np.ndarray]:
+    """``replicate_weights`` of the data's own case weights: (1 + r, n) weightings and the
+    (r, n) counts. An Explainer's (pinned) data keeps them per replicate count and key (up to
+    8 MB, read-only), so that a repeated call draws nothing again."""
+    make = functools.partial(replicate_weights, row_weights(dataset), n_bootstrap, key)
+    if (not dataset.pinned or n_bootstrap == 0
+            or 8 * (1 + n_bootstrap) * dataset.n_rows > _KEPT_BOOTSTRAP_BYTES):
+        return make()
+
+    def kept():
+        weightings, counts = make()
+        weightings.flags.writeable = counts.flags.writeable = False
+        return weightings, counts
+
+    return dataset.recent("bootstrap weights", (n_bootstrap, tuple(key_bits(key))), kept,
+                          _BOOTSTRAPS_KEPT)
 
 
 def digest(array) -> bytes | None:

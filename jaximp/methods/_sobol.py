@@ -29,7 +29,6 @@ from ..data import (
     Replicates,
     as_key,
     output_index,
-    replicate_weights,
     select_outputs,
     validate_params,
 )
@@ -42,7 +41,7 @@ from ..engine import (
     rng_stream,
 )
 from ..results import Details, FeatureImportance, mean_and_std
-from ._setup import keep_layout, prepare
+from ._setup import bootstrap_weights, keep_layout, prepare
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
 
@@ -295,8 +294,7 @@ def sobol_indices(
     bits = key_bits(key_permutations)
     perms = np.stack([rng_stream(bits, _PERMUTATION_STREAM, k).permutation(n)
                       for k in range(r)])  # (R, n): row i of B_k is row perms[k, i] of X
-    weights = np.ones(n)
-    all_weights, _ = replicate_weights(weights, n_bootstrap, key_bootstrap)  # (1 + b, n)
+    all_weights, _ = bootstrap_weights(dataset, n_bootstrap, key_bootstrap)  # (1 + b, n)
     fb = fa[perms].transpose(1, 0, 2) - fa.mean(axis=0)  # (n, R, o), centred
 
     masks = np.zeros((p, c), bool)
