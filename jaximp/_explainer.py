@@ -120,10 +120,12 @@ class Explainer:
         self.y = None if y is None else check_target(y, self.dataset.n_rows)
         self.background = background
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
-        # reuses its plans and sends nothing again
+        # reuses its plans and sends nothing again (a Dataset given is used as it is)
         self._background_data = None if background is None else background_dataset(
             background, self.dataset, categorical=categorical, groups=groups,
-            allow_missing=self.predictor.host).pin()
+            allow_missing=self.predictor.host)
+        if self._background_data is not None and self._background_data is not background:
+            self._background_data.pin(defer_reads=False)
         self.memory_budget = memory_budget
         self.random_state = random_state
 
