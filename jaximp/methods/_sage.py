@@ -199,17 +199,15 @@ class _Game:
         # plan entries and, when not shared, the coalition and its column mask
         per_row_bytes = k * (16 * o + 8 + (0 if shared else p + c))
         group = max(1, min(rows.size, int(self.budget // max(1, per_row_bytes))))
-        columns = self.player_columns.astype(np.float32)
+        # each column belongs to at most one player: a coalition's mask is a gather
+        player, column = np.nonzero(self.player_columns)
         reducer = Mean(self.background_weights[None, :])
         for start in range(0, rows.size, group):
             part = np.arange(start, min(rows.size, start + group))
-            if shared:
-                masks = (coalitions.astype(np.float32) @ columns) > 0  # (K, c)
-                item_mask = np.tile(np.arange(k), part.size)
-            else:
-                chosen = coalitions[part].reshape(-1, p)
-                masks = (chosen.astype(np.float32) @ columns) > 0  # (R' K, c)
-                item_mask = np.arange(part.size * k)
+            chosen = coalitions if shared else coalitions[part].reshape(-1, p)
+            masks = np.zeros((chosen.shape[0], c), bool)  # (K, c), or (R' K, c)
+            masks[:, column] = chosen[:, player]
+            item_mask = np.tile(np.arange(k), part.size) if shared else np.arange(part.size * k)
             plan = at_values(masks, item_mask, self.explained[rows[part]],
                              np.repeat(np.arange(part.size), k))
             result = evaluate(self.predictor, self.background, plan, reducer, label=label,
