@@ -208,6 +208,13 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"n_bootstrap": 3}, {"features": ["a", "b"]}):
         _same(explainer.ale_importance(**options),
               jaximp.ale_importance(model, FRAME, **DATA, **options))
+    # permutation attributions keep their permutations and source rows per option
+    for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},
+                    {"random_state": 0}):
+        first = explainer.permutation_attributions(**options)
+        fresh = jaximp.permutation_attributions(model, FRAME, **DATA, **options)
+        _same(first, fresh)
+        np.testing.assert_array_equal(first.info["source_rows"], fresh.info["source_rows"])
     # sensitivity keeps its draws (or grids) and plan per option
     for options in ({"n_repeats": 2}, {"n_repeats": 2, "random_state": 1}, {"n_repeats": 3},
                     {"variant": "max"}, {"variant": "max", "n_values": 3},

@@ -28,7 +28,7 @@ from ..engine import (
     resolve_budget,
 )
 from ._attributions import Attributions, make_attributions, row_outputs
-from ._setup import prepare
+from ._setup import cached_stage, prepare
 
 __all__ = ["ablation_attributions", "permutation_attributions", "source_rows"]
 
@@ -166,15 +166,20 @@ def permutation_attributions(
                            dataset.resident_X,
                            [c for f in dataset.features for c in f.columns], predictor.dtype,
                            "permuted values", stacklevel=3)
-    streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
-    item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
-    plan = at_permuted_rows(masks, item_mask, bits, streams)
+
+    def build():
+        """The plan and its source rows (kept on an Explainer, read-only, for its repeats)."""
+        streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
+        item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
+        rows = source_rows(dataset.n_rows, feature_ids, n_repeats, key, memory_budget)
+        rows.flags.writeable = not dataset.pinned
+        return at_permuted_rows(masks, item_mask, bits, streams), rows
+
+    plan, rows = cached_stage(dataset, ("permutation attributions", bits, n_repeats), build)
     kept = evaluate(predictor, dataset, plan, Keep(), label="permutation attributions",
                     memory_budget=memory_budget, progress=progress,
                     result_hint="use fewer repeats, rows or features (groups)")
-    info = {"n_repeats": n_repeats,
-            "source_rows": source_rows(dataset.n_rows, feature_ids, n_repeats, key,
-                                       memory_budget)}
+    info = {"n_repeats": n_repeats, "source_rows": rows}
     return _result(kept, p, n_repeats, dataset, predictor, out_idx, per_row, "permutation",
                    info)
 
