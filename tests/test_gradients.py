@@ -328,6 +328,23 @@ def test_per_row_output_is_each_rows_column_of_the_all_outputs_attributions():
         if every.baseline_values is not None:
             np.testing.assert_allclose(per_row.baseline_values[:, 0],
                                        every.baseline_values[rows, PREDICTED], atol=1e-6)
+    # the same on an Explainer over rows kept on the device: its rows are extended there
+    # (row numbers, per-row outputs, paired baselines) and a repeat sends nothing implicitly
+    ex = jaximp.Explainer(mlp, jnp.asarray(X, jnp.float32))
+    bound = {
+        "integrated_gradients": lambda **kw: ex.integrated_gradients(baselines="mean", **kw),
+        "paired": lambda **kw: ex.integrated_gradients(baselines=X[::-1],
+                                                       paired_baselines=True, **kw),
+        "expected_gradients": lambda **kw: ex.expected_gradients(n_samples=8, **kw),
+        "smoothgrad": lambda **kw: ex.smoothgrad(stdev=0.3, **kw),
+    }
+    for name, call in bound.items():
+        first = call(output=PREDICTED)
+        with jax.transfer_guard("disallow"):
+            again = call(output=PREDICTED)
+        np.testing.assert_array_equal(again.values, first.values, err_msg=name)
+        np.testing.assert_allclose(first.values, calls[name](output=PREDICTED).values,
+                                   rtol=1e-6, atol=1e-7, err_msg=name)
     # completeness of the per-row output against a float64 reference
     ig = jaximp.integrated_gradients(mlp, X, output=PREDICTED)
     target = mlp_np(X)[rows, PREDICTED] - mlp_np(np.zeros((1, 4)))[0, PREDICTED]
