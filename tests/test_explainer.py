@@ -199,6 +199,12 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
                     {"pairs": [("a", "c")]}, {"features": ["b", "c"]}, {"random_state": 3}):
         _same(explainer.h_statistic(n_max=30, **options),
               jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
+
+
+def test_methods_that_keep_draws_bins_or_weightings_never_return_a_stale_result(explainer):
+    """ALE, permutation attributions, sensitivity, conditional and PD importance keep what
+    they drew or binned per option: each option gives the fresh result, and going back gives
+    the first one again."""
     # ALE keeps its bins and plan per feature, bin count and bootstrap weighting
     for options in ({"bins": 5}, {"bins": 6}, {"bins": 5, "n_bootstrap": 3},
                     {"bins": 5, "n_bootstrap": 3, "random_state": 1},
