@@ -202,9 +202,9 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
 
 
 def test_methods_that_keep_draws_bins_or_weightings_never_return_a_stale_result(explainer):
-    """ALE, permutation attributions, sensitivity, conditional and PD importance keep what
-    they drew or binned per option: each option gives the fresh result, and going back gives
-    the first one again."""
+    """ALE, permutation attributions, sensitivity, Sobol indices, conditional and PD
+    importance keep what they drew or binned per option: each option gives the fresh result,
+    and going back gives the first one again."""
     # ALE keeps its bins and plan per feature, bin count and bootstrap weighting
     for options in ({"bins": 5}, {"bins": 6}, {"bins": 5, "n_bootstrap": 3},
                     {"bins": 5, "n_bootstrap": 3, "random_state": 1},
@@ -227,6 +227,14 @@ def test_methods_that_keep_draws_bins_or_weightings_never_return_a_stale_result(
                     {"features": ["a", "c"]}, {"n_repeats": 2}):
         _same(explainer.sensitivity_importance(**options),
               jaximp.sensitivity_importance(model, FRAME, Y, **DATA, **options))
+    # Sobol indices keep their resampled rows, predictions and plan per option
+    unweighted = jaximp.Explainer(smooth_model, NUMERIC)
+    for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},
+                    {"features": [0, 2]}, {"n_bootstrap": 4}, {"random_state": 0}):
+        first = unweighted.sobol_indices(**options)
+        fresh = jaximp.sobol_indices(smooth_model, NUMERIC, **options)
+        _same(first.first, fresh.first)
+        _same(first.total, fresh.total)
     # conditional importance keeps its samplers' draws and plan per option
     numeric = jaximp.Explainer(smooth_model, NUMERIC, NUMERIC[:, 0] + 0.1)
     for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},

@@ -41,7 +41,7 @@ from ..engine import (
     rng_stream,
 )
 from ..results import Details, FeatureImportance, mean_and_std
-from ._setup import bootstrap_weights, keep_layout, prepare
+from ._setup import bootstrap_weights, cached_stage, keep_layout, prepare
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
 
@@ -290,19 +290,26 @@ def sobol_indices(
     engine = {"memory_budget": memory_budget, "progress": progress}
     _warn_if_dependent(dataset)
 
-    fa = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
     bits = key_bits(key_permutations)
-    perms = np.stack([rng_stream(bits, _PERMUTATION_STREAM, k).permutation(n)
-                      for k in range(r)])  # (R, n): row i of B_k is row perms[k, i] of X
     all_weights, _ = bootstrap_weights(dataset, n_bootstrap, key_bootstrap)  # (1 + b, n)
-    fb = fa[perms].transpose(1, 0, 2) - fa.mean(axis=0)  # (n, R, o), centred
 
-    masks = np.zeros((p, c), bool)
-    for j, feat in enumerate(chosen):
-        masks[j, list(feat.columns)] = True
-    plan = at_coded_values(masks, np.repeat(np.arange(p), r), dataset.X, perms,
-                           np.tile(np.arange(r), p), np.zeros(p * r, np.int32))
-    reducer = _SobolSums(all_weights, fa, fb, r)
+    def build():
+        """f(A), the resampled rows' plan and the reducer (kept on an Explainer for its
+        repeats, as permutation importance keeps its predictions on the intact data)."""
+        fa = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
+        perms = np.stack([rng_stream(bits, _PERMUTATION_STREAM, k).permutation(n)
+                          for k in range(r)])  # (R, n): row i of B_k is row perms[k, i] of X
+        fb = fa[perms].transpose(1, 0, 2) - fa.mean(axis=0)  # (n, R, o), centred
+        masks = np.zeros((p, c), bool)
+        for j, feat in enumerate(chosen):
+            masks[j, list(feat.columns)] = True
+        plan = at_coded_values(masks, np.repeat(np.arange(p), r), dataset.X, perms,
+                               np.tile(np.arange(r), p), np.zeros(p * r, np.int32))
+        return fa, plan, _SobolSums(all_weights, fa, fb, r)
+
+    fa, plan, reducer = cached_stage(
+        dataset, ("Sobol indices", predictor, tuple(dataset.positions(chosen)), r,
+                  tuple(bits), n_bootstrap, tuple(key_bits(key_bootstrap))), build)
     sums = evaluate(predictor, dataset, plan, reducer, label="Sobol indices", **engine)
     sums = sums.reshape(p, r, *sums.shape[1:]).mean(axis=1)  # (p, W, 2, o)
 
