@@ -202,7 +202,7 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
 
 
 def test_methods_that_keep_draws_bins_or_weightings_never_return_a_stale_result(explainer):
-    """ALE, permutation attributions, sensitivity, Sobol indices, conditional and PD
+    """ALE, permutation attributions, sensitivity, Sobol indices, SAGE, conditional and PD
     importance keep what they drew or binned per option: each option gives the fresh result,
     and going back gives the first one again."""
     # ALE keeps its bins and plan per feature, bin count and bootstrap weighting
@@ -235,8 +235,18 @@ def test_methods_that_keep_draws_bins_or_weightings_never_return_a_stale_result(
         fresh = jaximp.sobol_indices(smooth_model, NUMERIC, **options)
         _same(first.first, fresh.first)
         _same(first.total, fresh.total)
-    # conditional importance keeps its samplers' draws and plan per option
     numeric = jaximp.Explainer(smooth_model, NUMERIC, NUMERIC[:, 0] + 0.1)
+    # SAGE keeps its game (predictions, background subsample, loss) per option
+    for options in ({"background_size": 10}, {"background_size": 10, "random_state": 1},
+                    {"background_size": 12}, {"loss": "mae", "background_size": 10},
+                    {"target": "output", "background_size": 10},
+                    {"n_permutations": 8, "estimator": "permutation", "background_size": 10},
+                    {"background_size": 10}):
+        y = None if options.get("target") == "output" else NUMERIC[:, 0] + 0.1
+        exact = {"estimator": "exact"} if "estimator" not in options else {}
+        _same(numeric.sage_importance(**exact, **options),
+              jaximp.sage_importance(smooth_model, NUMERIC, y, **exact, **options))
+    # conditional importance keeps its samplers' draws and plan per option
     for options in ({"random_state": 0}, {"random_state": 1}, {"n_repeats": 2},
                     {"features": [0, 2]}, {"sampler": "knockoff"}, {"loss": "mae"},
                     {"sampler": "strata"}, {"random_state": 0}):

@@ -21,6 +21,7 @@ coalitions for every row.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from collections.abc import Callable
 from typing import Literal
@@ -43,6 +44,7 @@ from ..engine import (
     Mean,
     at_values,
     evaluate,
+    key_bits,
     predict_rows,
     resolve_budget,
     sample_rows,
@@ -62,7 +64,7 @@ from ._sage_estimators import (
     exact_values,
     sampled_values,
 )
-from ._setup import background_dataset, keep_layout, prepare, rows_of
+from ._setup import background_dataset, cached_stage, digest, keep_layout, prepare, rows_of
 
 __all__ = [
     "SAGE_EXACT_LIMIT",
@@ -494,31 +496,40 @@ def sage_importance(
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     engine = {"memory_budget": memory_budget, "progress": progress}
-    full = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
     weights = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
-    if spec is None:  # Shapley effects: the model's own output is the target
-        target_values = full[:, select_outputs(predictor.output_names, output)]
-        spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
-    _check_sage_probabilities(spec, full, predictor.n_outputs)
 
-    background_rows = None
-    if background_size is not None and bg.n_rows > background_size:
-        background_rows = sample_rows(key_background, bg.n_rows, background_size)
-        bg = rows_of(bg, background_rows)
-    bg_weights = np.ones(bg.n_rows) if bg.weights is None else bg.weights
-    base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, bg, **engine)
-                     .astype(np.float64)) / bg_weights.sum()
-    player_columns = np.zeros((p, dataset.n_columns), bool)
-    for j, feat in enumerate(players):
-        player_columns[j, list(feat.columns)] = True
-    game = _Game(predictor, bg, bg_weights, dataset.X, player_columns, base, full,
-                 _row_loss(spec), engine, resolve_budget(memory_budget))
+    def build(spec):
+        """The game (predictions on X and the background, the loss) and the losses of its
+        empty and full coalitions: kept on an Explainer for its repeats, as permutation
+        importance keeps its predictions on the intact data."""
+        full = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
+        if spec is None:  # Shapley effects: the model's own output is the target
+            target_values = full[:, select_outputs(predictor.output_names, output)]
+            spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
+        _check_sage_probabilities(spec, full, predictor.n_outputs)
+        kept, background_rows = bg, None
+        if background_size is not None and bg.n_rows > background_size:
+            background_rows = sample_rows(key_background, bg.n_rows, background_size)
+            kept = rows_of(bg, background_rows)
+        bg_weights = np.ones(kept.n_rows) if kept.weights is None else kept.weights
+        base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, kept, **engine)
+                         .astype(np.float64)) / bg_weights.sum()
+        player_columns = np.zeros((p, dataset.n_columns), bool)
+        for j, feat in enumerate(players):
+            player_columns[j, list(feat.columns)] = True
+        game = _Game(predictor, kept, bg_weights, dataset.X, player_columns, base, full,
+                     _row_loss(spec), engine, resolve_budget(memory_budget))
+        ends = game.chain_losses(np.arange(dataset.n_rows),
+                                 np.zeros((dataset.n_rows, 0, predictor.n_outputs)))
+        base_loss, full_loss = (np.einsum("n,no->o", weights, ends[:, i]) / weights.sum()
+                                for i in (0, 1))
+        return spec, game, background_rows, base_loss, full_loss, base_loss - full_loss
 
-    all_rows = np.arange(dataset.n_rows)
-    ends = game.chain_losses(all_rows, np.zeros((dataset.n_rows, 0, predictor.n_outputs)))
-    base_loss, full_loss = (np.einsum("n,no->o", weights, ends[:, i]) / weights.sum()
-                            for i in (0, 1))
-    total = base_loss - full_loss
+    spec, game, background_rows, base_loss, full_loss, total = cached_stage(
+        dataset, ("SAGE game", predictor, target, loss_name, output, bg, background_size,
+                  tuple(key_bits(key_background)), memory_budget, progress,
+                  digest(spec.y) if spec is not None and dataset.pinned else None),
+        functools.partial(build, spec))
     if estimator == "exact" or p == 1:
         values, errors = exact_values(game, weights)
         drawn, converged, ratio = None, None, None
@@ -545,6 +556,6 @@ def sage_importance(
             loss=spec.name, target=target, estimator=estimator, n_permutations=drawn,
             converged=converged, convergence_ratio=None if ratio is None else float(ratio),
             base_loss=base_loss, full_loss=full_loss, total=total, normalized=bool(normalize),
-            n_background=bg.n_rows, background_rows=background_rows,
+            n_background=game.background.n_rows, background_rows=background_rows,
             sampler=None if estimator == "exact" else sampler), dataset, players),
     )
