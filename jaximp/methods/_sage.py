@@ -167,6 +167,11 @@ class SageImportance(FeatureImportance):
         return frame
 
 
+# a game's plans of shared coalitions are kept up to this size (two int32 entries per row
+# and coalition: 1,000 rows x 1,024 coalitions take 8 MB)
+_KEPT_PLAN_BYTES = 32 << 20
+
+
 # ---------------------------------------------------------------------------------------------
 # The game: coalition values over the background, losses on the host
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +191,15 @@ class _Game:
     row_loss: Callable  # (rows (R,), predictions (R, K, o)) -> losses (R, K, o_loss)
     engine: dict
     budget: int
+    # the plans of coalitions shared by every row (the exact estimator's), kept while the game
+    # is (an Explainer's) up to _KEPT_PLAN_BYTES: a repeated call sends and plans nothing
+    shared_plans: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @functools.cached_property
+    def reducer(self) -> Mean:
+        """The weighted mean over the background: one object, so that a repeated call's
+        plans meet the engine's launch kept for them."""
+        return Mean(self.background_weights[None, :])
 
     def values(self, rows: np.ndarray, coalitions: np.ndarray, label: str) -> np.ndarray:
         """``f_S`` at explained rows: ``coalitions`` (R, K, p) bool, or (K, p) shared by
@@ -203,17 +217,26 @@ class _Game:
         group = max(1, min(rows.size, int(self.budget // max(1, per_row_bytes))))
         # each column belongs to at most one player: a coalition's mask is a gather
         player, column = np.nonzero(self.player_columns)
-        reducer = Mean(self.background_weights[None, :])
-        for start in range(0, rows.size, group):
-            part = np.arange(start, min(rows.size, start + group))
+
+        def plan(part):
             chosen = coalitions if shared else coalitions[part].reshape(-1, p)
             masks = np.zeros((chosen.shape[0], c), bool)  # (K, c), or (R' K, c)
             masks[:, column] = chosen[:, player]
             item_mask = np.tile(np.arange(k), part.size) if shared else np.arange(part.size * k)
-            plan = at_values(masks, item_mask, self.explained[rows[part]],
+            return at_values(masks, item_mask, self.explained[rows[part]],
                              np.repeat(np.arange(part.size), k))
-            result = evaluate(self.predictor, self.background, plan, reducer, label=label,
-                              **self.engine)  # (R' K, 1, o)
+
+        for start in range(0, rows.size, group):
+            part = np.arange(start, min(rows.size, start + group))
+            if shared:
+                key = (rows[part].tobytes(), coalitions.shape, coalitions.tobytes())
+                kept = self.shared_plans.get(key)
+                if kept is None:
+                    kept = plan(part)
+                    if 8 * (len(self.shared_plans) + 1) * part.size * k <= _KEPT_PLAN_BYTES:
+                        self.shared_plans[key] = kept
+            result = evaluate(self.predictor, self.background, kept if shared else plan(part),
+                              self.reducer, label=label, **self.engine)  # (R' K, 1, o)
             out[part] = result[:, 0, :].reshape(part.size, k, o)
         return out
 
