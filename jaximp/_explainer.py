@@ -286,7 +286,7 @@ class Explainer:
     def expected_gradients(self, rows=None, **options):
         """:func:`jaximp.expected_gradients` of ``rows`` (default: this data), baselines drawn
         from the Explainer's background (default: this data)."""
-        background = self.dataset.X if self.background is None else self.background
+        background = self.dataset if self.background is None else self._background_data
         return self._call(expected_gradients, options.pop("background", background),
                           explained=self._rows(rows), **options)
 

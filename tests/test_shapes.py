@@ -86,9 +86,10 @@ def test_shapley_values_over_channels_of_sequences_equal_the_flat_table():
 
 
 def test_an_explainer_takes_a_background_of_examples_and_refuses_another_shape():
-    """The background of examples of X's shape (or of flattened rows) serves Shapley values
-    and SAGE on an Explainer as in the functions; examples of another shape with as many
-    positions (a transposed sequence) are refused, not silently flattened."""
+    """The background of examples of X's shape (or of flattened rows) serves Shapley values,
+    expected gradients and SAGE on an Explainer as in the functions; examples of another
+    shape with as many positions (a transposed sequence) are refused, not silently
+    flattened."""
     def sequence_model(X):  # (n, t, c)
         return jnp.tanh(X[:, :, 0]).sum(axis=1) * X[:, -1, 2] + X[:, :, 1].mean(axis=1)
 
@@ -101,6 +102,10 @@ def test_an_explainer_takes_a_background_of_examples_and_refuses_another_shape()
             ex.shapley_values().values,
             jaximp.shapley_values(sequence_model, SEQUENCES[:5], SEQUENCES[5:],
                                   groups=channels).values)
+        np.testing.assert_array_equal(
+            ex.expected_gradients(n_samples=4).values,
+            jaximp.expected_gradients(sequence_model, SEQUENCES[:5], SEQUENCES[5:],
+                                      n_samples=4, groups=channels).values)
         np.testing.assert_array_equal(
             ex.sage_importance(estimator="exact").importances_mean,
             jaximp.sage_importance(sequence_model, SEQUENCES[:5], y[:5],

@@ -166,12 +166,16 @@ def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> n
     if isinstance(baselines, pd.DataFrame):
         baselines = baselines.to_numpy()
     values = np.asarray(baselines, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[None]
+    shape = tuple(dataset.input_shape or (c,))
+    if values.shape == shape or values.ndim == 1:  # one example
+        values = values.reshape(1, -1)
+    elif values.shape[1:] == shape:  # examples of X's shape
+        values = values.reshape(values.shape[0], -1)
     if values.ndim != 2 or values.shape[1] != c or values.shape[0] == 0:
+        examples = "" if dataset.input_shape is None else f" (or examples of shape {shape})"
         raise ValueError(
-            f"{name} must be None, 'mean', 'median', an array of shape ({c},) or (b, {c}); "
-            f"got shape {np.shape(baselines)}."
+            f"{name} must be None, 'mean', 'median', an array of shape ({c},) or (b, {c})"
+            f"{examples}; got shape {np.shape(baselines)}."
         )
     if not np.isfinite(values).all():
         raise ValueError(f"{name} contain NaN or infinite values; pass finite values.")
@@ -529,8 +533,9 @@ def expected_gradients(
     ----------
     model : JAX callable, Flax/Equinox module or jaximp.MLP
     X : array of shape (n, c) or DataFrame
-    background : array of shape (B, c) or DataFrame, optional
-        The rows baselines are drawn from, uniformly with replacement (default: X).
+    background : array of shape (B, c) or (B, ...), DataFrame or Dataset, optional
+        The rows (or examples of X's shape) baselines are drawn from, uniformly with
+        replacement (default: X).
     n_samples : int, default 200
         Draws per row.
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
@@ -561,8 +566,14 @@ def expected_gradients(
     c = dataset.n_columns
     key = as_key(random_state)
     dtype = np.dtype(predictor.dtype)
-    bg = (_device_background(dataset, dtype) if background is None
-          else resolve_baselines(background, dataset, "background").astype(dtype))
+    if isinstance(background, Dataset):  # an Explainer's data or background, on its device
+        if background.n_columns != c:
+            raise ValueError(f"background must have the {c} columns of X; got "
+                             f"{background.n_columns}.")
+        bg = _device_background(background, dtype)
+    else:
+        bg = (_device_background(dataset, dtype) if background is None
+              else resolve_baselines(background, dataset, "background").astype(dtype))
     params = (predictor.params, bg, jax.random.key_data(key))
     by_row = per_row is not None
     apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0], by_row)
