@@ -56,7 +56,7 @@ from ._ale_plan import (
     second_order,
     spec_weights,
 )
-from ._setup import bootstrap_weights, cached_stage, digest, prepare
+from ._setup import bootstrap_weights, cached_stage, prepare, weightings_digest
 
 __all__ = ["AccumulatedLocalEffects", "ale", "ale_importance", "ale_interaction"]
 
@@ -252,13 +252,12 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
                        weights.shape[1]))
     padded[:n_weightings] = weights
     # the plan and reducer of specs made of bin counts (``spec_keys``, see _specs), with
-    # bootstrap weightings of at most 1 MB (by their contents): a repeat sends nothing again
-    many = n_weightings > 1 and padded.nbytes > 1 << 20
+    # their bootstrap weightings (by their contents): a repeated call sends nothing again
+    weighted = None if n_weightings == 1 else weightings_digest(padded)
     model, plan, reducer, pairs = cached_stage(
-        dataset, ("ale plan", spec_keys, predictor, derivative,
-                  None if n_weightings == 1 or many else digest(padded)),
+        dataset, ("ale plan", spec_keys, predictor, derivative, weighted),
         lambda: _ale_plan(dataset, predictor, specs, padded, derivative),
-        uncached=spec_keys is None or many)
+        uncached=spec_keys is None or (n_weightings > 1 and weighted is None))
     if derivative:
         totals = evaluate(model, dataset, plan, reducer, label="derivative ALE",
                           **engine)[0]  # (F, r, G, o + 1)

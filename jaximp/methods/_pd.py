@@ -28,15 +28,12 @@ from ..data import (
 )
 from ..engine import Keep, Mean, at_values, check_collapse, evaluate
 from ..models import Predictor
-from ._setup import cached_stage, digest, prepare
+from ._setup import cached_stage, prepare, weightings_digest
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
 
 _KINDS = ("average", "individual", "both")
-# bootstrap weightings (replicates x rows) kept with a cached plan up to this size (hashing
-# their contents costs about 1 ms per MB)
-_KEPT_WEIGHTINGS_BYTES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -383,15 +380,14 @@ def compute_pd(
         weightings = np.asarray(weightings, np.float64)
         if weightings.shape[0] == 1 and np.array_equal(weightings[0], w):
             weightings = None  # the data's own weights: the plain PD's plan and reducer
-    # bootstrap weightings of a few MB at most are kept with the plan, by their contents
-    many = weightings is not None and weightings.nbytes > _KEPT_WEIGHTINGS_BYTES
+    # bootstrap weightings are kept with the plan, by their contents
+    weighted = None if weightings is None else weightings_digest(weightings)
     stage = cached_stage(
         dataset, ("partial dependence", tuple(tuple(f.name for f in fs) for fs in feature_sets),
-                  keep, grid, grid_resolution, percentiles, predictor.dtype,
-                  None if weightings is None or many else digest(weightings)),
+                  keep, grid, grid_resolution, percentiles, predictor.dtype, weighted),
         lambda: _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution,
                          percentiles, keep, w if weightings is None else weightings),
-        uncached=many)
+        uncached=weightings is not None and weighted is None)
     plan, reducer, grids, shapes = stage
     weightings = reducer.weights if not keep else w[None]
     out = evaluate(

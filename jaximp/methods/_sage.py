@@ -65,6 +65,7 @@ from ._sage_estimators import (
     sampled_values,
 )
 from ._setup import background_dataset, cached_stage, digest, keep_layout, prepare, rows_of
+from ._shapley import KEPT_PLAN_BYTES, coalition_masks
 
 __all__ = [
     "SAGE_EXACT_LIMIT",
@@ -167,11 +168,6 @@ class SageImportance(FeatureImportance):
         return frame
 
 
-# a game's plans of shared coalitions are kept up to this size (two int32 entries per row
-# and coalition: 1,000 rows x 1,024 coalitions take 8 MB)
-_KEPT_PLAN_BYTES = 32 << 20
-
-
 # ---------------------------------------------------------------------------------------------
 # The game: coalition values over the background, losses on the host
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +188,8 @@ class _Game:
     engine: dict
     budget: int
     # the plans of coalitions shared by every row (the exact estimator's), kept while the game
-    # is (an Explainer's) up to _KEPT_PLAN_BYTES: a repeated call sends and plans nothing
+    # is (an Explainer's) up to KEPT_PLAN_BYTES, as Shapley values': a repeated call sends and
+    # plans nothing
     shared_plans: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @functools.cached_property
@@ -215,13 +212,10 @@ class _Game:
         # plan entries and, when not shared, the coalition and its column mask
         per_row_bytes = k * (16 * o + 8 + (0 if shared else p + c))
         group = max(1, min(rows.size, int(self.budget // max(1, per_row_bytes))))
-        # each column belongs to at most one player: a coalition's mask is a gather
-        player, column = np.nonzero(self.player_columns)
 
         def plan(part):
             chosen = coalitions if shared else coalitions[part].reshape(-1, p)
-            masks = np.zeros((chosen.shape[0], c), bool)  # (K, c), or (R' K, c)
-            masks[:, column] = chosen[:, player]
+            masks = coalition_masks(self.player_columns, chosen)  # (K, c), or (R' K, c)
             item_mask = np.tile(np.arange(k), part.size) if shared else np.arange(part.size * k)
             return at_values(masks, item_mask, self.explained[rows[part]],
                              np.repeat(np.arange(part.size), k))
@@ -233,7 +227,7 @@ class _Game:
                 kept = self.shared_plans.get(key)
                 if kept is None:
                     kept = plan(part)
-                    if 8 * (len(self.shared_plans) + 1) * part.size * k <= _KEPT_PLAN_BYTES:
+                    if 8 * (len(self.shared_plans) + 1) * part.size * k <= KEPT_PLAN_BYTES:
                         self.shared_plans[key] = kept
             result = evaluate(self.predictor, self.background, kept if shared else plan(part),
                               self.reducer, label=label, **self.engine)  # (R' K, 1, o)

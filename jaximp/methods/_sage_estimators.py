@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from ..engine import key_bits, rng_stream
-from ._shapley import shapley_weights
+from ._shapley import coalition_members, shapley_weights
 
 __all__ = ["SAGE_MAX_PERMUTATIONS", "SAMPLERS", "exact_values", "sampled_values"]
 
@@ -44,18 +44,13 @@ _PILOT_ROWS = 32  # rows given two pairs first: the spread within rows is estima
 # ---------------------------------------------------------------------------------------------
 
 
-def _members(p: int) -> np.ndarray:
-    """(2^p, p) bool: coalition t holds player j when bit j of t is set."""
-    return (np.arange(2 ** p)[:, None] >> np.arange(p)[None, :]) & 1 == 1
-
-
 def exact_values(game, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values and standard errors (p, o_loss): every row's Shapley values of its loss game
     (``phi_i = W^T (-loss_i)``: the constant ``loss(y_i, f_0)`` has zero Shapley values),
     their weighted mean over rows, and its standard error over rows."""
     n = game.explained.shape[0]
     p = game.player_columns.shape[0]
-    members = _members(p)
+    members = coalition_members(p)
     shapley = shapley_weights(p)  # (2^p, p) float64
     o = game.predictor.n_outputs
     # a group of rows at a time: its coalition values and losses (float64) fit the budget

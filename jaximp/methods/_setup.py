@@ -25,12 +25,14 @@ from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
 __all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "digest", "keep_layout",
-           "prepare", "rows_of", "warm_call"]
+           "prepare", "rows_of", "warm_call", "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
 _KEPT_BOOTSTRAP_BYTES = 8 << 20
 _BOOTSTRAPS_KEPT = 4
+# a plan made for bootstrap weightings is kept with them up to this size (weightings_digest)
+_KEPT_WEIGHTINGS_BYTES = 1 << 20
 # digest(): the bytes and digests of a few small arrays, by object id (a reused id is
 # harmless: its bytes are compared)
 _DIGESTS = Recent()
@@ -266,6 +268,13 @@ def bootstrap_weights(dataset: Dataset, n_bootstrap: int, key) -> tuple[np.ndarr
 
     return dataset.recent("bootstrap weights", (n_bootstrap, tuple(key_bits(key))), kept,
                           _BOOTSTRAPS_KEPT)
+
+
+def weightings_digest(weightings: np.ndarray) -> bytes | None:
+    """The key by which a method keeps a plan made for bootstrap weightings (replicates x
+    rows): their digest, or None past 1 MB, where hashing them on every call costs about as
+    much as making the plan anew (about 1 ms per MB); such a plan is not kept."""
+    return digest(weightings) if weightings.nbytes <= _KEPT_WEIGHTINGS_BYTES else None
 
 
 def digest(array) -> bytes | None:
