@@ -1,6 +1,7 @@
 """The evaluation engine: chunking, sharding, jit, accuracy, errors."""
 
 import textwrap
+import types
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,15 @@ from jaximp.engine._plans import (
     at_permuted_rows,
     at_values,
 )
-from jaximp.engine._reducers import GroupedMean, Itemwise, Keep, LossSums, Mean, Spread
+from jaximp.engine._reducers import (
+    FoldedMean,
+    GroupedMean,
+    Itemwise,
+    Keep,
+    LossSums,
+    Mean,
+    Spread,
+)
 
 
 @pytest.fixture
@@ -75,6 +84,31 @@ def test_bootstrap_weightings_in_one_pass(permuted, data3):
     means = evaluate(pred, data3, plan, Mean(weights), memory_budget=1 << 16)
     kept = evaluate(pred, data3, plan, Keep())[..., 0].astype(np.float64)
     np.testing.assert_allclose(means[..., 0], kept @ weights.T / weights.sum(1), atol=1e-5)
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_folded_mean_equals_a_float64_fold_of_the_means(data3, host):
+    """Groups of items mapped by a fixed matrix (on the device for a JAX model, in NumPy for
+    a host one), over several chunks of a small budget, against the float64 map of the
+    float64 means of the kept predictions."""
+    rng = np.random.default_rng(8)
+    f = lambda A: jnp.stack([jnp.tanh(A[:, 0]) * A[:, 1], A[:, 2] ** 2], axis=1)  # noqa: E731
+    model = types.SimpleNamespace(predict=lambda A: np.asarray(f(jnp.asarray(A)))) if host else f
+    pred = jaximp.as_predictor(model, n_features=3)
+    values = rng.normal(size=(24, 3))
+    plan = at_values(rng.random((6, 3)) < 0.5, np.tile(np.arange(6), 24), values,
+                     np.repeat(np.arange(24), 6))
+    weights = rng.uniform(0.5, 2.0, size=(1, len(data3)))
+    fold = rng.normal(size=(6, 4)) / 3.0
+    folded = evaluate(pred, data3, plan, FoldedMean(weights, fold), memory_budget=1 << 16)
+    assert folded.shape == (24, 1, 4, 2)
+    means = evaluate(pred, data3, plan, Mean(weights))[:, 0]  # (144, 2)
+    expected = np.einsum("gto,tm->gmo", means.reshape(24, 6, 2), fold)
+    np.testing.assert_allclose(folded[:, 0], expected, rtol=1e-13, atol=1e-14)
+    kept = evaluate(pred, data3, plan, Keep()).astype(np.float64)  # (144, n, 2)
+    means = np.einsum("bno,n->bo", kept, weights[0]) / weights.sum()
+    expected = np.einsum("gto,tm->gmo", means.reshape(24, 6, 2), fold)
+    np.testing.assert_allclose(folded[:, 0], expected, rtol=1e-6, atol=1e-7)
 
 
 @on_cpu

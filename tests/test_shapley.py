@@ -12,6 +12,7 @@ from conftest import random_mlp
 
 import jaximp
 
+from jaximp.engine import FoldedMean
 from jaximp.methods._shapley import (
     ShapleyValues,
     interaction_weights,
@@ -254,6 +255,44 @@ def test_interactions_equal_brute_force_and_sum_to_shapley_values(game):
     phi = brute_force(f_np, X[:3], B, w, [[0], [1], [2], [3]])
     np.testing.assert_allclose(si.values.sum(axis=2), phi, atol=2e-6)
     np.testing.assert_allclose(si.shapley_values().values, phi, atol=2e-6)
+
+
+def test_the_device_fold_of_an_accelerator_equals_brute_force_and_the_host_fold(
+        game, monkeypatch):
+    """On an accelerator the exact values' coalition values are weighted on the device
+    (FoldedMean); the CPU weighs them on the host. Forced here on the CPU: both give the
+    float64 brute force, in row groups of a small budget and on an Explainer too."""
+    from jaximp.methods import _shapley
+
+    f_jax, f_np, X, B, w = game
+    on_host = [shapley_values(f_jax, X, B, background_weight=w),
+               shapley_interactions(f_jax, X[:3], B, background_weight=w),
+               shapley_values(f_jax, X, B)]
+    monkeypatch.setattr(_shapley, "_folds_on_device", lambda predictor: True)
+    folds = []
+    finalize = FoldedMean.finalize
+    monkeypatch.setattr(FoldedMean, "finalize",
+                        lambda self, total: folds.append(total.shape) or finalize(self, total))
+    rows = np.random.default_rng(4).normal(size=(250, 4))
+    for budget in (None, 1 << 16):  # 1 << 16: 102 explained rows per group
+        sv = shapley_values(f_jax, X, B, background_weight=w, memory_budget=budget)
+        np.testing.assert_allclose(sv.values, brute_force(f_np, X, B, w, [[0], [1], [2], [3]]),
+                                   atol=2e-6)
+        np.testing.assert_allclose(sv.values, on_host[0].values, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(sv.base_values, on_host[0].base_values)
+        si = shapley_interactions(f_jax, X[:3], B, background_weight=w, memory_budget=budget)
+        np.testing.assert_allclose(si.values, on_host[1].values, rtol=1e-12, atol=1e-14)
+        many = shapley_values(f_jax, rows, B, memory_budget=budget)
+        assert many.values.shape == (250, 4, 2)
+        np.testing.assert_allclose(many.values.sum(axis=1),
+                                   f_np(as32(rows)) - many.base_values, atol=2e-6)
+    explainer = jaximp.Explainer(f_jax, X, background=B)
+    for _ in range(2):  # the kept set-up and plan
+        np.testing.assert_allclose(explainer.shapley_values().values, on_host[2].values,
+                                   rtol=1e-12, atol=1e-14)
+    # every call folded on the device: (rows, 1, p [+ p * p] + 1, o) per group of rows
+    assert folds == [(5, 1, 5, 2), (3, 1, 21, 2), (250, 1, 5, 2), (5, 1, 5, 2), (3, 1, 21, 2),
+                     (102, 1, 5, 2), (102, 1, 5, 2), (46, 1, 5, 2), (5, 1, 5, 2), (5, 1, 5, 2)]
 
 
 def test_interactions_vanish_for_an_additive_model():

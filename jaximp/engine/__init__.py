@@ -17,6 +17,7 @@ from ._plans import (Plan, at_coded_values, at_data_rows, at_drawn_rows, at_perm
 from ._precision import PrecisionWarning, check_collapse, check_collapse_columns
 from ._reducers import (
     ROW_LOSSES,
+    FoldedMean,
     GroupedMean,
     Itemwise,
     Keep,
@@ -29,6 +30,7 @@ from ._reducers import (
 from ._rng import key_bits, rng_stream, sample_rows, splitmix64
 
 __all__ = [
+    "FoldedMean",
     "GroupedMean",
     "Itemwise",
     "Keep",

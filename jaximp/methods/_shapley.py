@@ -10,10 +10,10 @@ so ``v_x(empty)`` is the mean background prediction (the base value) and ``v_x(a
 Each (coalition, explained row) pair is one item of an engine plan whose data are the background
 rows and whose replacement table holds the explained rows; the engine's weighted mean reducer
 averages over the background, chunked within the memory budget like every method. Exact
-values are then a fixed linear map of the 2^p coalition values (a (2^p, p) weight matrix in
-float64); beyond :data:`EXACT_AUTO_LIMIT` players an unbiased estimator averages marginal
-contributions along sampled antithetic permutation pairs, with standard errors from the spread
-over the pairs.
+values are then a fixed linear map of each row's 2^p coalition values (a (2^p, p) weight matrix
+in float64), on the device where it is an accelerator; beyond :data:`EXACT_AUTO_LIMIT` players
+an unbiased estimator averages marginal contributions along sampled antithetic permutation
+pairs, with standard errors from the spread over the pairs.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from ..data import (
     validate_params,
 )
 from ..engine import (
+    FoldedMean,
     Mean,
     at_values,
     evaluate,
@@ -140,13 +141,14 @@ class _Game:
         plans meet the engine's launch kept for them."""
         return Mean(self.background_weights[None, :])
 
-    def plans(self, coalitions, k: int):
+    def plans(self, coalitions, k: int, empty_item: bool = True):
         """``plans()``: ``(rows, plan, orders)`` for each group of explained rows.
         ``coalitions`` is a (k, p) bool array (the same for every row) or a function of the
-        rows giving (rows, k, p) coalitions and the orders they came from. The empty
-        coalition is one item of each plan; a group's values, masks and plan fit the memory
-        budget. One small group's plan is built now and kept (a warm call evaluates it again
-        with nothing rebuilt or sent); larger ones are built as they are evaluated."""
+        rows giving (rows, k, p) coalitions and the orders they came from. With
+        ``empty_item``, the empty coalition is one more item, the first of each plan; a
+        group's values, masks and plan fit the memory budget. One small group's plan is
+        built now and kept (a warm call evaluates it again with nothing rebuilt or sent);
+        larger ones are built as they are evaluated."""
         n, c = self.explained.shape
         o, p = self.predictor.n_outputs, self.player_columns.shape[0]
         shared = not callable(coalitions)
@@ -157,11 +159,13 @@ class _Game:
 
         def plan(rows):
             chosen, orders = (coalitions, None) if shared else coalitions(rows)
-            masks = np.concatenate([np.zeros((1, c), bool),  # the empty coalition
-                                    coalition_masks(self.player_columns, chosen.reshape(-1, p))])
-            item_mask = np.concatenate([[0], 1 + (np.tile(np.arange(k), rows.size) if shared
-                                                  else np.arange(rows.size * k))])
-            item_value = np.concatenate([[0], np.repeat(np.arange(rows.size), k)])
+            masks = coalition_masks(self.player_columns, chosen.reshape(-1, p))
+            item_mask = np.tile(np.arange(k), rows.size) if shared else np.arange(rows.size * k)
+            item_value = np.repeat(np.arange(rows.size), k)
+            if empty_item:
+                masks = np.concatenate([np.zeros((1, c), bool), masks])
+                item_mask, item_value = np.concatenate([[0], 1 + item_mask]), np.concatenate(
+                    [[0], item_value])
             return rows, at_values(masks, item_mask, self.explained[rows], item_value), orders
 
         groups = [np.arange(start, min(n, start + group)) for start in range(0, n, group)]
@@ -170,29 +174,23 @@ class _Game:
             return lambda: kept
         return lambda: map(plan, groups)
 
-    def values(self, plan, k: int, label: str, defer: bool = False):
-        """Base (o,) and coalition values (rows, k, o), float64, of one group's plan; a
-        :class:`Deferred` of them with ``defer`` (read when first asked for)."""
-        def split(result):
-            result = result[:, 0, :]  # (1 + rows * k, o)
-            return result[0], result[1:].reshape(-1, k, result.shape[-1])
+    def evaluated(self, plans, reducer, split, label: str, finish):
+        """``finish(rows, orders, *split(result))`` of each group of ``plans()``, where
+        ``result`` is the engine's for ``reducer``, collected by ``finish`` itself; for one
+        kept group of a deferring call, a :class:`Deferred` of its one result instead
+        (dispatched now, read when first asked for)."""
+        def values(plan, defer=False):
+            return Deferred.apply(split, evaluate(self.predictor, self.background, plan,
+                                                  reducer, label=label, defer=defer,
+                                                  **self.engine))
 
-        return Deferred.apply(split, evaluate(self.predictor, self.background, plan,
-                                              self.reducer, label=label, defer=defer,
-                                              **self.engine))
-
-    def evaluated(self, plans, k: int, label: str, finish):
-        """``finish(rows, orders, base, values)`` of each group of ``plans()``, collected by
-        ``finish`` itself; for one kept group of a deferring call, a :class:`Deferred` of
-        its one result instead (dispatched now, read when first asked for)."""
         groups = plans()
         if self.defers and isinstance(groups, list) and len(groups) == 1:
             (rows, plan, orders), = groups
-            return self.values(plan, k, label, defer=True).then(
-                lambda parts: finish(rows, orders, *parts))
+            return values(plan, defer=True).then(lambda parts: finish(rows, orders, *parts))
         out = None
         for rows, plan, orders in groups:
-            out = finish(rows, orders, *self.values(plan, k, label))
+            out = finish(rows, orders, *values(plan))
         return out
 
 
@@ -427,33 +425,65 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
 
 def _exact(game: _Game, p: int, interactions: bool):
     """``run()`` giving base (o,), Shapley values (n, p, o) and, if asked, interaction values
-    (n, p, p, o) from all 2^p coalition values, a group of explained rows at a time (a
-    :class:`Deferred` of them for a deferring call of one group)."""
-    n, o = game.explained.shape[0], game.predictor.n_outputs
-    weights = shapley_weights(p)
-    pair_weights = interaction_weights(p) if interactions else None
+    (n, p, p, o) from all 2^p coalition values of each explained row, a group of explained
+    rows at a time (a :class:`Deferred` of them for a deferring call of one group)."""
+    n, o, k = game.explained.shape[0], game.predictor.n_outputs, 2 ** p
+    # one linear map of a row's coalition values, to the p values and the p * p halved pair
+    # values
+    parts = [shapley_weights(p)]
+    if interactions:
+        parts.append(0.5 * interaction_weights(p).reshape(k, p * p))
+    fold = np.concatenate(parts, axis=1)
     label = "Shapley interactions" if interactions else "Shapley values"
-    plans = game.plans(coalition_members(p)[1:], 2 ** p - 1)
+    if _folds_on_device(game.predictor):
+        # one more column: the empty coalition's value, the base (the same for every row)
+        reducer = FoldedMean(game.background_weights[None, :],
+                             np.concatenate([fold, np.eye(k, 1)], axis=1))
+        plans = game.plans(coalition_members(p), k, empty_item=False)
+
+        def split(result):  # (rows, 1, m + 1, o)
+            return result[0, 0, -1], result[:, 0, :-1]
+    else:
+        reducer, plans = game.reducer, game.plans(coalition_members(p)[1:], k - 1)
+
+        def split(result):
+            base, v = _base_and_values(result, k - 1)
+            return base, _weighted_coalitions(base, v, fold)
 
     def run():
         values = np.empty((n, p, o))
         pairs = np.empty((n, p, p, o)) if interactions else None
 
-        def finish(rows, _, base, v):
-            values[rows] = _weighted_coalitions(v, base, weights)
+        def finish(rows, _, base, folded):  # (rows, p [+ p * p], o)
+            values[rows] = folded[:, :p]
             if interactions:
-                half = 0.5 * _weighted_coalitions(v, base, pair_weights)
+                half = folded[:, p:].reshape(rows.size, p, p, o)
                 diagonal = np.arange(p)
                 half[:, diagonal, diagonal] = values[rows] - half.sum(axis=2)
                 pairs[rows] = half
             return base, values, pairs
 
-        return game.evaluated(plans, 2 ** p - 1, label, finish)
+        return game.evaluated(plans, reducer, split, label, finish)
 
     return run
 
 
-def _weighted_coalitions(v: np.ndarray, base: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _folds_on_device(predictor) -> bool:
+    """Whether exact values weigh their coalition values on the device: on an accelerator,
+    which then sends p values per explained row instead of 2^p; not on a CPU, whose BLAS
+    weighs them on the host faster than XLA's float64 loops (all pairs at p = 10, n = 1,000,
+    a near-free model: 79 against 122 ms a call), nor for a host model."""
+    return not predictor.host and jax.local_devices()[0].platform != "cpu"
+
+
+def _base_and_values(result: np.ndarray, k: int):
+    """The engine's means (1 + rows * k, 1, o) of a plan whose first item is the empty
+    coalition: the base (o,) and the coalition values (rows, k, o)."""
+    result = result[:, 0, :]
+    return result[0], result[1:].reshape(-1, k, result.shape[-1])
+
+
+def _weighted_coalitions(base: np.ndarray, v: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``einsum("nto,t...->n...o", [base, v], weights)``: the values (n, t, o) of every
     coalition but the empty one, whose value is ``base`` (o,), weighted into per-player
     values, as one matrix product (einsum's loop took 5 ms at n = 1,000, p = 10, the
@@ -501,7 +531,8 @@ def _sampled(game: _Game, p: int, n_permutations: int, key):
             errors[rows] = per_pair.std(axis=1, ddof=1) / np.sqrt(m)
             return values, errors, base
 
-        return game.evaluated(plans, k, "Shapley values (sampled)", finish)
+        return game.evaluated(plans, game.reducer, functools.partial(_base_and_values, k=k),
+                              "Shapley values (sampled)", finish)
 
     return run
 
