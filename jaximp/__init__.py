@@ -22,6 +22,7 @@ from .data import (
     mquantiles,
 )
 from .engine import (
+    FoldedMean,
     GroupedMean,
     Itemwise,
     Keep,
@@ -120,6 +121,7 @@ __all__ = [
     "Explanation",
     "Feature",
     "FeatureImportance",
+    "FoldedMean",
     "FeatureInteraction",
     "GroupedMean",
     "HStatistic",
