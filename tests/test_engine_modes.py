@@ -249,13 +249,18 @@ for r in range(2):
     for name in pds:
         out[f"pd_{name}{r}"], out[f"grid_{name}"] = pds[name].average, pds[name].grid_values[0]
 out["sensitivity"] = ex.sensitivity_importance(n_repeats=3).importances_mean
+from jaximp.methods import _shapley
+_shapley._folds_on_device = lambda predictor: True  # an accelerator's fold, on the CPU
+for r in range(2):
+    out[f"shapley{r}"] = ex.shapley_values().values
 np.savez(OUT, **out)
 """
 
 
 def test_four_forced_host_devices_match_float64(tmp_path):
     """On four host devices the Explainer's permutation importance (source values), H
-    (device data rows) and PD, cold and warm, equal float64; sensitivity equals one device."""
+    (device data rows) and PD, cold and warm, equal float64; sensitivity and exact Shapley
+    values (folded on the devices) equal one device."""
     got = run_on_host_devices(FOUR_DEVICES.replace("TESTS", repr(os.path.dirname(__file__))),
                               tmp_path / "four.npz")
     want = _permutation_reference(F1_NP, Y1, WEIGHTS, _mse, _permutations(3, 3, N, 4))
@@ -272,3 +277,6 @@ def test_four_forced_host_devices_match_float64(tmp_path):
     one = jaximp.sensitivity_importance(F1, X, Y1, n_repeats=3, sample_weight=WEIGHTS,
                                         random_state=4)
     np.testing.assert_allclose(got["sensitivity"], one.importances_mean, rtol=1e-4, atol=1e-6)
+    shapley = jaximp.shapley_values(F1, X, sample_weight=WEIGHTS).values  # the host's fold
+    for r in range(2):
+        np.testing.assert_allclose(got[f"shapley{r}"], shapley, rtol=1e-10, atol=1e-12)
