@@ -98,17 +98,19 @@ def test_folded_mean_equals_a_float64_fold_of_the_means(data3, host):
     values = rng.normal(size=(24, 3))
     plan = at_values(rng.random((6, 3)) < 0.5, np.tile(np.arange(6), 24), values,
                      np.repeat(np.arange(24), 6))
-    weights = rng.uniform(0.5, 2.0, size=(1, len(data3)))
     fold = rng.normal(size=(6, 4)) / 3.0
-    folded = evaluate(pred, data3, plan, FoldedMean(weights, fold), memory_budget=1 << 16)
-    assert folded.shape == (24, 1, 4, 2)
-    means = evaluate(pred, data3, plan, Mean(weights))[:, 0]  # (144, 2)
-    expected = np.einsum("gto,tm->gmo", means.reshape(24, 6, 2), fold)
-    np.testing.assert_allclose(folded[:, 0], expected, rtol=1e-13, atol=1e-14)
     kept = evaluate(pred, data3, plan, Keep()).astype(np.float64)  # (144, n, 2)
-    means = np.einsum("bno,n->bo", kept, weights[0]) / weights.sum()
-    expected = np.einsum("gto,tm->gmo", means.reshape(24, 6, 2), fold)
-    np.testing.assert_allclose(folded[:, 0], expected, rtol=1e-6, atol=1e-7)
+    for r in (1, 3):  # weightings: a weighted mean, bootstrap counts
+        weights = (rng.uniform(0.5, 2.0, size=(1, len(data3))) if r == 1 else
+                   rng.integers(0, 3, size=(r, len(data3))).astype(float))
+        folded = evaluate(pred, data3, plan, FoldedMean(weights, fold), memory_budget=1 << 16)
+        assert folded.shape == (24, r, 4, 2)
+        means = evaluate(pred, data3, plan, Mean(weights))  # (144, r, 2)
+        expected = np.einsum("gtro,tm->grmo", means.reshape(24, 6, r, 2), fold)
+        np.testing.assert_allclose(folded, expected, rtol=1e-13, atol=1e-14)
+        means = np.einsum("bno,rn->bro", kept, weights) / weights.sum(axis=1)[:, None]
+        expected = np.einsum("gtro,tm->grmo", means.reshape(24, 6, r, 2), fold)
+        np.testing.assert_allclose(folded, expected, rtol=1e-6, atol=1e-7)
 
 
 @on_cpu
