@@ -86,6 +86,38 @@ def test_bootstrap_weightings_in_one_pass(permuted, data3):
     np.testing.assert_allclose(means[..., 0], kept @ weights.T / weights.sum(1), atol=1e-5)
 
 
+@on_cpu
+def test_an_accelerators_split_sums_equal_float64_sums(monkeypatch):
+    """On an accelerator a mean sums each float32 prediction's high part (exact in float32
+    for integer weights) and its small low part; forced here on the CPU (which sums in
+    float64), the weighted means of predictions near 1e3 with cancelling digits equal a float64
+    sum of the same float32 predictions to ~1e-12 of their size, plain, bootstrap-weighted
+    and folded, where a float32 sum would err by ~1e-5."""
+    import jaximp.engine._reducers as reducers
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(20_000, 2))
+    # a model of its own: the chunks compiled for the CPU's sums are not reused
+    pred = jaximp.as_predictor(lambda A: 1000.0 + jnp.sin(7.0 * A[:, 0]) * A[:, 1],
+                               n_features=2)
+    plan = at_values([[True, False]], np.zeros(6, int), np.c_[np.linspace(-1, 1, 6),
+                                                              np.zeros(6)], np.arange(6))
+    kept = evaluate(pred, X, plan, Keep())[..., 0].astype(np.float64)  # (6, n)
+    weights = np.vstack([np.ones(len(X)), rng.integers(0, 4, size=(2, len(X)))])
+    monkeypatch.setattr(reducers.jax, "default_backend", lambda: "gpu")
+    traced = []
+    split_sums = reducers._split_sums
+    monkeypatch.setattr(reducers, "_split_sums",
+                        lambda *args: traced.append(1) or split_sums(*args))
+    means = evaluate(pred, X, plan, Mean(weights))[..., 0]  # (6, 3)
+    np.testing.assert_allclose(means, kept @ weights.T / weights.sum(axis=1), rtol=1e-12)
+    # pairs of consecutive items folded into their difference
+    folded = evaluate(pred, X, plan, FoldedMean(weights, np.array([[1.0], [-1.0]])))
+    differences = (kept[0::2] - kept[1::2]) @ weights.T / weights.sum(axis=1)  # (3, 3)
+    np.testing.assert_allclose(folded[:, :, 0, 0], differences, rtol=1e-9, atol=1e-10)
+    assert len(traced) == 2  # both reducers took the accelerator's sums
+
+
 @pytest.mark.parametrize("host", [False, True])
 def test_folded_mean_equals_a_float64_fold_of_the_means(data3, host):
     """Groups of items mapped by a fixed matrix (on the device for a JAX model, in NumPy for
