@@ -9,6 +9,7 @@ from conftest import engine_permutations
 from sklearn.inspection import permutation_importance as sk_permutation_importance
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
+import jaximp
 from jaximp.methods._permutation import permutation_importance
 
 N = 1000
@@ -391,7 +392,9 @@ def _logit_problem(k):
 @pytest.mark.parametrize("loss", ["log_loss", "auc", "accuracy"])
 def test_logits_are_refused_with_the_fix_and_accepted_as_response_logits(k, loss):
     X, y, logit_model, W = _logit_problem(k)
-    if loss == "accuracy" and k > 1:  # the arg max of logits is that of their softmax
+    if (loss == "accuracy" and k > 1) or (loss == "auc" and k == 1):
+        # the arg max of logits is that of their softmax; a binary AUC ranks the logits as
+        # it ranks their sigmoid (scikit-learn's roc_auc scores a decision function)
         direct = permutation_importance(logit_model, X, y, loss=loss, n_repeats=3)
         same = permutation_importance(logit_model, X, y, loss=loss, n_repeats=3,
                                       response="logits")
@@ -616,3 +619,48 @@ def test_row_bootstrap_replicates_reweight_the_per_row_losses():
                                          r"needs one loss that sums over rows"):
         jaximp.permutation_importance(f, X, y, loss=["mse", "mae"],
                                       n_bootstrap=5)
+
+
+def test_log_loss_clips_at_float64_epsilon_as_scikit_learn_for_trees_in_float32():
+    """A decision tree read into float32 arrays gives exactly 0 to the true class of some
+    rows of shuffled data; scikit-learn's log loss of its float64 probabilities clips them at
+    2.2e-16 (36.0 a row), and so does jaximp's, not at float32's 1.2e-7 (15.9)."""
+    from sklearn.metrics import log_loss
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    shuffled = X.copy()
+    shuffled[:, 0] = X[::-1, 0]
+    proba = tree.predict_proba(shuffled)
+    assert (proba[np.arange(300), y] == 0).sum() > 10  # what is tested
+    for model in (tree, jaximp.as_predictor(tree, trees="host", n_features=2)):
+        ours = permutation_importance(model, shuffled, y, loss="log_loss", n_repeats=1)
+        assert ours.info["baseline"][0] == pytest.approx(log_loss(y, proba), rel=1e-6)
+
+
+@pytest.mark.parametrize("labels", ["numbers", "text"])
+def test_log_loss_and_auc_of_hard_labels_are_refused_and_decision_functions_ranked(labels):
+    """A classifier without predict_proba is scored by its hard labels: scikit-learn's
+    neg_log_loss refuses it and its roc_auc ranks decision_function, so jaximp refuses both
+    with the fix, and the decision function's AUC is scikit-learn's."""
+    from sklearn.metrics import get_scorer
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=200) > 0).astype(int)
+    y = np.where(y == 1, "yes", "no") if labels == "text" else y
+    svm = LinearSVC().fit(X, y)
+    with pytest.raises(ValueError, match=r"log_loss.*hard class labels.*predict_proba"):
+        permutation_importance(svm, X, y, scoring="neg_log_loss", n_repeats=1)
+    with pytest.raises(ValueError, match=r"auc.*hard class labels.*decision_function"):
+        permutation_importance(svm, X, y, scoring="roc_auc", n_repeats=1)
+    scores = jaximp.as_predictor(svm, response_method="decision_function", n_features=3)
+    ours = permutation_importance(scores, X, y, scoring="roc_auc", n_repeats=1)
+    assert ours.info["baseline"][0] == pytest.approx(get_scorer("roc_auc")(svm, X, y),
+                                                     rel=1e-12)
+    accuracy = permutation_importance(svm, X, y, scoring="accuracy", n_repeats=1)
+    assert accuracy.info["baseline"][0] == pytest.approx(svm.score(X, y), rel=1e-12)

@@ -324,17 +324,17 @@ class LossSums(Reducer):
     def partial_shape(self, n_outputs):
         return (len(self.columns) if self.name in ("mse", "rmse", "mae", "r2") else 1,)
 
-    def row_terms(self, preds, y, consts, xp, eps_dtype=None):
+    def row_terms(self, preds, y, consts, xp):
         """Per-row loss terms (ib, k, n) of predictions (ib, o, n): squared or absolute
         residuals, or (k = 1) the log loss of the true class or correctness. Probabilities
-        are clipped by the machine epsilon of ``eps_dtype`` (default: the predictions')."""
+        are clipped by float64's machine epsilon, scikit-learn's for its float64
+        probabilities, whatever their dtype here (:func:`jaximp.kernels.log_loss`)."""
         columns = list(self.columns)
         p = preds if columns == list(range(preds.shape[1])) else preds[:, columns]  # (ib, k, n)
         if self.name in ("mse", "rmse", "mae", "r2"):
             residual = p - y.astype(p.dtype).T[None]  # (ib, k, n)
             return residual * residual if self.name != "mae" else xp.abs(residual)
-        eps_dtype = p.dtype if eps_dtype is None else eps_dtype
-        return self._class_terms(p, y, consts, xp, eps_dtype)[:, None, :]
+        return self._class_terms(p, y, consts, xp)[:, None, :]
 
     def partial(self, preds, rows, valid, items, consts, xp):
         w = rows["w"].astype(preds.dtype) * valid
@@ -344,7 +344,7 @@ class LossSums(Reducer):
         # 4x faster than a plain sum over the rows on CPU
         return _einsum(xp, "bkn,bkn->bk", terms, xp.broadcast_to(w, terms.shape))
 
-    def _class_terms(self, p, y, consts, xp, eps_dtype):
+    def _class_terms(self, p, y, consts, xp):
         """Per-row log loss or correctness, (ib, n), of class probabilities p (ib, k, n)."""
         if "labels" in consts:  # one column of labels: their codes, -1 when not a class
             labels = consts["labels"].astype(p.dtype)
@@ -360,7 +360,7 @@ class LossSums(Reducer):
                 return (xp.argmax(p, axis=1) == y[None]).astype(p.dtype)
             index = xp.broadcast_to(y[None, None, :], (p.shape[0], 1, p.shape[2]))
             proba = xp.take_along_axis(p, index.astype(xp.int32), axis=1)[:, 0]
-        eps = np.finfo(np.float32 if eps_dtype == np.float32 else np.float64).eps
+        eps = float(np.finfo(np.float64).eps)
         return -xp.log(xp.clip(proba, eps, 1 - eps))
 
     @functools.cached_property

@@ -136,13 +136,17 @@ class LossSpec:
     def values(self, predictions: np.ndarray) -> np.ndarray:
         """Metric of every item: predictions (b, n, o_model) -> (b, o_result), float64."""
         preds = np.asarray(predictions)[..., list(self.out_idx)]
-        w = None if self.weights is None else jnp.asarray(self.weights, jnp.float32)
         if self.task == "regression":
+            w = None if self.weights is None else jnp.asarray(self.weights, jnp.float32)
             out = _regression_items(self.name, jnp.asarray(self.y, jnp.float32),
                                     jnp.asarray(preds), w)
         elif self.task == "classification":
-            out = _classification_items(self.name, jnp.asarray(self.y, jnp.int32),
-                                        jnp.asarray(self._class_predictions(preds)), w)
+            with jax.enable_x64(True):  # sums in float64, as scikit-learn's AUC of float64
+                # scores: float32 sums differ by ~1e-7 and tie close float64 scores
+                w = None if self.weights is None else jnp.asarray(self.weights, jnp.float64)
+                out = _classification_items(
+                    self.name, jnp.asarray(self.y, jnp.int32),
+                    jnp.asarray(self._class_predictions(preds), jnp.float64), w)
         else:
             out = self._callable_values(preds)
         out = np.asarray(out, dtype=np.float64)
@@ -162,9 +166,12 @@ class LossSpec:
             return
         p = np.asarray(predictions, np.float64)[:, list(self.out_idx)]
         if self.classes is not None and p.shape[1] == 1 and np.all(np.isin(p, self.classes)):
-            return  # one column of class labels
+            _refuse_hard_labels(self.name)  # one column of class labels: accuracy only
+            return
         if self.name == "accuracy" and p.shape[1] >= 2:
             return  # the arg max of scores: the same class for logits and probabilities
+        if self.name == "auc" and p.shape[1] == 1:
+            return  # binary AUC ranks the scores: a decision function's margins too
         fix = ("if they are logits (scores before a softmax), pass response='logits', which "
                "applies a softmax (a sigmoid for one column)")
         low, high = float(p.min()), float(p.max())
@@ -432,6 +439,8 @@ def resolve_loss(
                 f"loss={loss!r} needs y of class labels, shape (n,); got shape {y.shape}."
             )
         y = y[:, 0]
+    if getattr(predictor.host_fn, "hard_labels", False):  # one 0/1 column per class
+        _refuse_hard_labels(loss)
     if o == 1:
         classes = np.unique(y)
         codes = np.searchsorted(classes, y).astype(np.int32)
@@ -441,13 +450,31 @@ def resolve_loss(
                     _class_codes(y, names), weights)
 
 
+def _refuse_hard_labels(loss: str) -> None:
+    """Log loss and AUC of hard class labels are not scikit-learn's (its 'neg_log_loss' needs
+    ``predict_proba``, its 'roc_auc' ``decision_function`` or ``predict_proba``): refused,
+    not scored silently otherwise."""
+    if loss == "log_loss":
+        raise ValueError(
+            "loss='log_loss' needs class probabilities, but the model's outputs are hard class "
+            "labels (a classifier without predict_proba is scored by its predict); "
+            "scikit-learn's 'neg_log_loss' needs predict_proba too. Use loss='accuracy' or a "
+            "model with predict_proba.")
+    if loss == "auc":
+        raise ValueError(
+            "loss='auc' needs class scores, but the model's outputs are hard class labels (a "
+            "classifier without predict_proba is scored by its predict); scikit-learn's "
+            "'roc_auc' ranks its decision_function instead. Pass "
+            "jaximp.as_predictor(model, response_method='decision_function'), or use "
+            "loss='accuracy'.")
+
+
 def row_loss_terms(reducer: LossSums, preds: np.ndarray) -> np.ndarray:
     """Per-row loss terms (b, n, k) in float64 of kept predictions (b, n, o), the terms
-    :class:`jaximp.LossSums` sums (probabilities clipped as for the predictions' dtype)."""
+    :class:`jaximp.LossSums` sums (probabilities clipped at float64's machine epsilon)."""
     preds = np.asarray(preds)
     terms = reducer.row_terms(np.moveaxis(preds.astype(np.float64), 2, 1),
-                              reducer.row_arrays()["y"], reducer.consts(), np,
-                              eps_dtype=preds.dtype)
+                              reducer.row_arrays()["y"], reducer.consts(), np)
     return np.moveaxis(terms, 1, 2)
 
 

@@ -146,6 +146,8 @@ class _OneHotLabels:
     """A classifier's ``predict`` whose labels are not numbers (strings, objects), as one 0/1
     column per class of ``classes_``: the hard-label analogue of ``predict_proba``."""
 
+    hard_labels = True  # the columns are not probabilities: losses that need scores refuse them
+
     def __init__(self, predict: Callable, classes: np.ndarray):
         self.predict, self.classes = predict, classes
 
@@ -218,8 +220,12 @@ def as_predictor(
         A few real rows of the data, in the user's types: host models are probed on them
         (default: zeros of width ``n_features``).
     response_method : {"auto", "predict_proba", "decision_function", "predict", "raw"}
-        For objects with ``predict`` only, as scikit-learn's: ``"auto"`` uses
-        ``predict_proba`` for a classifier and ``predict`` otherwise. For XGBoost, LightGBM
+        For objects with ``predict`` only: ``"auto"`` uses ``predict_proba`` for a classifier
+        that has it and ``predict`` otherwise; a classifier's hard labels come as one column
+        (numeric labels) or one 0/1 column per class (other labels), which log loss and AUC
+        refuse. Where a classifier has no ``predict_proba``, scikit-learn's partial dependence
+        and its ``roc_auc`` scorer use ``decision_function`` instead: pass
+        ``response_method="decision_function"`` for their values. For XGBoost, LightGBM
         and CatBoost models ``"raw"`` (or ``"decision_function"``) is the raw margin
         (``output_margin`` / ``raw_score`` / ``RawFormulaVal``) and ``"auto"`` the
         library's own ``predict`` (a ``Booster``) or ``predict_proba`` (a classifier). Every method accepts
