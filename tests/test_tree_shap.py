@@ -328,3 +328,41 @@ def test_boosting_libraries_equal_their_own_contributions(library):
         values, bias = _library_contributions(model, rows, len(sv.output_names))
         _close(sv.values, values)
         np.testing.assert_allclose(sv.base_values, bias, rtol=1e-5, atol=1e-6)
+
+
+def test_xgboost_logitraw_base_score_is_a_margin_and_zero_splits_send_zero_right():
+    """XGBoost adds a binary:logitraw model's base_score to the margin as it is (no logit);
+    and a split ``x < 0`` sends x = 0 right, which a threshold stored as the subnormal below
+    0 (flushed to zero on the CPU) sent left."""
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(300, 2)), 1)  # rounded: rows at 0.0, splits at 0
+    y = (X[:, 0] > -0.05).astype(float) + 0.1 * rng.normal(size=300)
+    rows = np.array([[0.0, 0.0], [-0.0, 0.3], [0.05, 0.0], [-0.05, -0.1], *X[:20]])
+    models = [xgboost.XGBClassifier(n_estimators=3, max_depth=2, objective="binary:logitraw",
+                                    base_score=0.3, n_jobs=1).fit(X, y > 0.5),
+              xgboost.XGBRegressor(n_estimators=1, max_depth=1, learning_rate=1.0,
+                                   n_jobs=1).fit(X, y)]
+    for model in models:
+        margin = model.predict(rows, output_margin=True)
+        predictor = jaximp.as_predictor(model, response_method="raw", n_features=2)
+        np.testing.assert_allclose(np.asarray(predictor(rows))[:, 0], margin, rtol=1e-6,
+                                   atol=1e-6)
+        sv = tree_shap(model, rows)
+        values, bias = _library_contributions(model, rows, 1)
+        _close(sv.values, values)
+        np.testing.assert_allclose(sv.base_values, bias, rtol=1e-5, atol=1e-6)
+
+
+def test_a_catboost_model_loaded_from_a_file_is_read(tmp_path):
+    """CatBoost reports n_features_in_ = 0 for a model loaded from a file; its width comes
+    from the model itself."""
+    catboost = pytest.importorskip("catboost")
+    X, y = _data(n=200, p=3)
+    fitted = catboost.CatBoostRegressor(iterations=5, depth=3, verbose=0).fit(X, y)
+    fitted.save_model(str(tmp_path / "model.cbm"))
+    loaded = catboost.CatBoostRegressor()
+    loaded.load_model(str(tmp_path / "model.cbm"))
+    assert loaded.n_features_in_ == 0  # what is tested
+    np.testing.assert_array_equal(tree_shap(loaded, X[:5]).values,
+                                  tree_shap(fitted, X[:5]).values)

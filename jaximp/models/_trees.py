@@ -126,6 +126,7 @@ from ._boosting import (
     check_columns,
     level_keys,
     pack_boosted,
+    round_down_float32,
 )
 from ._catboost import read_catboost
 from ._lightgbm import read_lightgbm
@@ -230,14 +231,6 @@ def _trees_of(est, kind: str) -> list:
     return [tree.tree_ for tree in est.estimators_]
 
 
-def _round_down_float32(threshold: np.ndarray) -> np.ndarray:
-    """Largest float32 not above each float64 threshold (exact float32 comparisons)."""
-    t32 = threshold.astype(np.float32)
-    above = t32.astype(np.float64) > threshold
-    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
-    return t32
-
-
 def _node_arrays(trees: list, normalize_rows: bool, host: bool = False) -> tuple[dict, int]:
     """Padded node arrays of the trees (see the module docstring) and the largest depth;
     NumPy arrays when ``host``, else JAX arrays. The trees' nodes are concatenated and
@@ -265,7 +258,7 @@ def _node_arrays(trees: list, normalize_rows: bool, host: bool = False) -> tuple
     feature = np.zeros(T * N, np.int32)
     feature[node] = np.where(split, joined("feature"), 0)
     threshold = np.zeros(T * N, np.float32)
-    threshold[node] = np.where(split, _round_down_float32(joined("threshold")), 0)
+    threshold[node] = np.where(split, round_down_float32(joined("threshold")), 0)
     missing_left = np.zeros(T * N, bool)
     missing_left[node] = np.asarray(joined("missing_go_to_left"), bool) & split
     val = np.asarray(joined("value"), np.float64)

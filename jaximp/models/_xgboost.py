@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from ._boosting import BoostedModel, level_keys, refuse, tree_depths
+from ._boosting import BoostedModel, below_float32, level_keys, refuse, tree_depths
 
 __all__ = ["read_xgboost"]
 
@@ -30,7 +30,7 @@ _OBJECTIVES = {
     "reg:absoluteerror": ("identity", "identity"),
     "reg:quantileerror": ("identity", "identity"),
     "reg:linear": ("identity", "identity"),
-    "binary:logitraw": ("identity", "logit"),
+    "binary:logitraw": ("identity", "identity"),  # base_score is a margin already
     "rank:pairwise": ("identity", "identity"),
     "rank:ndcg": ("identity", "identity"),
     "rank:map": ("identity", "identity"),
@@ -67,7 +67,7 @@ def _read_tree(tree: dict, weight: float) -> dict:
     leaf = left == -1
     nodes = np.arange(n)
     cond = np.asarray(tree["split_conditions"], np.float32)
-    below = np.nextafter(cond, np.float32(-np.inf))  # x < c  <=>  x <= the float32 below c
+    below = below_float32(cond)  # x < c  <=>  x <= the float32 below c
     split_type = np.asarray(tree.get("split_type", [0] * n), np.int64)
     categories = {}
     segments, sizes = tree.get("categories_segments", []), tree.get("categories_sizes", [])
