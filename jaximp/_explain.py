@@ -537,7 +537,7 @@ def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
     weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
     evaluated = compute_pd(
         dataset, predictor, [[f] for f in chosen] + [list(pair) for pair in pair_list],
-        kind="average", grid="uniform", grid_resolution=grid_resolution,
+        kind="average", grid="pdp", grid_resolution=grid_resolution,
         percentiles=(0.0, 1.0), output=output, weightings=weights, **engine,
     )
     replicated = None

@@ -463,3 +463,21 @@ def test_interaction_measure_chosen_after_the_2d_pd_exists(monkeypatch):
     with pytest.raises(ValueError, match=r"^interaction\(\) needs the average PD of a feature "
                                          r"pair; this result holds the average PD over 1"):
         jaximp.partial_dependence(f, X, "a", grid_resolution=5).interaction()
+
+
+def test_default_grid_is_vips_even_spacing_also_for_few_distinct_values():
+    """vip's PD importance evaluates pdp's default grid, ``seq(min, max, length =
+    min(n_unique, 51))``: evenly spaced even where a feature has few distinct values (four
+    here, unevenly spaced), not the values themselves (``grid="uniform"``)."""
+    X = np.column_stack([np.tile([0.0, 0.1, 0.2, 3.0], 25), np.linspace(0, 1, 100)])
+    f = lambda A: jnp.sqrt(A[:, 0] + 1) + A[:, 1] ** 2  # noqa: E731
+    ours = pd_importance(f, X).importances_mean[:, 0]
+    # additive: the PD of each feature is its own term plus a constant
+    expected = [np.std(np.sqrt(np.linspace(0.0, 3.0, 4) + 1), ddof=1),
+                np.std(np.linspace(0.0, 1.0, 51) ** 2, ddof=1)]
+    np.testing.assert_allclose(ours, expected, rtol=1e-5)
+    distinct = pd_importance(f, X, grid="uniform").importances_mean[0, 0]
+    assert distinct == pytest.approx(np.std(np.sqrt([1.0, 1.1, 1.2, 4.0]), ddof=1), rel=1e-5)
+    inter = pd_interaction(lambda A: A[:, 0] * A[:, 1], X).values[0, 0]
+    g0, g1 = np.linspace(0.0, 3.0, 4), np.linspace(0.0, 1.0, 51)
+    assert inter == pytest.approx(np.std(g0, ddof=1) * np.std(g1, ddof=1), rel=1e-5)

@@ -71,7 +71,7 @@ def pd_importance(
     measure: str = "auto",
     average: str = "mean",
     trim: float = 0.1,
-    grid="uniform",
+    grid="pdp",
     grid_resolution: int = 51,
     percentiles: tuple[float, float] = (0.0, 1.0),
     output=None,
@@ -114,9 +114,11 @@ def pd_importance(
     trim : float in [0, 0.5), default 0.1
         Fraction of the total weight trimmed from each tail by ``average="trimmed"``.
     grid, grid_resolution, percentiles
-        The grid of each feature, as in :func:`jaximp.partial_dependence`. The defaults follow
-        the ``pdp``/``vip`` R packages used by Greenwell et al. (2018): 51 evenly spaced points from the minimum
-        to the maximum (every distinct value when there are at most 51).
+        The grid of each feature, as in :func:`jaximp.partial_dependence`. The defaults are
+        those of the ``pdp``/``vip`` R packages used by Greenwell et al. (2018):
+        ``min(n_distinct, 51)`` evenly spaced points from the minimum to the maximum
+        (``grid="pdp"``). ``grid="uniform"`` takes the distinct values themselves when there
+        are at most ``grid_resolution`` of them.
     output : int, str or list, optional
         Model outputs to keep (default all); importance is computed per output.
     sample_weight : array of shape (n,), optional
@@ -203,7 +205,7 @@ def pd_interaction(
     measure: str = "auto",
     average: str = "mean",
     trim: float = 0.1,
-    grid="uniform",
+    grid="pdp",
     grid_resolution: int = 51,
     percentiles: tuple[float, float] = (0.0, 1.0),
     output=None,
