@@ -308,3 +308,23 @@ def test_row_bootstrap_replicates_from_the_per_row_losses():
     with pytest.raises(ValueError, match=r"n_bootstrap=5 reweights per-row losses"):
         jaximp.loco_importance(model, X, y, strategy="mean",
                                loss=lambda t, f: np.mean((t - f) ** 2), n_bootstrap=5)
+
+
+def test_weighted_median_of_equal_weights_is_the_median():
+    """Where the cumulative weight reaches exactly half, the weighted median is the mean of
+    the two values around it, so unit weights give np.median's value (the lower median
+    before: 1.0 against 1.5 here); zero weights are skipped."""
+    X = np.column_stack([np.arange(4.0), [1.0, 0.0, 2.0, 1.0]])
+    y = X[:, 0] ** 2
+    f = lambda A: A[:, 0] ** 2 + 0 * A[:, 1]  # noqa: E731
+    plain = loco_importance(f, X, y, strategy="median", loss="mse")
+    unit = loco_importance(f, X, y, strategy="median", loss="mse", sample_weight=np.ones(4))
+    assert plain.info["values"]["x0"][0] == unit.info["values"]["x0"][0] == 1.5
+    np.testing.assert_array_equal(plain.importances_mean, unit.importances_mean)
+    assert unit.importances_mean[0, 0] == pytest.approx(np.mean((y - 2.25) ** 2), rel=1e-6)
+    skipped = loco_importance(f, X, y, strategy="median", loss="mse",
+                              sample_weight=np.array([1.0, 0.0, 0.0, 1.0]))
+    assert skipped.info["values"]["x0"][0] == 1.5  # between 0 and 3
+    odd = loco_importance(f, X, y, strategy="median", loss="mse",
+                          sample_weight=np.array([1.0, 2.0, 1.0, 1.0]))
+    assert odd.info["values"]["x0"][0] == 1.0

@@ -664,3 +664,28 @@ def test_log_loss_and_auc_of_hard_labels_are_refused_and_decision_functions_rank
                                                      rel=1e-12)
     accuracy = permutation_importance(svm, X, y, scoring="accuracy", n_repeats=1)
     assert accuracy.info["baseline"][0] == pytest.approx(svm.score(X, y), rel=1e-12)
+
+
+def test_a_binary_classifiers_class_0_column_scores_the_model_as_its_class_1_column():
+    """One column is read as the probability of class 1; output=0 of a binary classifier
+    selects class 0's, so the model is scored by its class-1 column: log loss, accuracy
+    and AUC of output=0 equal output=1's and scikit-learn's (they read P(class 0) as
+    P(class 1) before, which changed the log loss from 0.30 to 2.1)."""
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    proba = model.predict_proba(X)
+    expected = {"log_loss": log_loss(y, proba), "accuracy": model.score(X, y),
+                "auc": roc_auc_score(y, proba[:, 1])}
+    for loss, value in expected.items():
+        results = [permutation_importance(model, X, y, loss=loss, output=output, n_repeats=2)
+                   for output in (0, 1, None)]
+        for result in results:
+            assert result.info["baseline"][0] == pytest.approx(value, rel=1e-9)
+            np.testing.assert_array_equal(result.importances, results[-1].importances)
+    sage = [jaximp.sage_importance(model, X, y, background=X[:10], estimator="exact",
+                                   loss="log_loss", output=output) for output in (0, 1)]
+    np.testing.assert_array_equal(sage[0].importances_mean, sage[1].importances_mean)

@@ -190,7 +190,9 @@ _jitted_fits = jax.jit(_vmapped_fits, static_argnums=0)
 
 
 def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """Per column, the median (weighted: the lower weighted median) of the values present."""
+    """Per column, the (weighted) median of the values present: the value at which the
+    cumulative weight passes half the total, or the mean of the two values around it where
+    it reaches half exactly, so that equal weights give ``np.nanmedian``'s median."""
     if weights is None:
         return np.nanmedian(values, axis=0)
     out = []
@@ -198,8 +200,11 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarr
         present = ~np.isnan(col)
         col, w = col[present], weights[present]
         order = np.argsort(col, kind="stable")
-        cumulative = np.cumsum(w[order])
-        out.append(col[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+        col, cumulative = col[order], np.cumsum(w[order])
+        half = 0.5 * cumulative[-1]
+        lower = np.searchsorted(cumulative, half)
+        upper = np.searchsorted(cumulative, half, side="right")  # the next positive weight
+        out.append(0.5 * (col[lower] + col[upper]) if cumulative[lower] == half else col[lower])
     return np.asarray(out)
 
 
@@ -325,7 +330,7 @@ def loco_importance(
     y : array of shape (n,) or (n, o)
     strategy : {"refit", "mean", "median", "zero"}, default "refit"
         ``"refit"`` refits without the feature; the others replace its columns by their
-        (weighted) mean, (weighted lower) median or 0 (of the values present), as in Hall et
+        (weighted) mean, (weighted) median or 0 (of the values present), as in Hall et
         al. (2017). A one-hot group gets its columns' means (a soft one-hot row), medians or
         zeros.
     fit : callable, optional

@@ -441,6 +441,10 @@ def resolve_loss(
         y = y[:, 0]
     if getattr(predictor.host_fn, "hard_labels", False):  # one 0/1 column per class
         _refuse_hard_labels(loss)
+    if out_idx == (0,) and predictor.classes is not None and len(predictor.classes) == 2:
+        # a binary classifier's class-0 column: one column is read as the probability of
+        # class 1, so the model is scored by that column (its losses are the model's)
+        out_idx = (1,)
     if o == 1:
         classes = np.unique(y)
         codes = np.searchsorted(classes, y).astype(np.int32)
