@@ -229,3 +229,30 @@ def test_against_captum_feature_permutation_and_ablation():
     ours = jaximp.ablation_attributions(mlp, X, output=1)
     theirs = FeatureAblation(net).attribute(inputs, target=1).numpy()
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
+
+
+def test_pandas_baselines_and_backgrounds_must_name_the_columns_of_x_in_order():
+    """A DataFrame or Series baseline (or expected gradients' background) is read in X's
+    column order only when its labels are X's columns in that order, as Shapley values'
+    background; a reordered one is refused, not read by position (which turned the
+    attributions [1, 20, 0] of this linear model into [-2, 20, 300])."""
+    X = pd.DataFrame([[1.0, 2.0, 3.0]], columns=["a", "b", "c"], dtype=np.float32)
+    f = lambda Z: Z @ jnp.array([1.0, 10.0, 100.0])  # noqa: E731
+    B = pd.DataFrame([[0.0, 0.0, 3.0]], columns=["a", "b", "c"], dtype=np.float32)
+    reordered = B[["c", "b", "a"]]
+    np.testing.assert_allclose(jaximp.integrated_gradients(f, X, baselines=B).values[0, :, 0],
+                               [1.0, 20.0, 0.0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        jaximp.ablation_attributions(f, X, baselines=B.iloc[0]).values[0, :, 0],
+        [1.0, 20.0, 0.0], rtol=1e-6)
+    unlabelled = pd.Series([0.0, 0.0, 3.0])  # a RangeIndex: taken in order
+    np.testing.assert_allclose(
+        jaximp.ablation_attributions(f, X, baselines=unlabelled).values[0, :, 0],
+        [1.0, 20.0, 0.0], rtol=1e-6)
+    calls = [lambda: jaximp.integrated_gradients(f, X, baselines=reordered),
+             lambda: jaximp.ablation_attributions(f, X, baselines=reordered.iloc[0]),
+             lambda: jaximp.expected_gradients(f, X, reordered, n_samples=4),
+             lambda: jaximp.shapley_values(f, X, reordered)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"must have the columns of X, \['a', 'b', 'c'\]"):
+            call()

@@ -29,6 +29,7 @@ __all__ = [
     "completeness_gap",
     "feature_data",
     "feature_membership",
+    "labelled_values",
     "make_attributions",
     "row_outputs",
     "warn_incomplete",
@@ -253,3 +254,22 @@ def warn_incomplete(result: Attributions, fix: str) -> None:
             RuntimeWarning, stacklevel=4,
         )
 
+
+
+def labelled_values(values, dataset, name: str):
+    """A DataFrame's or Series' values in the order of X's columns (a baseline, a
+    background): their labels must be X's column names, in X's order (as Shapley values'
+    background); unlabelled ones (a RangeIndex) are taken in order. Anything else passes."""
+    if isinstance(values, pd.DataFrame):
+        labels = values.columns
+    elif isinstance(values, pd.Series):
+        labels = values.index
+    else:
+        return values
+    if not isinstance(labels, pd.RangeIndex) and [str(label) for label in labels] != list(
+            dataset.column_names):
+        raise ValueError(
+            f"{name} must have the columns of X, {list(dataset.column_names)}; got "
+            f"{[str(label) for label in labels]}. Select them in X's order, e.g. "
+            f"{name}[X.columns].")
+    return values.to_numpy()

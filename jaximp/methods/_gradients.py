@@ -47,6 +47,7 @@ from ._attributions import (
     build_attributions,
     completeness_gap,
     feature_membership,
+    labelled_values,
     row_outputs,
     warn_incomplete,
 )
@@ -163,9 +164,7 @@ def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> n
     if isinstance(baselines, str):
         check_choice(baselines, name, ("mean", "median"))
         return (X.mean(axis=0) if baselines == "mean" else np.median(X, axis=0))[None]
-    if isinstance(baselines, pd.DataFrame):
-        baselines = baselines.to_numpy()
-    values = np.asarray(baselines, dtype=np.float64)
+    values = np.asarray(labelled_values(baselines, dataset, name), dtype=np.float64)
     shape = tuple(dataset.input_shape or (c,))
     if values.shape == shape or values.ndim == 1:  # one example
         values = values.reshape(1, -1)

@@ -13,7 +13,6 @@ predictions are kept per row (:class:`~jaximp.engine.Keep`); the engine sizes th
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..data import Dataset, Int, as_key, select_outputs, validate_params
 from ..engine import (
@@ -27,7 +26,7 @@ from ..engine import (
     plan_source_rows,
     resolve_budget,
 )
-from ._attributions import Attributions, make_attributions, row_outputs
+from ._attributions import Attributions, labelled_values, make_attributions, row_outputs
 from ._setup import cached_stage, prepare
 
 __all__ = ["ablation_attributions", "permutation_attributions", "source_rows"]
@@ -196,9 +195,7 @@ def _ablation_baselines(baselines, dataset: Dataset) -> np.ndarray:
             raise ValueError(f"baselines must be None, a number, 'mean', 'median' or an array; "
                              f"got {baselines!r}.")
         return (X.mean(axis=0) if baselines == "mean" else np.median(X, axis=0))[None]
-    if isinstance(baselines, (pd.DataFrame, pd.Series)):
-        baselines = baselines.to_numpy()
-    values = np.asarray(baselines, dtype=np.float64)
+    values = np.asarray(labelled_values(baselines, dataset, "baselines"), dtype=np.float64)
     if values.ndim == 0:
         values = np.full((1, c), float(values))
     elif values.shape in ((c,), tuple(shape)):
