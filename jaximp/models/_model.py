@@ -62,7 +62,9 @@ def _pytree_apply(treedef, static: tuple, name: str) -> Callable:
 
 
 def as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
-    """Model output as (n, o) float32; a wrong shape is an error naming the model."""
+    """Model output as (n, o) float32, or float64 where the model computes in float64
+    (under ``jax_enable_x64``, so that its methods keep float64's digits); a wrong shape is
+    an error naming the model."""
     out = jnp.asarray(out)
     if jnp.iscomplexobj(out):
         raise ValueError(f"the model {name} returned complex values; jaximp explains real "
@@ -70,7 +72,7 @@ def as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
     _check_output_shape(out.shape, n_rows, name)
     if out.ndim == 1:
         out = out[:, None]
-    return out.astype(jnp.float32)
+    return out if out.dtype == jnp.float64 else out.astype(jnp.float32)
 
 
 def _is_flax_nnx(model) -> bool:

@@ -55,8 +55,9 @@ class Predictor:
         floating parameter is float64 (JAX would promote the computation to float64), else
         float32. A JAX model without floating parameters (a plain function or closure)
         follows the input: float64 under x64, float32 otherwise. A host model is float64
-        (NumPy's default). ``apply`` returns float32, except the array form of tree
-        ensembles under x64, which returns float64 so that it equals scikit-learn's float64
+        (NumPy's default). ``apply`` returns float32, except under x64 a model that
+        computes in float64, whose outputs keep their digits, and the array form of tree
+        ensembles, which returns float64 so that it equals scikit-learn's float64
         predictions.
     handles_missing : bool
         True when ``apply`` itself routes missing values (NaN) as the model's library does
