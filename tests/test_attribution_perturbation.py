@@ -256,3 +256,21 @@ def test_pandas_baselines_and_backgrounds_must_name_the_columns_of_x_in_order():
     for call in calls:
         with pytest.raises(ValueError, match=r"must have the columns of X, \['a', 'b', 'c'\]"):
             call()
+
+
+def test_mean_and_median_baselines_are_weighted_by_sample_weight():
+    """``baselines="mean"`` or ``"median"`` are those of X's columns under sample_weight (as
+    LOCO's replacement values and Shapley values' default background): unweighted without
+    weights, weighted with them."""
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 4.0], [10.0, 8.0]])
+    w = np.array([3.0, 1.0, 1.0, 1.0])
+    f = lambda Z: Z @ jnp.array([1.0, -2.0])  # noqa: E731
+    for baselines, centre in (("mean", np.average(X, axis=0, weights=w)),
+                              ("median", np.array([0.5, 1.5]))):  # half the weight at row 0
+        expected = (X - centre) * np.array([1.0, -2.0])
+        ablation = jaximp.ablation_attributions(f, X, baselines=baselines, sample_weight=w)
+        np.testing.assert_allclose(ablation.values[..., 0], expected, rtol=1e-5, atol=1e-5)
+        gradients = jaximp.integrated_gradients(f, X, baselines=baselines, sample_weight=w)
+        np.testing.assert_allclose(gradients.values[..., 0], expected, rtol=1e-5, atol=1e-5)
+    plain = jaximp.ablation_attributions(f, X, baselines="median").values[..., 0]
+    np.testing.assert_allclose(plain, (X - np.median(X, axis=0)) * [1.0, -2.0], rtol=1e-6)

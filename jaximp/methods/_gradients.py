@@ -51,7 +51,7 @@ from ._attributions import (
     row_outputs,
     warn_incomplete,
 )
-from ._setup import digest, prepare
+from ._setup import column_means, column_medians, digest, prepare
 
 __all__ = ["Attributions", "completeness_gap", "expected_gradients", "feature_membership",
            "input_x_gradient", "integrated_gradients", "saliency", "smoothgrad"]
@@ -156,14 +156,16 @@ def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> np.ndarray:
-    """Baselines (b, c) from None (zeros), "mean", "median", (c,) or (b, c)."""
+    """Baselines (b, c) from None (zeros), "mean", "median" (of X's columns, weighted by the
+    sample weights), (c,) or (b, c)."""
     X = dataset.X
     c = X.shape[1]
     if baselines is None:
         return np.zeros((1, c))
     if isinstance(baselines, str):
         check_choice(baselines, name, ("mean", "median"))
-        return (X.mean(axis=0) if baselines == "mean" else np.median(X, axis=0))[None]
+        centre = column_means if baselines == "mean" else column_medians
+        return centre(X, dataset.weights)[None]
     values = np.asarray(labelled_values(baselines, dataset, name), dtype=np.float64)
     shape = tuple(dataset.input_shape or (c,))
     if values.shape == shape or values.ndim == 1:  # one example
@@ -443,7 +445,8 @@ def integrated_gradients(
     X : array of shape (n, c) or DataFrame
         The rows to explain (continuous features).
     baselines : None, "mean", "median", array of shape (c,) or (b, c), default None
-        None: zeros (captum's default). Several baselines (b, c): each row's attributions
+        None: zeros (captum's default). ``"mean"``, ``"median"``: of X's columns, weighted
+        by ``sample_weight``. Several baselines (b, c): each row's attributions
         are averaged over them (and ``f(baseline)`` is their mean prediction).
     paired_baselines : bool, default False
         Baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for a

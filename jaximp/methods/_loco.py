@@ -59,7 +59,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
-from ._setup import bootstrap_weights, keep_layout, prepare
+from ._setup import bootstrap_weights, column_means, column_medians, keep_layout, prepare
 
 __all__ = ["loco_importance"]
 
@@ -189,32 +189,6 @@ def _vmapped_fits(fit, X, y, masks):
 _jitted_fits = jax.jit(_vmapped_fits, static_argnums=0)
 
 
-def _weighted_median(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """Per column, the (weighted) median of the values present: the value at which the
-    cumulative weight passes half the total, or the mean of the two values around it where
-    it reaches half exactly, so that equal weights give ``np.nanmedian``'s median."""
-    if weights is None:
-        return np.nanmedian(values, axis=0)
-    out = []
-    for col in values.T:
-        present = ~np.isnan(col)
-        col, w = col[present], weights[present]
-        order = np.argsort(col, kind="stable")
-        col, cumulative = col[order], np.cumsum(w[order])
-        half = 0.5 * cumulative[-1]
-        lower = np.searchsorted(cumulative, half)
-        upper = np.searchsorted(cumulative, half, side="right")  # the next positive weight
-        out.append(0.5 * (col[lower] + col[upper]) if cumulative[lower] == half else col[lower])
-    return np.asarray(out)
-
-
-def _weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """Per column, the (weighted) mean of the values present."""
-    present = ~np.isnan(values)
-    w = present * (1.0 if weights is None else weights[:, None])  # (n, k)
-    return (np.where(present, values, 0.0) * w).sum(axis=0) / w.sum(axis=0)
-
-
 def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarray:
     if feature.is_categorical:
         raise ValueError(
@@ -233,8 +207,8 @@ def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarra
             f"weight 0), so its {strategy} is undefined; use strategy='zero' or 'refit', or "
             "leave the feature out with features=...")
     if strategy == "mean":
-        return _weighted_mean(columns, weights)
-    return _weighted_median(columns, weights)
+        return column_means(columns, weights)
+    return column_medians(columns, weights)
 
 
 def _held_out(X_test, y_test, strategy, dataset, feature_names, categorical, groups):

@@ -27,7 +27,7 @@ from ..engine import (
     resolve_budget,
 )
 from ._attributions import Attributions, labelled_values, make_attributions, row_outputs
-from ._setup import cached_stage, prepare
+from ._setup import cached_stage, column_means, column_medians, prepare
 
 __all__ = ["ablation_attributions", "permutation_attributions", "source_rows"]
 
@@ -194,7 +194,8 @@ def _ablation_baselines(baselines, dataset: Dataset) -> np.ndarray:
         if baselines not in ("mean", "median"):
             raise ValueError(f"baselines must be None, a number, 'mean', 'median' or an array; "
                              f"got {baselines!r}.")
-        return (X.mean(axis=0) if baselines == "mean" else np.median(X, axis=0))[None]
+        centre = column_means if baselines == "mean" else column_medians
+        return centre(X, dataset.weights)[None]
     values = np.asarray(labelled_values(baselines, dataset, "baselines"), dtype=np.float64)
     if values.ndim == 0:
         values = np.full((1, c), float(values))
@@ -230,9 +231,9 @@ def ablation_attributions(
         The rows to explain (numeric features; categorical features are refused).
     baselines : None, number, "mean", "median" or array, default None
         The values an ablated feature takes: None zeros (captum's default), a number for
-        every column, the columns' mean or median over ``X``, an array of one example's
-        shape (every row) or of ``X``'s shape (row ``i`` ablated to row ``i``'s, captum's
-        baselines tensor).
+        every column, the columns' mean or median over ``X`` (weighted by ``sample_weight``),
+        an array of one example's shape (every row) or of ``X``'s shape (row ``i`` ablated to
+        row ``i``'s, captum's baselines tensor).
     output : int, str, list or integer array of shape (n,), optional
         As in :func:`permutation_attributions`.
     feature_names, groups, sample_weight, variables

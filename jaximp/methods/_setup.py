@@ -24,8 +24,9 @@ from ..engine import key_bits, resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
-__all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "digest", "keep_layout",
-           "prepare", "rows_of", "warm_call", "weightings_digest"]
+__all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "column_means",
+           "column_medians", "digest", "keep_layout", "prepare", "rows_of", "warm_call",
+           "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
@@ -363,3 +364,29 @@ def _typed(value):
     if isinstance(value, np.ndarray):
         raise TypeError("arrays are not kept")
     return type(value), value
+
+
+def column_medians(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per column, the (weighted) median of the values present: the value at which the
+    cumulative weight passes half the total, or the mean of the two values around it where
+    it reaches half exactly, so that equal weights give ``np.nanmedian``'s median."""
+    if weights is None:
+        return np.nanmedian(values, axis=0)
+    out = []
+    for col in values.T:
+        present = ~np.isnan(col)
+        col, w = col[present], weights[present]
+        order = np.argsort(col, kind="stable")
+        col, cumulative = col[order], np.cumsum(w[order])
+        half = 0.5 * cumulative[-1]
+        lower = np.searchsorted(cumulative, half)
+        upper = np.searchsorted(cumulative, half, side="right")  # the next positive weight
+        out.append(0.5 * (col[lower] + col[upper]) if cumulative[lower] == half else col[lower])
+    return np.asarray(out)
+
+
+def column_means(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per column, the (weighted) mean of the values present."""
+    present = ~np.isnan(values)
+    w = present * (1.0 if weights is None else weights[:, None])  # (n, k)
+    return (np.where(present, values, 0.0) * w).sum(axis=0) / w.sum(axis=0)
