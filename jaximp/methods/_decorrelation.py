@@ -47,7 +47,7 @@ from ..data import (
 from ..engine import ProgressMeter, key_bits, predict_rows, rng_stream
 from ..models import (
     MLP,
-    as_2d_float32,
+    as_2d_output,
     as_predictor,
     fit_mlp,
     fit_mlp_options,
@@ -115,7 +115,7 @@ class _EachOnItsOwn:
     def __call__(self, X):
         n = X.shape[0]
         blocks = jnp.swapaxes(X.reshape(n, -1, self.width), 0, 1)  # (m, n, c)
-        out = jax.vmap(lambda model, x: as_2d_float32(model(x), n, "fitted model"))(
+        out = jax.vmap(lambda model, x: as_2d_output(model(x), n, "fitted model"))(
             self.models, blocks)
         return jnp.swapaxes(out, 0, 1).reshape(n, -1)
 

@@ -40,7 +40,7 @@ from ..engine import ROW_LOSSES, Keep, LossSums, at_values, evaluate, predict_ro
 from ..models import (
     ACTIVATIONS,
     MLP,
-    as_2d_float32,
+    as_2d_output,
     as_predictor,
     fit_mlp,
     fit_mlp_options,
@@ -154,7 +154,7 @@ class _StackedModels:
     masks: jax.Array  # (m, c)
 
     def __call__(self, X):
-        out = jax.vmap(lambda model, mask: as_2d_float32(
+        out = jax.vmap(lambda model, mask: as_2d_output(
             model(X * mask), X.shape[0], "refitted model"))(self.models, self.masks)  # (m, n, o)
         return jnp.transpose(out, (1, 0, 2)).reshape(X.shape[0], -1)
 

@@ -13,7 +13,7 @@ from ._mlp import (
     init_mlp_params,
     train_mlp_params,
 )
-from ._model import as_2d_float32, as_predictor, combine_outputs, gradient_predictor
+from ._model import as_2d_output, as_predictor, combine_outputs, gradient_predictor
 from ._predictor import Predictor, stable_apply
 from ._trees import (
     read_boosted,
@@ -29,7 +29,7 @@ __all__ = [
     "HostData",
     "MLP",
     "Predictor",
-    "as_2d_float32",
+    "as_2d_output",
     "as_predictor",
     "boosting_library",
     "call_host",

@@ -16,7 +16,7 @@ from ._predictor import Predictor, compute_dtype, stable_apply
 from ._dlpack import DLPackModel
 from ._torch import TorchModel, is_torch_module
 
-__all__ = ["as_2d_float32", "as_predictor", "combine_outputs", "gradient_predictor"]
+__all__ = ["as_2d_output", "as_predictor", "combine_outputs", "gradient_predictor"]
 
 
 def _is_array(leaf) -> bool:
@@ -54,14 +54,14 @@ def _pytree_apply(treedef, static: tuple, name: str) -> Callable:
             it = iter(arrays)
             leaves = [fixed[i] if i in fixed else next(it) for i in range(n_leaves)]
             module = jax.tree_util.tree_unflatten(treedef, leaves)
-            return as_2d_float32(module(X), X.shape[0], name)
+            return as_2d_output(module(X), X.shape[0], name)
 
         return apply_pytree
 
     return stable_apply(("pytree", treedef, static, name), make)
 
 
-def as_2d_float32(out, n_rows: int, name: str) -> jax.Array:
+def as_2d_output(out, n_rows: int, name: str) -> jax.Array:
     """Model output as (n, o) float32, or float64 where the model computes in float64
     (under ``jax_enable_x64``, so that its methods keep float64's digits); a wrong shape is
     an error naming the model."""
@@ -291,7 +291,7 @@ def as_predictor(
                 f"{type(model).__name__}."
             )
         module, params, name = model, variables, f"linen {type(model).__name__}"
-        apply = stable_apply(module, lambda: lambda params, X: as_2d_float32(
+        apply = stable_apply(module, lambda: lambda params, X: as_2d_output(
             module.apply(params, X), X.shape[0], name))
     elif _is_flax_linen(model):
         raise TypeError(
@@ -303,7 +303,7 @@ def as_predictor(
 
         graphdef, params = nnx.split(model)
         name = f"nnx {type(model).__name__}"
-        apply = stable_apply(graphdef, lambda: lambda state, X: as_2d_float32(
+        apply = stable_apply(graphdef, lambda: lambda state, X: as_2d_output(
             nnx.merge(graphdef, state)(X), X.shape[0], name))
     elif _is_equinox(model):
         import equinox as eqx
@@ -315,7 +315,7 @@ def as_predictor(
             def apply_equinox(arrays, X):
                 module = eqx.combine(arrays, static)
                 out = module(X) if batched else jax.vmap(module)(X)
-                return as_2d_float32(out, X.shape[0], name)
+                return as_2d_output(out, X.shape[0], name)
 
             return apply_equinox
 
@@ -348,7 +348,7 @@ def as_predictor(
     elif callable(model):
         function, params = model, None
         name = getattr(model, "__name__", type(model).__name__)
-        apply = stable_apply(function, lambda: lambda _, X: as_2d_float32(
+        apply = stable_apply(function, lambda: lambda _, X: as_2d_output(
             function(X), X.shape[0], name))
     else:
         raise TypeError(
