@@ -108,7 +108,10 @@ def pearson(x: Float[Array, " n"], y: Float[Array, " n"]) -> Float[Array, ""]:
     """
     xc = x - x.mean()
     yc = y - y.mean()
-    return jnp.sum(xc * yc) / jnp.sqrt(jnp.sum(xc * xc) * jnp.sum(yc * yc))
+    r = jnp.sum(xc * yc) / jnp.sqrt(jnp.sum(xc * xc) * jnp.sum(yc * yc))
+    # a constant's float32 mean can miss its value, leaving tiny residuals instead of zeros
+    constant = (jnp.max(x) == jnp.min(x)) | (jnp.max(y) == jnp.min(y))
+    return jnp.where(constant, jnp.nan, r)
 
 
 def spearman(x: Float[Array, " n"], y: Float[Array, " n"]) -> Float[Array, ""]:

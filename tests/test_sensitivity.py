@@ -165,3 +165,21 @@ def test_validation_messages(table2):
     with pytest.raises(ValueError, match="variant='max' needs single columns or one-hot "
                                          "groups; feature 'g' is a group of 2 columns"):
         sensitivity_importance(ols, X, y, variant="max", groups={"g": ["X1", "X2"]})
+
+
+def test_max_variant_leaves_rows_of_weight_zero_out_of_its_ranges():
+    """The max variant's grids and max(y) - min(y) span the rows of positive weight: a row
+    of weight 0 (an outlier here) changes nothing, as dropping it (as in the random
+    variant, which never draws it)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X[0] = [8.0, -9.0]
+    f = lambda A: jnp.sin(A[:, 0]) + 0.5 * A[:, 1]  # noqa: E731
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=40)
+    y[0] = 25.0
+    w = np.ones(40)
+    w[0] = 0.0
+    weighted = sensitivity_importance(f, X, y, variant="max", sample_weight=w)
+    dropped = sensitivity_importance(f, X[1:], y[1:], variant="max")
+    np.testing.assert_allclose(weighted.importances_mean, dropped.importances_mean, rtol=1e-6)
+    np.testing.assert_allclose(weighted.info.D_y, dropped.info.D_y, rtol=1e-12)

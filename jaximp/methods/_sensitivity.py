@@ -45,9 +45,11 @@ def _draw(rng: np.random.Generator, n: int, prob: np.ndarray | None, shape) -> n
     return rng.choice(n, size=shape, replace=True, p=prob)
 
 
-def _max_values(dataset: Dataset, feature: Feature, n_values: int) -> np.ndarray:
-    """Replacement rows (g, len(columns)) of the max variant for one feature."""
-    columns = dataset.X[:, list(feature.columns)]
+def _max_values(dataset: Dataset, feature: Feature, n_values: int,
+                weighted: np.ndarray) -> np.ndarray:
+    """Replacement rows (g, len(columns)) of the max variant for one feature, spanning the
+    rows of positive weight (``weighted``, (n,) bool)."""
+    columns = dataset.X[weighted][:, list(feature.columns)]
     if feature.kind == "onehot":
         return np.eye(len(feature.columns))
     if len(feature.columns) > 1:
@@ -114,7 +116,8 @@ def sensitivity_importance(
         Model outputs to score (default all); ``y`` needs one column per scored output.
     sample_weight : array of shape (n,), optional
         Case weights: rows and target pairs are drawn with probability proportional to them,
-        and ``D_p`` is a weighted mean over rows.
+        and ``D_p`` is a weighted mean over rows; the max variant's grids and
+        ``max(y) - min(y)`` span the rows of positive weight (a row of weight 0 is absent).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         The draws of feature ``j`` (its position in ``X``) are computed on the device from the
         key, the label ``(j, repeat, draw)`` and the row number; the target pairs come from a
@@ -182,7 +185,7 @@ def sensitivity_importance(
     def build():
         """The plan and reducer (kept on an Explainer for its repeats)."""
         if variant == "max":
-            grids = [_max_values(dataset, feat, n_values) for feat in chosen]
+            grids = [_max_values(dataset, feat, n_values, w > 0) for feat in chosen]
             size = max(g.shape[0] for g in grids)
             values = np.zeros((p * size, c))
             for j, (feat, rows) in enumerate(zip(chosen, grids)):
@@ -202,7 +205,7 @@ def sensitivity_importance(
                   else (n_repeats, tuple(bits))), build)
     if variant == "max":
         d_p = evaluate(predictor, dataset, plan, reducer, **common)[:, out_idx]
-        d_y = np.ptp(target, axis=0)
+        d_y = np.ptp(target[w > 0], axis=0)  # a row of weight 0 is absent
         if np.any(d_y == 0):
             raise ValueError("y is constant; its range D_y = 0 cannot scale the importances.")
         return FeatureImportance(
