@@ -54,6 +54,22 @@ def _loess_fitted(x, y, span=0.75, weights=None):
     return fitted
 
 
+def _line_reference(x, y, weights=None):
+    """R^2 of the weighted least-squares line (R's lm with case weights)."""
+    w = np.ones(len(y)) if weights is None else weights
+    A = np.column_stack([np.ones_like(x), x]) * np.sqrt(w)[:, None]
+    coef = np.linalg.lstsq(A, y * np.sqrt(w), rcond=None)[0]
+    rss = np.sum(w * (y - coef[0] - coef[1] * x) ** 2)
+    return 1.0 - rss / np.sum(w * (y - np.average(y, weights=w)) ** 2)
+
+
+def _caret_reference(x, y, span, weights=None):
+    """caret's nonpara filter: a line's R^2 below 20% distinct values, else LOESS's."""
+    if 100 * np.unique(x).size < 20 * len(x):
+        return max(0.0, _line_reference(x, y, weights))
+    return _loess_reference(x, y, span, weights)
+
+
 def _loess_reference(x, y, span=0.75, weights=None, clip=True):
     """Pseudo R^2 of the reference LOESS fit (weighted sums with case weights)."""
     w = np.ones(len(y)) if weights is None else weights
@@ -126,8 +142,10 @@ def test_loess_matches_direct_reference(weighted, span):
     w = weights if weighted else None
     y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + rng.normal(scale=0.5, size=N)
     result = filter_importance(X, y, method="loess", sample_weight=w, span=span)
-    expected = [_loess_reference(X[:, j], y, span, w) for j in range(X.shape[1])]
+    # the rounded column has fewer than 20% distinct values: a line's R^2, as caret's
+    expected = [_caret_reference(X[:, j], y, span, w) for j in range(X.shape[1])]
     assert result.method == "filter_loess" and result.info["span"] == span
+    assert result.info.linear == ("x1",)
     np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
 
 
@@ -160,11 +178,21 @@ def test_loess_clipped_at_zero():
     assert result.importances_mean[1, 0] == pytest.approx(_loess_reference(X[:, 1], y), 1e-4)
 
 
-def test_loess_zero_width_neighbourhood_is_an_error():
+def test_loess_where_ties_leave_a_neighbourhood_empty_is_a_lines_r2():
+    """caret falls back to lm's R^2 where loess fails: here 40% of the rows share one value
+    (with 60% distinct values), so the 30% nearest rows of that value span no width."""
     rng = np.random.default_rng(7)
-    X = np.column_stack([rng.normal(size=N), (rng.uniform(size=N) < 0.9).astype(float)])
-    with pytest.raises(ValueError, match=r"feature 'x1'.*share one value.*span >="):
-        filter_importance(X, rng.normal(size=N), method="loess")
+    tied = np.where(rng.uniform(size=N) < 0.4, 0.0, rng.normal(size=N))
+    X = np.column_stack([rng.normal(size=N), tied])
+    y = X[:, 0] + tied ** 2 + rng.normal(size=N)
+    result = filter_importance(X, y, method="loess", span=0.3)
+    assert result.info.linear == ("x1",)
+    assert result.importances_mean[1, 0] == pytest.approx(
+        max(0.0, _line_reference(tied, y)), rel=1e-6, abs=1e-9)
+    assert result.importances_mean[0, 0] == pytest.approx(
+        _loess_reference(X[:, 0], y, 0.3), rel=1e-4, abs=1e-5)
+    binary = filter_importance(np.column_stack([X[:, 0], tied > 0]), y, method="loess")
+    assert binary.info.linear == ("x1",)  # 2 distinct values: under 20%
 
 
 # ----------------------------------------------------------------------------- conventions

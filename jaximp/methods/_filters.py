@@ -10,13 +10,16 @@ No model is involved: every feature is scored by how well it alone relates to th
   frequencies: ``sum_i w_i [W_neg(x < x_i) + W_neg(x == x_i) / 2] / (W_pos W_neg)`` over the
   positive rows ``i``. With more than two classes, class ``k`` gets one output column: the
   maximum over the other classes ``j`` of the oriented AUC on the rows of classes ``j`` and
-  ``k`` only (caret's convention).
+  ``k`` only (caret's documented convention; from four classes caret's code takes the k-th
+  class pair instead of the pairs holding class ``k``, which jaximp does not copy).
 - ``"t"`` (regression): ``|t|`` of the slope ``b`` of the least-squares line
   ``y ~ a + b x_j``, ``t = b / se(b)`` with the residual variance on ``n - 2`` degrees of freedom
   (weighted least squares with case weights; ``n`` then counts the rows of positive weight, as
   R's ``lm`` does).
 - ``"loess"`` (regression): pseudo ``R^2 = max(0, 1 - RSS / TSS)`` of Cleveland's LOESS fit of
-  ``y`` on the feature alone with the defaults of R's ``loess``: local quadratic (degree 2),
+  ``y`` on the feature alone, or, as caret does, of a straight line where the feature has fewer
+  than 20% distinct values or a LOESS neighbourhood has zero width (too many ties for the
+  span). The fit has the defaults of R's ``loess``: local quadratic (degree 2),
   tricube weights ``(1 - (d / d_max)^3)^3`` on the ``q = floor(span * n)`` nearest rows, ``d_max``
   the ``q``-th smallest distance (``span > 1``: every row, ``d_max = span * max d``). The local
   fit is evaluated directly at every row, as
@@ -108,10 +111,10 @@ def filter_importance(
 
     Notes
     -----
-    A constant feature scores 0.5 (AUC) or 0 (``"t"``, ``"loess"``). LOESS needs every local
-    neighbourhood to have a positive radius: when ``floor(span * n)`` or more rows share one
-    value of a non-constant feature (R stops there too), a ValueError says the smallest span
-    that works.
+    A constant feature scores 0.5 (AUC) or 0 (``"t"``, ``"loess"``). ``"loess"`` scores a
+    feature with fewer than 20% distinct values, or one where ``floor(span * n)`` or more rows
+    share one value (a neighbourhood of zero width, where R's ``loess`` stops), by a straight
+    line's R^2, as ``caret::filterVarImp`` does; ``info.linear`` names them.
 
     Examples
     --------
@@ -393,15 +396,25 @@ def _loess_importance(
         batch=batch,
     )
     r2, radius = np.asarray(r2, np.float64), np.asarray(radius)
-    for j in np.flatnonzero((radius <= 0) & ~constant):
-        ties = np.unique(X[:, j], return_counts=True)[1].max()
-        raise ValueError(
-            f"feature {names[j]!r}: {ties} rows share one value, so with span={span} "
-            f"(floor(span * n) = {q} neighbours) a neighbourhood has zero width and LOESS is "
-            f"undefined (R's loess stops too). Use span >= {(ties + 1) / n:.3g} or method='t'."
-        )
+    # caret scores a feature with fewer than 20% distinct values (nearZeroVar's
+    # percentUnique), or one whose LOESS fails, by a straight line's R^2 instead
+    present = weights > 0
+    distinct = np.array([np.unique(X[present, j]).size for j in range(p)])
+    linear = ~constant & ((100 * distinct < 20 * np.count_nonzero(present)) | (radius <= 0))
+    r2 = np.where(linear, _line_r2(X, y, weights), r2)
     r2 = np.where(constant, 0.0, np.maximum(r2, 0.0))
-    return r2[:, None], {"task": "regression", "span": span, "degree": 2, "surface": "direct"}
+    return r2[:, None], {"task": "regression", "span": span, "degree": 2, "surface": "direct",
+                         "linear": tuple(np.asarray(names)[linear].tolist())}
+
+
+def _line_r2(X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """R^2 of the weighted least-squares line of ``y`` on each column of ``X`` (p,), float64:
+    the squared weighted correlation."""
+    w = weights / weights.sum()
+    xc = X - w @ X
+    yc = y - w @ y
+    sxy, sxx, syy = w @ (xc * yc[:, None]), w @ xc ** 2, w @ yc ** 2
+    return np.where(sxx > 0, sxy ** 2 / np.where(sxx > 0, sxx, 1.0) / syy, 0.0)
 
 
 def _window(x0: Array, xs: Array, q: int) -> tuple[Array, Array]:

@@ -216,6 +216,9 @@ class FilterDetails(Details):
     span, degree, surface : float, int, str or None
         The LOESS settings (``"loess"``): span, local polynomial degree, and how the surface is
         evaluated (``"direct"``: a local fit at every row).
+    linear : tuple of str or None
+        The features ``"loess"`` scored by a straight-line fit's R^2 instead, as caret does:
+        fewer than 20% distinct values, or a LOESS neighbourhood of zero width.
     """
 
     method: str
@@ -225,6 +228,7 @@ class FilterDetails(Details):
     df: float | None = None
     span: float | None = None
     degree: int | None = None
+    linear: tuple | None = None
     surface: str | None = None
 
 
