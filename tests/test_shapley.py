@@ -437,3 +437,39 @@ def test_importance_has_row_bootstrap_intervals_from_the_values():
     np.testing.assert_allclose(result.importances[:, 0, :], expected[1:].T, rtol=1e-12)
     assert result.intervals(0.9)[0].shape == (3, 1)
     assert values.importance(n_bootstrap=0).importances is None
+
+
+def test_text_columns_of_x_and_a_background_with_other_labels_are_coded_alike():
+    """Each DataFrame codes its text columns by its own sorted labels; a background with
+    other labels than X (X's rows lack one, or the background does) is coded with X's
+    labels first, so that Shapley values equal the float64 subset formula (X's codes were
+    read with the background's labels: values off by 10 on effects of 5)."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60), "c": rng.choice(["a", "b", "c"], 60)})
+    y = frame.x + frame.c.map({"a": 0.0, "b": 5.0, "c": -5.0})
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["c"]),
+                                                  remainder="passthrough"),
+                          LinearRegression()).fit(frame, y)
+    X = pd.DataFrame({"x": [0.0, 0.5], "c": ["b", "c"]})
+
+    def subset_formula(background):
+        def value(row, players):
+            rows = background.copy()
+            for column in players:
+                rows[column] = row[column]
+            return model.predict(rows).mean()
+
+        return np.array([[0.5 * (value(row, [j]) - value(row, []))
+                          + 0.5 * (value(row, ["x", "c"]) - value(row, [k]))
+                          for j, k in (("x", "c"), ("c", "x"))]
+                         for _, row in X.iterrows()])
+
+    for background in (frame[frame.c != "b"].iloc[:10].reset_index(drop=True),  # a, c
+                       frame.iloc[:12]):  # a, b, c: more labels than X's
+        values = shapley_values(model, X, background).values[..., 0]
+        np.testing.assert_allclose(values, subset_formula(background), atol=1e-9)

@@ -17,6 +17,7 @@ from ..data import (
     InputLayout,
     Recent,
     as_dataset,
+    is_text,
     replicate_weights,
     row_weights,
 )
@@ -137,6 +138,8 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             raise ValueError(
                 f"background must have the {dataset.n_columns} columns of X{shape}; got "
                 f"shape {np.shape(background)}.")
+        if isinstance(background, pd.DataFrame) and isinstance(dataset.source, pd.DataFrame):
+            background = _text_coded_as_x(background, dataset)
         bg = as_dataset(background, feature_names=names, categorical=categorical,
                         groups=groups, sample_weight=weight, allow_missing=allow_missing)
     if bg.column_names != dataset.column_names:
@@ -153,6 +156,27 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                     f"that their codes agree; got {_dtype_name(theirs)} for "
                     f"{_dtype_name(ours)}. Use background[name].astype(X[name].dtype).")
     return bg
+
+
+def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
+    """The background with X's text columns as categories that start with X's levels, in
+    X's order, so that a code names the same label on both sides (each side alone codes its
+    own sorted labels); labels X lacks come after them."""
+    coded = background
+    for i, name in enumerate(dataset.column_names):
+        if (i >= background.shape[1] or str(background.columns[i]) != name
+                or not is_text(dataset.source.iloc[:, i])):
+            continue
+        column = background.iloc[:, i]
+        if not (is_text(column) or isinstance(column.dtype, pd.CategoricalDtype)):
+            continue
+        ours = list(next(f.levels for f in dataset.features if f.columns == (i,)))
+        known = set(ours)
+        extra = sorted({v for v in column.dropna().astype(str) if v not in known})
+        if coded is background:
+            coded = background.copy()
+        coded.isetitem(i, pd.Categorical(column.astype(object), categories=ours + extra))
+    return coded
 
 
 def _dtype_name(dtype) -> str:
