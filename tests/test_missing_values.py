@@ -7,10 +7,12 @@ replacement is the (weighted) mean / median of the values present, given to ever
 
 import warnings
 
+import jax
 import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
+import jaximp
 from jaximp.methods._ale import ale, ale_importance, ale_interaction
 from jaximp.methods._loco import loco_importance
 from jaximp.models import as_predictor
@@ -311,3 +313,33 @@ def test_explain_passes_missing_values_to_a_model_that_handles_them(with_missing
     assert np.isfinite(explanation["pd_importance"].importances_mean).all()
     with pytest.raises(ValueError, match="the JAX model .* cannot take missing values"):
         jaximp.explain(lambda A: A.sum(axis=1), X, y)
+
+
+def test_scikit_learn_trees_in_arrays_take_missing_values_as_scikit_learn_routes_them():
+    """Decision trees, forests and HistGradientBoosting (in arrays, also under x64) route a
+    missing value by each split's missing_go_to_left, as scikit-learn predicts: the methods
+    pass them NaN instead of refusing it."""
+    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = X[:, 0] + X[:, 1] ** 2
+    X[rng.random(X.shape) < 0.15] = np.nan
+    models = [DecisionTreeRegressor(max_depth=5).fit(X, y),
+              RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(X, y),
+              HistGradientBoostingRegressor(max_iter=10).fit(X, y)]
+    for model in models:
+        for x64 in (False, True):
+            with jax.enable_x64(x64):
+                predictor = jaximp.as_predictor(model, n_features=3)
+                if "JAX trees" not in predictor.name:
+                    continue  # HistGradientBoosting is read into arrays under x64 only
+                assert predictor.handles_missing
+                np.testing.assert_allclose(np.asarray(predictor(X))[:, 0], model.predict(X),
+                                           rtol=1e-5, atol=1e-5)
+                pd_ = jaximp.partial_dependence(model, X, 0, grid_resolution=4)
+                host = jaximp.partial_dependence(
+                    jaximp.as_predictor(model, trees="host", n_features=3), X, 0,
+                    grid_resolution=4)
+                np.testing.assert_allclose(pd_.average, host.average, rtol=1e-5, atol=1e-5)

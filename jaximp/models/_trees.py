@@ -591,6 +591,9 @@ def tree_predictor(estimator) -> Predictor:
     if boosting_library(estimator) is not None:
         return boosted_predictor(estimator)
     kind = _kind(estimator, hist=True)
+    # scikit-learn's trees, forests and HistGradientBoosting route missing values (NaN) by
+    # each split's missing_go_to_left, which the arrays keep; GradientBoosting refuses them
+    handles_missing = kind != "gb"
     classifier = _is_classifier(estimator)
     if kind == "hist":
         params, depth, link = _hist_arrays(estimator)
@@ -625,6 +628,7 @@ def tree_predictor(estimator) -> Predictor:
         name=f"{type(estimator).__name__} (JAX trees)",
         dtype=compute_dtype(params),
         classes=tuple(np.asarray(estimator.classes_).tolist()) if classifier else None,
+        handles_missing=handles_missing,
     )
 
 
