@@ -36,6 +36,13 @@ def _two_columns(weights: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(weights, dtype=np.float32)
 
 
+def _summed_as_used(weights: np.ndarray, axis: int) -> np.ndarray:
+    """The float64 sum of weights as the sums over rows use them (float32, see
+    :func:`_two_columns`): a weighted mean of a constant is then that constant (weights of
+    0.1 summed unrounded scaled a mean at 1e6 by 1.5e-8)."""
+    return weights.astype(np.float32).astype(np.float64).sum(axis=axis)
+
+
 def _einsum(xp, spec, *arrays):
     if xp is np:
         return np.einsum(spec, *arrays)
@@ -158,7 +165,7 @@ class Mean(Reducer):
     @functools.cached_property
     def weight_sums(self) -> np.ndarray:
         """The sum of each weighting (r,), once: a repeated call reads it again."""
-        return self.weights.sum(axis=1)
+        return _summed_as_used(self.weights, axis=1)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -245,7 +252,7 @@ class Spread(Reducer):
 
     @functools.cached_property
     def weight_sum(self) -> float:
-        return self.weights.sum()
+        return _summed_as_used(self.weights, axis=0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
