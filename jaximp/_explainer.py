@@ -6,7 +6,7 @@ import functools
 import inspect
 
 from ._explain import explain
-from .data import as_dataset, validate_params
+from .data import validate_params
 from .methods import (
     ablation_attributions,
     ale,
@@ -31,6 +31,7 @@ from .methods import (
     permutation_attributions,
     permutation_importance,
     prepare,
+    rows_dataset,
     sage_importance,
     saliency,
     sensitivity_importance,
@@ -128,6 +129,7 @@ class Explainer:
             self._background_data.pin(defer_reads=False)
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self._categorical, self._groups = categorical, groups  # for new rows to explain
 
     def __repr__(self) -> str:
         n = self.dataset.n_rows
@@ -166,16 +168,11 @@ class Explainer:
         return self.y
 
     def _rows(self, rows):
-        """Rows to explain: the Explainer's data, or new rows with its columns."""
+        """Rows to explain: the Explainer's data (None), or new rows as a Dataset with its
+        columns, groups and categories."""
         if rows is None:
             return None
-        dataset = as_dataset(rows, feature_names=None if hasattr(rows, "columns")
-                             else self.dataset.column_names, allow_missing=True)
-        if dataset.column_names != self.dataset.column_names:
-            raise ValueError(
-                f"rows must have the columns of the Explainer's data "
-                f"{list(self.dataset.column_names)}; got {list(dataset.column_names)}.")
-        return rows
+        return rows_dataset(rows, self.dataset, self._categorical, self._groups)
 
     # -- bound methods ----------------------------------------------------------------------
 

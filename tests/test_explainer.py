@@ -5,6 +5,8 @@ import pickle
 
 import jax
 import jax.numpy as jnp
+import types
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -555,3 +557,34 @@ def test_a_cached_plan_follows_every_option_and_the_targets():
             _same(explainer.permutation_importance(loss=loss, n_repeats=2),
                   jaximp.permutation_importance(model, FRAME, targets, loss=loss, n_repeats=2,
                                                 **DATA))
+
+
+def test_new_rows_take_the_explainers_groups_names_and_labels():
+    """Rows passed to a row-wise call are read with the Explainer's groups, feature names
+    and categories (they were passed raw: the bound call explained x0..x3 where the
+    function explained the group), and text labels are coded with its data's labels."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    f = lambda A: A[:, 0] * A[:, 1] + jnp.sin(A[:, 2]) + 0.5 * A[:, 3]  # noqa: E731
+    rows = X[:5].copy()
+    for options in (dict(groups={"g": [0, 1]}), dict(feature_names=["p", "q", "r", "s"])):
+        ex = jaximp.Explainer(f, X, **options)
+        calls = {"shapley_values": dict(background_size=20), "integrated_gradients":
+                 dict(n_steps=8), "permutation_attributions": {}, "saliency": {}}
+        for name, extra in calls.items():
+            bound = getattr(ex, name)(rows, **extra)
+            plain = getattr(jaximp, name)(f, rows, *([X] if name == "shapley_values" else []),
+                                          **options, **extra)
+            assert bound.feature_names == plain.feature_names
+            np.testing.assert_allclose(np.asarray(bound.values), np.asarray(plain.values),
+                                       rtol=1e-6, atol=1e-7)
+    frame = pd.DataFrame({"x": rng.normal(size=60), "c": rng.choice(["a", "b", "c"], 60)})
+    effect = {"a": 0.0, "b": 5.0, "c": -5.0}
+    model = types.SimpleNamespace(
+        predict=lambda D: D["x"].to_numpy() + D["c"].map(effect).to_numpy())
+    ex = jaximp.Explainer(model, frame)
+    subset = pd.DataFrame({"x": [0.0, 0.5], "c": ["b", "c"]})  # lacks label "a"
+    np.testing.assert_allclose(ex.shapley_values(subset).values,
+                               jaximp.shapley_values(model, subset, frame).values, atol=1e-12)
+    with pytest.raises(ValueError, match=r"rows' column 'c' must hold the labels"):
+        ex.shapley_values(pd.DataFrame({"x": [0.0], "c": ["z"]}))

@@ -26,8 +26,8 @@ from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
 __all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "column_means",
-           "column_medians", "digest", "keep_layout", "prepare", "rows_of", "warm_call",
-           "weightings_digest"]
+           "column_medians", "digest", "keep_layout", "prepare", "rows_dataset", "rows_of",
+           "warm_call", "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
@@ -146,16 +146,45 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")
     if isinstance(dataset.source, pd.DataFrame) and isinstance(bg.source, pd.DataFrame):
-        for name in dataset.column_names:
-            ours, theirs = dataset.source[name].dtype, bg.source[name].dtype
-            if isinstance(ours, pd.CategoricalDtype) and not (
-                    isinstance(theirs, pd.CategoricalDtype)
-                    and list(theirs.categories) == list(ours.categories)):
+        levels = {f.columns: f.levels for f in bg.features}
+        for i, name in enumerate(dataset.column_names):
+            ours, theirs = dataset.source.iloc[:, i].dtype, bg.source.iloc[:, i].dtype
+            if not isinstance(ours, pd.CategoricalDtype):
+                continue
+            # codes agree where the background's labels are X's categories, in their order
+            labels = (levels[(i,)] or ()) if (i,) in levels else (
+                theirs.categories if isinstance(theirs, pd.CategoricalDtype) else ())
+            if list(labels) != list(ours.categories):
                 raise ValueError(
                     f"background column {name!r} must have the same categories as X's, so "
                     f"that their codes agree; got {_dtype_name(theirs)} for "
                     f"{_dtype_name(ours)}. Use background[name].astype(X[name].dtype).")
     return bg
+
+
+def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Dataset:
+    """New rows to explain (an Explainer's call), as a Dataset with ``dataset``'s columns,
+    groups and categorical columns, each text or category column coded with ``dataset``'s
+    labels (its rows, the background, hold codes of those labels); labels it lacks are
+    refused."""
+    frame = isinstance(rows, pd.DataFrame)
+    if frame and isinstance(dataset.source, pd.DataFrame):
+        rows = _text_coded_as_x(rows, dataset)
+    explained = as_dataset(rows, feature_names=None if frame else dataset.column_names,
+                           categorical=categorical, groups=groups, allow_missing=True)
+    if explained.column_names != dataset.column_names:
+        raise ValueError(
+            f"rows must have the columns of the Explainer's data {list(dataset.column_names)}; "
+            f"got {list(explained.column_names)}.")
+    for ours, theirs in zip(dataset.features, explained.features):
+        labelled = isinstance(dataset.source, pd.DataFrame) and len(ours.columns) == 1 and (
+            is_text(dataset.source.iloc[:, ours.columns[0]])
+            or isinstance(dataset.source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
+        if labelled and tuple(theirs.levels or ()) != tuple(ours.levels or ()):
+            raise ValueError(
+                f"rows' column {ours.name!r} must hold the labels of the Explainer's data "
+                f"{list(ours.levels)}; got {list(theirs.levels)}.")
+    return explained
 
 
 def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
