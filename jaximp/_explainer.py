@@ -139,9 +139,9 @@ class Explainer:
 
     # -- the one way every bound method reaches its function --------------------------------
 
-    def _call(self, function, *args, explained=None, **options):
-        """``function(model, explained, *args, **options)`` with the Explainer's model, data
-        (or the rows ``explained``) and defaults."""
+    def _call(self, function, *args, explained=None, model=None, **options):
+        """``function(model, explained, *args, **options)`` with the Explainer's model (or
+        ``model``), data (or the rows ``explained``) and defaults."""
         fixed = sorted(_DATA_OPTIONS.intersection(options))
         if fixed:
             raise TypeError(
@@ -158,8 +158,13 @@ class Explainer:
         for name in ("memory_budget", "random_state"):
             if (accepted is None or name in accepted) and name not in options:
                 options[name] = getattr(self, name)
-        return function(self.predictor, self.dataset if explained is None else explained,
-                        *args, **options)
+        return function(self.predictor if model is None else model,
+                        self.dataset if explained is None else explained, *args, **options)
+
+    def _estimator(self):
+        """The scikit-learn estimator itself, for the options that read its trees (None for
+        another model: the wrapped one is the same)."""
+        return self.model if type(self.model).__module__.startswith("sklearn.") else None
 
     def _targets(self, method: str):
         if self.y is None:
@@ -178,7 +183,9 @@ class Explainer:
 
     def partial_dependence(self, features, **options):
         """:func:`jaximp.partial_dependence` of this model and data."""
-        return self._call(partial_dependence, features, **options)
+        # recursion reads a scikit-learn estimator's trees, which the wrapped model hides
+        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        return self._call(partial_dependence, features, model=model, **options)
 
     def partial_dependence_all(self, **options):
         """:func:`jaximp.partial_dependence_all` of this model and data."""
@@ -203,8 +210,10 @@ class Explainer:
 
     def conditional_importance(self, **options):
         """:func:`jaximp.conditional_importance` of this model, data and targets."""
+        # the strata sampler reads a scikit-learn estimator's splits, as recursion its trees
+        model = self._estimator() if options.get("sampler") == "strata" else None
         return self._call(conditional_importance, self._targets("conditional_importance"),
-                          **options)
+                          model=model, **options)
 
     def sage_importance(self, **options):
         """:func:`jaximp.sage_importance` of this model, data and targets, against the

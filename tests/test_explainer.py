@@ -588,3 +588,32 @@ def test_new_rows_take_the_explainers_groups_names_and_labels():
                                jaximp.shapley_values(model, subset, frame).values, atol=1e-12)
     with pytest.raises(ValueError, match=r"rows' column 'c' must hold the labels"):
         ex.shapley_values(pd.DataFrame({"x": [0.0], "c": ["z"]}))
+
+
+def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():
+    """PD's recursion and the conditional strata sampler read the estimator's trees, which
+    the Explainer's wrapped model hid (auto fell back to brute, recursion and strata='splits'
+    failed); a weighted Explainer refuses the CPI test as the function refuses sample_weight."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    X_train = rng.normal(size=(200, 3))
+    y_train = X_train[:, 0] ** 2 + X_train[:, 1]
+    forest = RandomForestRegressor(10, max_depth=4, random_state=0).fit(X_train, y_train)
+    X = rng.normal(loc=1.0, size=(60, 3))
+    ex = jaximp.Explainer(forest, X)
+    for method in ("auto", "recursion"):
+        np.testing.assert_array_equal(
+            ex.partial_dependence(0, grid_resolution=5, method=method).average,
+            jaximp.partial_dependence(forest, X, 0, grid_resolution=5, method=method).average)
+    boosted = GradientBoostingRegressor(n_estimators=20, max_depth=2).fit(X_train, y_train)
+    y = boosted.predict(X) + 0.1 * rng.normal(size=60)
+    ex = jaximp.Explainer(boosted, X, y)
+    for strata in ("auto", "splits"):
+        np.testing.assert_allclose(
+            ex.conditional_importance(sampler="strata", strata=strata).importances_mean,
+            jaximp.conditional_importance(boosted, X, y, sampler="strata",
+                                          strata=strata).importances_mean, rtol=1e-12)
+    weighted = jaximp.Explainer(boosted, X, y, sample_weight=np.full(60, 2.0))
+    with pytest.raises(ValueError, match="sample_weight is not supported"):
+        weighted.conditional_importance(test="cpi")

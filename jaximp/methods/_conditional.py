@@ -282,7 +282,7 @@ categorical, groups, variables, memory_budget, progress
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)
-    _check_test(test, n_bootstrap, spec, sample_weight, n)
+    _check_test(test, n_bootstrap, spec, dataset.weights, n)  # an Explainer's data's too
     chosen = dataset.resolve(features)
     ids = dataset.positions(chosen)
     if isinstance(sampler, str) and sampler != "strata":
@@ -363,14 +363,14 @@ categorical, groups, variables, memory_budget, progress
 # ------------------------------------------------------------------------------- checks
 
 
-def _check_test(test, n_bootstrap, spec, sample_weight, n):
+def _check_test(test, n_bootstrap, spec, weights, n):
     if test is not None:
         if spec.name not in _PER_ROW_LOSSES:
             raise ValueError(
                 f"test='cpi' compares per-row losses, so the loss must be a mean of per-row "
                 f"terms, one of {_PER_ROW_LOSSES}; got loss={spec.name!r}."
             )
-        if sample_weight is not None:
+        if weights is not None:
             raise ValueError(
                 "test='cpi' tests the unweighted mean of the per-row loss differences; "
                 "sample_weight is not supported with it. Drop sample_weight or test=None."

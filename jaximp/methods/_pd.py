@@ -555,12 +555,14 @@ def partial_dependence(
     validate_grid_options(grid, grid_resolution, percentiles)
     if derivative and method != "brute":
         raise ValueError(f"derivative=True needs method='brute'; got method={method!r}.")
+    # an Explainer's data carries its weights
+    weights = sample_weight if sample_weight is not None else getattr(X, "weights", None)
     if method == "auto":  # scikit-learn's rule
         method = "recursion" if _recursion_by_default(model) and kind == "average" and \
-            sample_weight is None else "brute"
+            weights is None else "brute"
     if method == "recursion":
         return _recursion(model, X, features, kind, grid, grid_resolution, percentiles,
-                          centered, output, sample_weight, feature_names)
+                          centered, output, weights, feature_names)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
