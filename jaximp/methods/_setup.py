@@ -192,14 +192,16 @@ def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame
     X's order, so that a code names the same label on both sides (each side alone codes its
     own sorted labels); labels X lacks come after them."""
     coded = background
+    levels = {f.columns[0]: f.levels for f in dataset.features
+              if len(f.columns) == 1 and f.levels is not None}
     for i, name in enumerate(dataset.column_names):
-        if (i >= background.shape[1] or str(background.columns[i]) != name
+        if (i not in levels or i >= background.shape[1] or str(background.columns[i]) != name
                 or not is_text(dataset.source.iloc[:, i])):
             continue
         column = background.iloc[:, i]
         if not (is_text(column) or isinstance(column.dtype, pd.CategoricalDtype)):
             continue
-        ours = list(next(f.levels for f in dataset.features if f.columns == (i,)))
+        ours = list(levels[i])
         known = set(ours)
         extra = sorted({v for v in column.dropna().astype(str) if v not in known})
         if coded is background:
