@@ -255,7 +255,6 @@ def warn_incomplete(result: Attributions, fix: str) -> None:
         )
 
 
-
 def labelled_values(values, dataset, name: str):
     """A DataFrame's or Series' values in the order of X's columns (a baseline, a
     background): their labels must be X's column names, in X's order (as Shapley values'

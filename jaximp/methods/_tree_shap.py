@@ -123,9 +123,11 @@ def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int]:
         names = (str(classes[-1]),)
     else:
         names = ("y",) if K == 1 else tuple(f"y{j}" for j in range(K))
-    n_features = getattr(model, "n_features_in_", 0)
-    if not n_features:  # a Booster; or a CatBoost model loaded from a file, which says 0
-        n_features = read_boosted(model).n_features
+    n_features = getattr(model, "n_features_in_", 0)  # a CatBoost model loaded from a
+    if not n_features:  # file says 0; a Booster has its own count, cheaper than a parse
+        n_features = (model.num_feature() if hasattr(model, "num_feature") else
+                      model.num_features() if hasattr(model, "num_features") else
+                      read_boosted(model).n_features)
     return params, names, scale, int(n_features)
 
 

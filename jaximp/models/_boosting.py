@@ -19,7 +19,7 @@ import numpy as np
 from ._predictor import x64_enabled
 
 __all__ = ["BoostedModel", "below_float32", "boosting_library", "host_prediction", "level_keys",
-           "normal_float32", "pack_boosted", "refuse", "round_down_float32"]
+           "pack_boosted", "refuse", "round_down_float32"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
 LINKS = ("identity", "exp", "sigmoid", "softmax")
@@ -117,22 +117,22 @@ def level_keys(levels) -> list:
 
 def round_down_float32(threshold: np.ndarray) -> np.ndarray:
     """Largest float32 not above each float64 threshold (exact float32 comparisons) that
-    is not subnormal (:func:`normal_float32`)."""
+    is not subnormal (:func:`_normal_float32`)."""
     with np.errstate(over="ignore"):  # beyond float32's range: inf, stepped down below
         t32 = np.asarray(threshold, np.float64).astype(np.float32)
     above = t32.astype(np.float64) > threshold
     t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
-    return normal_float32(t32)
+    return _normal_float32(t32)
 
 
 def below_float32(condition: np.ndarray) -> np.ndarray:
     """``x < c`` as ``x <= below``: the largest float32 below each float32 ``c`` that is not
     subnormal (XGBoost's splits; ``x < 0`` as ``x <= -tiny``, not ``x <= -1.4e-45``)."""
     condition = np.asarray(condition, np.float32)
-    return normal_float32(np.nextafter(condition, np.float32(-np.inf)))
+    return _normal_float32(np.nextafter(condition, np.float32(-np.inf)))
 
 
-def normal_float32(t32: np.ndarray) -> np.ndarray:
+def _normal_float32(t32: np.ndarray) -> np.ndarray:
     """float32 thresholds with each subnormal one moved down to the next float32 that is
     not (0, or minus the smallest normal): XLA's CPU backend flushes subnormals to zero,
     which would move a threshold up (-1.4e-45 to -0, sending x = 0 the wrong way)."""
