@@ -434,7 +434,7 @@ def test_validation_messages(kwargs, error, message):
         h_statistic(lambda X: X[:, 0] * X[:, 1], X, **kwargs)
 
 
-def test_fewer_than_three_rows_of_positive_weight_are_refused_before_evaluation():
+def test_fewer_than_two_rows_of_positive_weight_are_refused_before_evaluation():
     calls = []
 
     class Counted:  # a host model: prepare probes its outputs once, the engine would call more
@@ -443,16 +443,55 @@ def test_fewer_than_three_rows_of_positive_weight_are_refused_before_evaluation(
             return np.asarray(X)[:, 0] * np.asarray(X)[:, 1]
 
     X = np.random.default_rng(24).normal(size=(5, 3))
-    message = (r"h_statistic needs at least 3 rows of X with positive weight \(after n_max\); "
-               r"got 2\. Pass more rows \(or a larger n_max\)\.")
+    message = (r"h_statistic needs at least 2 rows of X with positive weight \(after n_max\); "
+               r"got 1\. Pass more rows \(or a larger n_max\)\.")
     with pytest.raises(ValueError, match=message):  # zero-weight rows do not count
-        h_statistic(Counted(), X, sample_weight=[1, 0, 2, 0, 0])
+        h_statistic(Counted(), X, sample_weight=[0, 0, 2, 0, 0])
     assert len(calls) <= 1  # the probe at most: no PD evaluated
-    with pytest.raises(ValueError, match=message):
-        h_statistic(Counted(), X, n_max=2)
-    # three rows of positive weight are enough (the zero-weight ones stay as rows)
-    h = h_statistic(lambda A: A[:, 0] * A[:, 1], X, sample_weight=[1, 0, 2, 1, 0])
-    assert h.n_rows == 5 and h.pairwise.values[0, 0] > 0
+
+
+def test_two_rows_of_positive_weight_give_the_reference_and_hstats():
+    """Two rows of unequal weight leave PDs that are not 0/0. hstats 1.2.1 (R):
+    ``h2_overall(hstats(NULL, X, pred_fun = pf, w = c(1, 0, 2)))`` with
+    ``pf <- function(m, X) X$x0 * X$x1 + X$x2`` gives 0.2418705 for x0 and x1, 0 for x2;
+    two rows of equal weight give 0 everywhere."""
+    X = np.array([[0.3, 1.1, 0.5], [-1.2, 0.4, 0.1], [0.8, -0.7, 2.0]])
+    w = np.array([1.0, 0.0, 2.0])
+
+    def f(A):
+        return A[:, 0] * A[:, 1] + A[:, 2]
+
+    h = h_statistic(f, X, sample_weight=w, n_max=None)
+    overall, pairwise, _, _ = ref_h_all(f, X, w, [(0, 1), (0, 2), (1, 2)], [])
+    np.testing.assert_allclose(h.overall.importances_mean, overall, atol=1e-6)
+    np.testing.assert_allclose(h.pairwise.values, pairwise, atol=1e-6)
+    np.testing.assert_allclose(h.overall.importances_mean[:, 0], [0.2418705, 0.2418705, 0],
+                               atol=1e-6)
+    equal = h_statistic(f, X[:2], n_max=None)
+    assert not equal.overall.importances_mean.any() and not equal.pairwise.values.any()
+
+
+def test_a_constant_model_gives_zero_and_a_model_flat_on_the_rows_infinity():
+    """A constant prediction is rounding alone once centred: every statistic is 0 (the floor
+    scaled by the centred spread read its noise as H = 1). A model that is 0 on every row but
+    not between them has a flat joint PD and non-flat parts: infinite normalized statistics
+    and finite numerators, as in hstats 1.2.1 (overall numerators 0.02469136, 0.02469136, 0;
+    normalized Inf, Inf, 0)."""
+    X = np.random.default_rng(3).normal(size=(25, 3))
+    for level in (0.37, 150.0):
+        h = h_statistic(lambda A: 0 * A[:, 0] + level, X, n_max=None)
+        assert not h.overall.importances_mean.any() and not h.pairwise.values.any()
+        assert not h.h2().any()
+    X = np.array([[0.9, 0.1, 1], [0.8, 0.2, 2], [0.1, 0.9, 3], [0.2, 0.7, 4], [0.3, 0.3, 5],
+                  [0.15, 0.05, 6]])
+
+    def step(A):
+        return ((A[:, 0] > 0.5) & (A[:, 1] > 0.5)).astype(A.dtype) + 0 * A[:, 2]
+
+    h = h_statistic(step, X, n_max=None)
+    np.testing.assert_array_equal(h.overall.importances_mean[:, 0], [np.inf, np.inf, 0])
+    np.testing.assert_allclose(h.h2_overall(normalized=False).importances_mean[:, 0],
+                               [0.02469136, 0.02469136, 0], atol=1e-8)
 
 
 # ------------------------------------------------------------------------------------------

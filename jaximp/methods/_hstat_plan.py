@@ -179,9 +179,9 @@ def make_plan(dataset: Dataset, key, n_max: int | None, n_bootstrap: int, out_id
             "the rows kept by n_max all have zero sample_weight; raise n_max or use another "
             "random_state."
         )
-    if np.count_nonzero(ws) < 3:  # fewer rows leave every PD at the rows 0/0
+    if np.count_nonzero(ws) < 2:  # one row: every centred PD at the rows is 0
         raise ValueError(
-            f"h_statistic needs at least 3 rows of X with positive weight (after n_max); got "
+            f"h_statistic needs at least 2 rows of X with positive weight (after n_max); got "
             f"{np.count_nonzero(ws)}. Pass more rows (or a larger n_max)."
         )
     weights, counts = replicate_weights(ws, n_bootstrap, key_boot)
@@ -368,6 +368,7 @@ class PDStore:
         self._engine_kw = {"memory_budget": memory_budget, "progress": progress}
         self._pds: dict[Any, np.ndarray] = {}
         self._floor: np.ndarray | None = None
+        self._level: np.ndarray | None = None
         self._prediction = None  # the prediction as a set of the first engine call
         if plan.rows.size > _PREDICTION_AS_SET_ROWS:  # predicted apart, read when needed
             self._prediction = predict_rows(predictor, data, defer=True, **self._engine_kw)
@@ -377,17 +378,20 @@ class PDStore:
         read-out."""
         if self._prediction is None:  # evaluated as the PD of every feature
             centred = self._pds.pop(_EVERY_FEATURE)  # (o, r, n): centred per weighting
+            prediction = centred[:, 0, :] + self._level[:, None]  # (o, n)
         else:
-            pred = self._prediction.get()[:, list(plan.out_idx)].astype(np.float64)  # (n, o)
-            centred = centre(np.broadcast_to(pred.T[:, None, :],
-                                             (pred.shape[1], *plan.weights.shape)), plan.weights)
+            prediction = self._prediction.get()[:, list(plan.out_idx)].astype(np.float64).T
+            centred = centre(np.broadcast_to(prediction[:, None, :],
+                                             (prediction.shape[0], *plan.weights.shape)),
+                             plan.weights)
         self._pds["F"] = centred
-        # A joint PD whose weighted mean square is below this floor (o, r) is constant up to
-        # the model's rounding: its statistic is 0, not a ratio of two rounding errors. The
-        # spread is the case-weighted one's, weighted by each weighting.
-        spread = centred[:, 0, :] ** 2  # (o, n)
+        # A centred PD whose weighted mean square is below this floor (o, r) is constant up to
+        # the model's rounding, which scales with the prediction itself, not its spread (a
+        # constant model's spread is rounding alone): its statistic is 0, not a ratio of two
+        # rounding errors.
         resolution = 16 * np.finfo(np.dtype(self._predictor.dtype)).eps
-        self._floor = resolution ** 2 * (spread @ plan.weights.T) / plan.weights.sum(axis=1)
+        self._floor = (resolution ** 2 * (prediction ** 2 @ plan.weights.T)
+                       / plan.weights.sum(axis=1))
 
     @property
     def floor(self) -> np.ndarray:
@@ -442,6 +446,8 @@ class PDStore:
             # of a large group gets its own array, so that dropping it frees its memory
             block = np.asarray(np.transpose(out[..., out_idx], (0, 3, 2, 1)), np.float64)
             means = _weighted_means(block, plan.weights)[..., None]  # (m, o, r, 1)
+            if _EVERY_FEATURE in group:  # the prediction's case-weighted mean (o,)
+                self._level = means[group.index(_EVERY_FEATURE), :, 0, 0]
             if block.nbytes <= _SHARED_BLOCK_BYTES:  # one subtraction; the sets share it
                 self._pds.update(zip(group, block - means))
             else:

@@ -351,12 +351,18 @@ def select_sets(sources, names) -> RawStatistic:
 def read_statistic(kind: str, raw: RawStatistic, floor, output_names, normalized, squared, eps):
     """One kind of statistic as a result object, read from its numerators and denominators.
 
-    A statistic is 0 where its numerator is at most ``eps`` times its denominator, or where
-    the denominator (the joint PD's mean square) is below ``floor`` (o, r): a PD constant up
-    to the model's rounding."""
+    Numerators and denominators (mean squares of centred PDs) at most ``floor`` (o, r) are
+    constant up to the model's rounding and read as 0. A statistic is 0 where its numerator
+    is at most ``eps`` times its denominator (0/0 included); a positive numerator over a zero
+    denominator (a joint PD flat on the rows whose parts are not) is infinite when normalized,
+    as in hstats."""
     num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
-    constant = np.where(den <= floor[None], 0.0, num)  # a zero numerator reads as 0
-    point, std, replicates = summaries(K.h_value(constant, den, normalized, squared, eps, np))
+    above = np.where(num <= floor[None], 0.0, num)
+    flat = den <= floor[None]
+    value = K.h_value(above, np.where(flat, 0.0, den), normalized, squared, eps, np)
+    if normalized:
+        value = np.where(flat & (above > 0), np.inf, value)
+    point, std, replicates = summaries(value)
     info = HDetails(numerator=num[..., 0], denominator=den[..., 0], normalized=normalized,
                     squared=squared)
     if kind in ("overall", "total", "pd_importance"):
