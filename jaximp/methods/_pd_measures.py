@@ -65,11 +65,11 @@ def _importance_replicates(ice_ngo, weights_rn, measure, average, trim, ice):
     return estimates, curve
 
 
-@functools.partial(jax.jit, static_argnames=("measures",))
-def _interaction_strengths(pds_kabro, measures):
-    """PD interaction of k pairs for each output and weighting: (k, g1, g2, r, o) ->
-    (k, o, r)."""
-    per_output = jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measures), in_axes=2)
+@functools.partial(jax.jit, static_argnames=("measure",))
+def _interaction_strengths(pds_kabro, measure):
+    """PD interaction of k pairs for each output and weighting, ``measure`` the pair's two
+    measures: (k, g1, g2, r, o) -> (k, o, r)."""
+    per_output = jax.vmap(lambda pd2: K.pd_interaction_strength(pd2, *measure), in_axes=2)
     return jax.vmap(jax.vmap(per_output, in_axes=2, out_axes=1))(pds_kabro)
 
 
@@ -89,25 +89,22 @@ def _interaction_replicates(ice_ngo, weights_rn, shape, measures, average, trim)
     return estimates, surface
 
 
-def _shifted(values: np.ndarray, axis) -> jax.Array:
-    """float32 device copy after removing the mean (flatness is shift-invariant): keeps digits."""
-    values = np.asarray(values, np.float64)
-    return _on_device(values - values.mean(axis=axis, keepdims=True))
+def _in_float64(kernel, *host_arrays, **static):
+    """``kernel`` on float64 device copies of host arrays (sent explicitly), read back: the
+    PDs are float64 sums, and float32 measures of them were 1e-7 off (an additive model's
+    interaction 1e-7, not 0)."""
+    with jax.enable_x64(True):
+        arrays = [jax.device_put(np.asarray(a, np.float64)) for a in host_arrays]
+        return jax.device_get(kernel(*arrays, **static))
 
 
-def _on_device(values) -> jax.Array:
-    """A float32 device copy of host values, sent explicitly."""
-    return jax.device_put(np.asarray(values, np.float32))
-
-
-def _batched(estimates: list, batches: dict, kernel, axes) -> None:
+def _batched(estimates: list, batches: dict, kernel) -> None:
     """Fill ``estimates[i]`` (o, r) for each batch of PDs of one shape and measure: one
     kernel call and one read per batch, not per feature (each costs a launch on a GPU)."""
     for (_, measure), members in batches.items():
         stacked = np.stack([pd for _, pd in members])
-        for (i, _), est in zip(members, jax.device_get(kernel(_shifted(stacked, axes),
-                                                              measure))):
-            estimates[i] = np.asarray(est, np.float64)
+        for (i, _), est in zip(members, _in_float64(kernel, stacked, measure=measure)):
+            estimates[i] = est
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,19 +126,15 @@ def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, me
         m = _measure_for(feat, measure)
         measures.append(m)
         if result.individual is not None:
-            ice_ngo = result.individual  # (n, g, o)
-            shift = ice_ngo.mean(axis=(0, 1))
-            est, curve = jax.device_get(_importance_replicates(
-                _on_device(ice_ngo - shift), _on_device(weights), m, average, trim, bool(ice),
-            ))
-            curves[feat.name] = np.asarray(curve, np.float64) + shift
-            estimates[i] = np.asarray(est, np.float64)
+            estimates[i], curves[feat.name] = _in_float64(
+                _importance_replicates, result.individual, weights, measure=m,
+                average=average, trim=trim, ice=bool(ice))  # ICE (n, g, o)
             continue
         # one (g, r, o) PD per weighting, or the PD alone (r = 1)
         pd = replicated[i] if replicated is not None else result.average[:, None, :]
         batches.setdefault((pd.shape, m), []).append((i, pd))
         curves[feat.name] = result.average
-    _batched(estimates, batches, _flatness, 1)
+    _batched(estimates, batches, _flatness)
     point, std, replicates = summaries(np.stack(estimates))
     return FeatureImportance(
         method="ice" if ice else "pd",
@@ -170,21 +163,16 @@ def interaction_from_pds(pair_list, results, replicated, weights, counts, *, mea
         shape = result.grid_shape
         if result.individual is not None:
             n, o = result.individual.shape[0], len(result.output_names)
-            ice_ngo = result.individual.reshape(n, -1, o)
-            shift = ice_ngo.mean(axis=(0, 1))
-            est, surface = jax.device_get(_interaction_replicates(
-                _on_device(ice_ngo - shift), _on_device(weights), shape, measures, average,
-                trim,
-            ))
-            surfaces[(fa.name, fb.name)] = (np.asarray(surface, np.float64) + shift).reshape(
-                *shape, o)
-            estimates[i] = np.asarray(est, np.float64)
+            estimates[i], surface = _in_float64(
+                _interaction_replicates, result.individual.reshape(n, -1, o), weights,
+                shape=shape, measures=measures, average=average, trim=trim)
+            surfaces[(fa.name, fb.name)] = surface.reshape(*shape, o)
             continue
         # one (g1, g2, r, o) PD per weighting, or the PD alone (r = 1)
         pd = replicated[i] if replicated is not None else result.average[:, :, None, :]
         batches.setdefault((pd.shape, measures), []).append((i, pd))
         surfaces[(fa.name, fb.name)] = result.average
-    _batched(estimates, batches, _interaction_strengths, (1, 2))
+    _batched(estimates, batches, _interaction_strengths)
     point, std, replicates = summaries(np.stack(estimates))
     return FeatureInteraction(
         method="pd_interaction",
