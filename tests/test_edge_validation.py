@@ -113,12 +113,18 @@ def test_accepted_forms_give_the_documented_results():
 
 
 def test_pdp_grid_is_r_pdp_sequence():
-    # R pdp::partial(grid.resolution = 5): seq(min(x), max(x), length = min(n_unique, 5))
+    """R pdp 0.8.2's ``pred_grid``: ``seq(min(x), max(x), length = grid.resolution)``, where
+    only a NULL ``grid.resolution`` (the default) becomes ``min(n_unique, 51)``."""
     column = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     data = np.stack([column, np.arange(8.0)], axis=1)
     pd5 = jaximp.partial_dependence(lambda X: X[:, 0], data, 0, grid="pdp", grid_resolution=5)
     np.testing.assert_allclose(np.asarray(pd5.grid_values[0]), np.linspace(1.0, 9.0, 5))
     few = np.stack([np.array([0.0, 0.0, 2.0, 2.0, 10.0, 10.0]), np.arange(6.0)], axis=1)
-    pd3 = jaximp.partial_dependence(lambda X: X[:, 0], few, 0, grid="pdp", grid_resolution=51)
+    pd3 = jaximp.partial_dependence(lambda X: X[:, 0], few, 0, grid="pdp")
     # three distinct values: three evenly spaced points (0, 5, 10), not the values themselves
     np.testing.assert_allclose(np.asarray(pd3.grid_values[0]), [0.0, 5.0, 10.0])
+    # a given resolution is taken as it is, also above the number of distinct values
+    pd4 = jaximp.partial_dependence(lambda X: X[:, 0], few, 0, grid="pdp", grid_resolution=4)
+    np.testing.assert_allclose(np.asarray(pd4.grid_values[0]), np.linspace(0.0, 10.0, 4))
+    assert np.asarray(jaximp.pd_importance(lambda X: X[:, 0], few, grid_resolution=4)
+                      .info.grid_values["x0"]).size == 4

@@ -61,11 +61,15 @@ def feature_grid(
     feature: Feature,
     *,
     strategy: str = "uniform",
-    grid_resolution: int = 100,
+    grid_resolution: int | None = None,
     percentiles: tuple[float, float] = (0.05, 0.95),
     values=None,
+    default_resolution: int = 100,
 ) -> tuple[np.ndarray, tuple]:
     """Replacement rows for one feature and their display labels.
+
+    ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points, or for
+    ``"pdp"`` R pdp's ``min(n_unique, 51)``; pdp takes a given resolution as it is.
 
     Returns
     -------
@@ -123,10 +127,14 @@ def feature_grid(
         return uniques[:, None], tuple(labels[i] for i in present)
     if strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
-    if strategy == "pdp":  # R pdp / vip: seq(min, max, length = min(n_unique, resolution))
+    if strategy == "pdp":  # R pdp / vip: seq(min, max, length = grid.resolution), whose
+        # default (NULL) is min(n_unique, 51)
         low, high = col.at([0, col.size - 1])
-        grid = np.linspace(low, high, min(col.n_distinct, grid_resolution))
+        count = min(col.n_distinct, 51) if grid_resolution is None else grid_resolution
+        grid = np.linspace(low, high, count)
         return grid[:, None], tuple(grid.tolist())
+    if grid_resolution is None:
+        grid_resolution = default_resolution
     use_unique = (
         strategy == "unique"
         or (strategy == "sklearn" and col.n_distinct < grid_resolution)
@@ -194,8 +202,13 @@ def _same_level(level, value) -> bool:
 
 def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
     """Edge checks shared by every grid-based method."""
-    if isinstance(grid_resolution, bool) or not isinstance(grid_resolution, (int, np.integer)) or grid_resolution < 2:
-        raise ValueError(f"grid_resolution must be an int >= 2; got {grid_resolution!r}.")
+    if grid_resolution is not None and (
+        isinstance(grid_resolution, bool) or not isinstance(grid_resolution, (int, np.integer))
+        or grid_resolution < 2
+    ):
+        raise ValueError(
+            f"grid_resolution must be an int >= 2 or None (the grid's default); got "
+            f"{grid_resolution!r}.")
     if not isinstance(strategy, (str, dict)):
         raise TypeError(
             f"grid must be a strategy name {GRID_STRATEGIES} or a dict of feature -> values; got "

@@ -310,7 +310,8 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         deciles=tuple(_deciles(dataset, f) for f in chosen))
 
 
-def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentiles, keep, w):
+def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, default_resolution,
+             percentiles, keep, w):
     """The grids of ``feature_sets`` and the engine plan and reducer of their PDs: their
     means under the row weights ``w`` (n,) or each weighting of ``w`` (r, n)."""
     c = dataset.n_columns
@@ -330,6 +331,7 @@ def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, percentile
                 grids[feat.name] = feature_grid(
                     dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
                     percentiles=percentiles, values=explicit,
+                    default_resolution=default_resolution,
                 )
                 if not feat.is_categorical:
                     check_collapse(feat.name, grids[feat.name][0], predictor.dtype,
@@ -357,7 +359,7 @@ def compute_pd(
     *,
     kind: str = "average",
     grid="uniform",
-    grid_resolution: int = 100,
+    grid_resolution: int | None = None,
     percentiles=(0.05, 0.95),
     centered: bool = False,
     output=None,
@@ -365,8 +367,11 @@ def compute_pd(
     progress=None,
     devices=None,
     weightings=None,
+    default_resolution: int = 100,
 ) -> list[PartialDependence]:
     """PDs of several feature sets in ONE engine call (internal; inputs already validated).
+    ``grid_resolution=None`` gives each grid strategy its default (``default_resolution``
+    points; pdp's own rule for ``"pdp"``).
 
     ``weightings`` (r, n), for ``kind="average"``: the PD under every weighting (e.g.
     bootstrap replicates) is kept in ``info``-free form: the function then returns
@@ -384,9 +389,11 @@ def compute_pd(
     weighted = None if weightings is None else weightings_digest(weightings)
     stage = cached_stage(
         dataset, ("partial dependence", tuple(tuple(f.name for f in fs) for fs in feature_sets),
-                  keep, grid, grid_resolution, percentiles, predictor.dtype, weighted),
+                  keep, grid, grid_resolution, default_resolution, percentiles,
+                  predictor.dtype, weighted),
         lambda: _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution,
-                         percentiles, keep, w if weightings is None else weightings),
+                         default_resolution, percentiles, keep,
+                         w if weightings is None else weightings),
         uncached=weightings is not None and weighted is None)
     plan, reducer, grids, shapes = stage
     weightings = reducer.weights if not keep else w[None]
@@ -459,7 +466,7 @@ def partial_dependence(
     *,
     kind: Literal["average", "individual", "both"] = "average",
     grid="sklearn",
-    grid_resolution: int = 100,
+    grid_resolution: int | None = None,
     percentiles: tuple[float, float] = (0.05, 0.95),
     centered: bool = False,
     output=None,
@@ -496,12 +503,13 @@ def partial_dependence(
         the same, with the distinct values also when there are exactly ``grid_resolution``.
         ``"quantile"``: the unique quantiles at evenly spaced probabilities between the
         percentiles. ``"unique"``: every distinct value. ``"pdp"`` reproduces R
-        pdp's and vip's grid: ``min(n_unique, grid_resolution)`` evenly spaced points from the
-        minimum to the maximum. A dict maps feature names or column indices to explicit 1-D
-        values (other features: ``grid["__default__"]`` or ``"sklearn"``); a key that names no
-        feature is an error.
+        pdp's and vip's grid (``pred_grid``): ``grid_resolution`` evenly spaced points from
+        the minimum to the maximum, by default ``min(n_unique, 51)``. A dict maps feature
+        names or column indices to explicit 1-D values (other features:
+        ``grid["__default__"]`` or ``"sklearn"``); a key that names no feature is an error.
         Categorical and one-hot features always use their levels.
-    grid_resolution : int, default 100
+    grid_resolution : int, optional
+        Points per grid; default 100 (pdp's ``min(n_unique, 51)`` for ``grid="pdp"``).
     percentiles : (float, float), default (0.05, 0.95)
         Use ``(0, 1)`` for min to max.
     centered : bool, default False
@@ -606,7 +614,7 @@ def partial_dependence_all(
     *,
     kind: Literal["average", "individual", "both"] = "average",
     grid="sklearn",
-    grid_resolution: int = 100,
+    grid_resolution: int | None = None,
     percentiles: tuple[float, float] = (0.05, 0.95),
     centered: bool = False,
     output=None,

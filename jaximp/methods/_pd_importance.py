@@ -32,6 +32,8 @@ from ._setup import bootstrap_weights, keep_layout, prepare
 
 __all__ = ["pd_importance", "pd_interaction"]
 
+_VIP_POINTS = 51  # grid points of a grid other than "pdp" given no grid_resolution
+
 
 # ---------------------------------------------------------------------------------------------
 # Edge validation.
@@ -72,7 +74,7 @@ def pd_importance(
     average: str = "mean",
     trim: float = 0.1,
     grid="pdp",
-    grid_resolution: int = 51,
+    grid_resolution: int | None = None,
     percentiles: tuple[float, float] = (0.0, 1.0),
     output=None,
     sample_weight=None,
@@ -117,8 +119,9 @@ def pd_importance(
         The grid of each feature, as in :func:`jaximp.partial_dependence`. The defaults are
         those of the ``pdp``/``vip`` R packages used by Greenwell et al. (2018):
         ``min(n_distinct, 51)`` evenly spaced points from the minimum to the maximum
-        (``grid="pdp"``). ``grid="uniform"`` takes the distinct values themselves when there
-        are at most ``grid_resolution`` of them.
+        (``grid="pdp"``); a given ``grid_resolution`` is that many points, as pdp's
+        ``grid.resolution``. Other grids take 51 points by default; ``grid="uniform"`` takes
+        the distinct values themselves when there are at most that many.
     output : int, str or list, optional
         Model outputs to keep (default all); importance is computed per output.
     sample_weight : array of shape (n,), optional
@@ -180,7 +183,7 @@ def pd_importance(
     results = compute_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
         grid=grid, grid_resolution=grid_resolution, percentiles=percentiles, output=output,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, default_resolution=_VIP_POINTS,
         weightings=None if keep_ice else weights,
     )
     replicated = None
@@ -206,7 +209,7 @@ def pd_interaction(
     average: str = "mean",
     trim: float = 0.1,
     grid="pdp",
-    grid_resolution: int = 51,
+    grid_resolution: int | None = None,
     percentiles: tuple[float, float] = (0.0, 1.0),
     output=None,
     sample_weight=None,
@@ -281,7 +284,7 @@ def pd_interaction(
         dataset, predictor, [list(pair) for pair in pair_list],
         kind="individual" if keep_ice else "average", grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, output=output,
-        memory_budget=memory_budget, progress=progress,
+        memory_budget=memory_budget, progress=progress, default_resolution=_VIP_POINTS,
         weightings=None if keep_ice else weights,
     )
     replicated = None

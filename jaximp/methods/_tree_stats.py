@@ -349,9 +349,9 @@ def _recursion_pd(params, points, columns, depth: int) -> np.ndarray:
 
 @validate_params(grid=Choice(*GRID_STRATEGIES, also="explicit grid values (one entry per "
                                                    "feature for several)"),
-                 grid_resolution=Int(2), percentiles=PERCENTILES)
+                 grid_resolution=Int(2, none=True), percentiles=PERCENTILES)
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
-                            grid_resolution: int = 100,
+                            grid_resolution: int | None = None,
                             percentiles: tuple[float, float] = (0.05, 0.95)):
     """Partial dependence of a tree model on one feature, or jointly on several, by Friedman's
     weighted traversal.
@@ -393,8 +393,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
         A strategy of :func:`jaximp.partial_dependence` (``"sklearn"`` reproduces
         scikit-learn's grid) or explicit grid values (g,); for several features, one strategy
         for all or a list with a strategy or explicit values per feature.
-    grid_resolution : int, default 100
-        Number of grid points of a strategy, per feature.
+    grid_resolution : int, optional
+        Number of grid points of a strategy, per feature; default 100 (pdp's
+        ``min(n_unique, 51)`` for ``"pdp"``).
     percentiles : tuple of float, default (0.05, 0.95)
         Range of a ``"uniform"`` or ``"sklearn"`` grid.
 
