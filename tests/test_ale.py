@@ -212,6 +212,33 @@ def test_categorical_equals_reference_and_level_order():
     assert list(frame["value"]) == list(order)
 
 
+def test_level_order_compares_the_distributions_at_100_quantiles_as_iml():
+    """iml's ``order_levels`` and ALEPlot compare each level's ECDF of a numeric feature at
+    100 type-7 quantiles of it, not at every value: with 300 rows here that orders the
+    levels c b a, where exact Kolmogorov-Smirnov distances order them a c b. Reference: iml
+    0.11.4 and ALEPlot 1.1 (R 4.2.2) on these rows (written to CSV),
+    ``FeatureEffect$new(Predictor$new(model = NULL, data = X, predict.function = f), "c",
+    method = "ale")$results`` and ``ALEPlot(X, NULL, pf, J = 4)$f.values``, both c -1.2319435684,
+    b 1.1504670075, a 0.0459671032, with ``f`` the model below."""
+    rng = np.random.default_rng(4)
+    n = 300
+    c = rng.integers(0, 3, n)
+    shift = np.array([0.0, 0.15, 0.3])[c]
+    X = pd.DataFrame({"x1": rng.normal(size=n) + shift, "x2": rng.normal(size=n) - shift,
+                      "x3": rng.normal(size=n) + 0.5 * shift,
+                      "c": pd.Categorical(np.array(["a", "b", "c"])[c], categories=list("abc"))})
+    effect = jnp.array([0.0, 1.0, -1.0])
+
+    def f(A):
+        return A[:, 0] + A[:, 1] * A[:, 2] + effect[A[:, 3].astype(jnp.int32)] * (1 + A[:, 0])
+
+    result = ale(f, X, "c", centered="bins")
+    assert tuple(result.edges[0]) in (("a", "b", "c"), ("c", "b", "a"))
+    values = dict(zip(result.edges[0], result.centred[:, 0]))
+    np.testing.assert_allclose([values["c"], values["b"], values["a"]],
+                               [-1.2319435684, 1.1504670075, 0.0459671032], atol=2e-6)
+
+
 def test_onehot_group_matches_integer_coding():
     rng = np.random.default_rng(2)
     codes = rng.integers(0, 3, 160)

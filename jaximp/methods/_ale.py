@@ -459,7 +459,8 @@ def ale(
 
     Categorical (or one-hot) features: the levels are the points of the curve, ordered by the
     similarity of the other features' distributions within each level (iml's rule: summed
-    Kolmogorov-Smirnov distances for numeric features, total variation distance of level
+    Kolmogorov-Smirnov distances for numeric features, taken at 100 quantiles of the feature
+    as iml and ALEPlot do, total variation distance of level
     frequencies for categorical ones, then the first axis of classical multidimensional
     scaling, oriented so that the data's first level comes before its last). The step between
     consecutive levels averages the rows of both: rows at level s moved up to s + 1 and rows

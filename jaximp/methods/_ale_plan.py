@@ -203,26 +203,30 @@ def _level_positions(dataset: Dataset, feat: Feature) -> tuple[np.ndarray, np.nd
 
 
 def _ecdfs(column: np.ndarray, positions: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
-    """Weighted empirical CDF of ``column`` within each of ``k`` levels, at its distinct
-    values: (k, u). Rows where ``column`` is missing are left out."""
+    """Weighted empirical CDF of ``column`` within each of ``k`` levels at 100 quantiles of
+    the column (R's default type 7, at ``seq(0, 1, length.out = 100)``, where iml and
+    ALEPlot compare them): (k, 100). Rows where ``column`` is missing are left out."""
     known = ~np.isnan(column)
-    values, index = np.unique(column[known], return_inverse=True)
-    if values.size == 0:  # a column all missing: no distance
+    if not known.any():  # a column all missing: no distance
         return np.zeros((k, 1))
-    out = np.zeros((k, values.size))
+    points = np.quantile(column[known], np.linspace(0.0, 1.0, 100))
+    out = np.zeros((k, points.size))
     for level in range(k):
-        rows = positions[known] == level
-        out[level] = np.cumsum(np.bincount(index[rows], w[known][rows], values.size))
-        out[level] /= max(out[level, -1], 1e-300)
+        rows = known & (positions == level)
+        order = np.argsort(column[rows], kind="stable")
+        below = np.concatenate([[0.0], np.cumsum(w[rows][order])])
+        out[level] = below[np.searchsorted(column[rows][order], points, side="right")]
+        out[level] /= max(below[-1], 1e-300)
     return out
 
 
 def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
     """The order of a categorical feature's levels by the similarity of the other features
-    (iml's rule): the distance of two levels is the sum, over the other features, of the
-    Kolmogorov-Smirnov distance of a numeric feature's distribution among the rows of each
-    level, or the total variation distance of a categorical feature's level frequencies;
+    (iml's and ALEPlot's rule): the distance of two levels is the sum, over the other
+    features, of the Kolmogorov-Smirnov distance of a numeric feature's distribution among
+    the rows of each level (at 100 quantiles of the feature, as theirs), or the total
+    variation distance of a categorical feature's level frequencies;
     the levels are then ordered along the first axis of classical multidimensional scaling."""
     k = int(positions.max()) + 1
     if k <= 2:
