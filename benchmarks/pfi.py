@@ -98,13 +98,13 @@ def artemis_importance(est, X, y):
     """pyartemis' PermutationImportance (MSE) on the scikit-learn model: mean importance (p,)."""
     import pandas as pd
     from artemis.importance_methods.model_agnostic import PermutationImportance
-    from artemis.utilities.performance_metrics import MSE
+    from artemis._utilities.performance_metrics import MSE  # pyartemis 0.1.5
 
     names = [f"x{j}" for j in range(X.shape[1])]
     frame = pd.DataFrame(X, columns=names)
     out = PermutationImportance(metric=MSE()).importance(est, frame, y, n_repeat=REPEATS,
                                                          features=names)
-    values = dict(zip(out["Feature"], out["Value"]))
+    values = dict(zip(out["Feature"], out["Importance"]))
     return np.array([values[name] for name in names])
 
 

@@ -49,7 +49,7 @@ def default_output(output_names: Sequence[str]) -> int:
 
     The rule needs the classes: a model whose outputs are not known to score a classifier's
     classes (a JAX function or module returning two logits, a regressor with two targets)
-    keeps the first output. Pass ``output=0`` for class 0 (R's pdp and vip default
+    keeps the first output. Pass ``output=0`` for class 0 (R pdp's default for a random forest,
     ``which.class = 1``), or ``output=1`` for a JAX model's second logit.
 
     Examples

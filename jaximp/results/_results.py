@@ -137,7 +137,7 @@ class FeatureImportance(ReadsDeferred):
         output : int or str, optional
             One output, by index or name. Default: the positive class (the second output)
             for a binary classifier's probabilities, else the first output; ``output=0``
-            gives class 0 (R's pdp and vip ``which.class = 1``).
+            gives class 0 (R pdp's ``which.class = 1`` for a random forest).
         ax : matplotlib Axes, optional
             Default: a new Figure sized to the number of features.
         top : int, optional
@@ -314,7 +314,7 @@ class FeatureInteraction:
         output : int or str, optional
             One output, by index or name. Default: the positive class (the second output)
             for a binary classifier's probabilities, else the first output; ``output=0``
-            gives class 0 (R's pdp and vip ``which.class = 1``).
+            gives class 0 (R pdp's ``which.class = 1`` for a random forest).
         top : int, optional
             ``kind="bar"``: feature sets to show, strongest first; ``kind="heatmap"``: features
             to show, those with the strongest pairs. Default: all up to 30, the strongest 30
