@@ -351,6 +351,21 @@ def test_pair_selection_modes(full):
         subset.to_frame("pairwise")
 
 
+def test_top_m_of_an_additive_model_says_why_no_pairs_came():
+    """hstats pads pairwise_m with features of zero overall statistic and reports their pairs
+    as 0 unevaluated; jaximp pairs only positive features, so an additive model has none and
+    the message says why."""
+    X = np.random.default_rng(2).normal(size=(25, 4))
+    h = h_statistic(lambda A: A[:, 0] + A[:, 1] ** 2 + A[:, 2] + A[:, 3], X, pairs=5,
+                    three_way=3, n_max=None)
+    assert not h.overall.importances_mean.any()
+    with pytest.raises(ValueError, match=r"holds no pairwise statistics; .*an int m pairs only "
+                                         r"features with a positive overall statistic"):
+        h.h2_pairwise()
+    with pytest.raises(ValueError, match=r"holds no three_way statistics; .* fewer than 3"):
+        h.h2_threeway()
+
+
 def test_result_helpers(full):
     assert isinstance(full, HStatistic)
     # Both products are pure interactions (H2 near 1); the other pairs are additive (0).

@@ -261,8 +261,12 @@ class HStatistic:
         part = getattr(self, statistic)
         if part is None:
             hint = {
-                "pairwise": "pass pairs='all', an int m or a list of pairs",
-                "three_way": "pass three_way=m (int >= 3) or a list of triples",
+                "pairwise": "pass pairs='all', an int m or a list of pairs (an int m pairs "
+                            "only features with a positive overall statistic, which fewer "
+                            "than 2 may have)",
+                "three_way": "pass three_way=m (int >= 3) or a list of triples (an int m "
+                             "combines only features with a positive overall statistic, which "
+                             "fewer than 3 may have)",
                 "overall": "pass overall=True",
                 "total": "pass overall=True",
             }[statistic]
