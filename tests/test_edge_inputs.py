@@ -384,11 +384,16 @@ def test_jax_models_are_refused_missing_values_with_the_fix(with_missing):
         jaximp.partial_dependence(lambda A: A.sum(axis=1), data, 0)
 
 
-@pytest.mark.parametrize("rows, n_max", [(2, None), (1, None), (50, 2)])
-def test_h_statistic_on_fewer_than_three_rows_is_refused(rows, n_max):
-    with pytest.raises(ValueError, match=r"h_statistic needs at least 3 rows of X with positive "
-                                         rf"weight \(after n_max\); got {min(rows, n_max or rows)}"):
-        jaximp.h_statistic(lambda A: A[:, 0] * A[:, 1], X[:rows], n_max=n_max)
+def test_h_statistic_on_one_row_is_refused_and_on_two_rows_is_zero():
+    """One row leaves every centred PD 0; two rows of equal weight decompose every prediction
+    exactly into its parts, so every statistic is 0 (hstats 1.2.1 gives 0 too)."""
+    with pytest.raises(ValueError, match=r"h_statistic needs at least 2 rows of X with positive "
+                                         r"weight \(after n_max\); got 1"):
+        jaximp.h_statistic(lambda A: A[:, 0] * A[:, 1], X[:1])
+    for rows, n_max in [(2, None), (50, 2)]:
+        h = jaximp.h_statistic(lambda A: A[:, 0] * A[:, 1], X[:rows], n_max=n_max)
+        assert h.n_rows == 2 and not h.pairwise.values.any()
+        assert not h.overall.importances_mean.any()
 
 
 def _recursion_models():
