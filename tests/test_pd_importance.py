@@ -160,6 +160,23 @@ def test_additive_model_has_zero_pd_interaction():
     assert np.all(np.abs(res.values) < 1e-5 * scale)
 
 
+def test_explicit_grid_of_one_feature_leaves_the_others_on_pdps_grid():
+    """vip's importance of a factor with an unused level needs all its levels as the grid;
+    the features the dict does not name keep the function's default grid, pdp's, not
+    partial dependence's scikit-learn default."""
+    X = np.column_stack([np.tile([0.0, 1.0, 3.0], 20), np.linspace(-2, 5, 60)])
+
+    def f(A):
+        return A[:, 0] ** 2 + jnp.sin(A[:, 1])
+
+    named = pd_importance(f, X, grid={"x0": [0.0, 1.0, 2.0, 3.0]})
+    assert named.info.grid_values["x0"] == (0.0, 1.0, 2.0, 3.0)
+    np.testing.assert_allclose(named.info.grid_values["x1"], np.linspace(-2, 5, 51))
+    plain = pd_importance(f, X)
+    assert named.importances_mean[1, 0] == pytest.approx(plain.importances_mean[1, 0],
+                                                          rel=1e-12)
+
+
 def test_measures_of_a_float64_model_carry_no_float32_rounding():
     """The flatness and interaction measures run in float64 on the float64 PDs: a float64
     host model's importance equals a float64 NumPy reference to 1e-12, and an additive

@@ -59,7 +59,9 @@ def _validate_common(measure, average, trim, grid, grid_resolution, percentiles,
     are in the table of both methods)."""
     trim = _check_trim(trim)
     validate_grid_options(grid, grid_resolution, percentiles)
-    return trim, int(n_bootstrap), as_key(random_state)
+    if isinstance(grid, dict) and "__default__" not in grid:  # the others keep pdp's grid
+        grid = {**grid, "__default__": "pdp"}
+    return grid, trim, int(n_bootstrap), as_key(random_state)
 
 
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
@@ -121,7 +123,9 @@ def pd_importance(
         ``min(n_distinct, 51)`` evenly spaced points from the minimum to the maximum
         (``grid="pdp"``); a given ``grid_resolution`` is that many points, as pdp's
         ``grid.resolution``. Other grids take 51 points by default; ``grid="uniform"`` takes
-        the distinct values themselves when there are at most that many.
+        the distinct values themselves when there are at most that many. A dict of explicit
+        values leaves the features it does not name on pdp's grid (or its
+        ``"__default__"``).
     output : int, str or list, optional
         Model outputs to keep (default all); importance is computed per output.
     sample_weight : array of shape (n,), optional
@@ -167,7 +171,7 @@ def pd_importance(
     >>> round(float(ratio), 4), imp.top(1)
     (1.6667, ['x1'])
     """
-    trim, n_bootstrap, key = _validate_common(
+    grid, trim, n_bootstrap, key = _validate_common(
         measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap, random_state
     )
     dataset, predictor = prepare(
@@ -268,7 +272,7 @@ def pd_interaction(
     >>> res.top(1), float(res.values[2, 0]) < 1e-6   # pairs: (x0,x1), (x0,x2), (x1,x2)
     ([('x0', 'x1')], True)
     """
-    trim, n_bootstrap, key = _validate_common(
+    grid, trim, n_bootstrap, key = _validate_common(
         measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap, random_state
     )
     dataset, predictor = prepare(
