@@ -239,6 +239,52 @@ def test_level_order_compares_the_distributions_at_100_quantiles_as_iml():
                                [-1.2319435684, 1.1504670075, 0.0459671032], atol=2e-6)
 
 
+# alibi 0.9.6 (numpy 1.26.4): ALE(f, feature_names=["x0", "x1", "x2"]).explain(X) on the
+# data and model of the test below; data["feature_values"] and data["ale_values"][:, 0]
+_ALIBI_EDGES = [
+    [-2.52, -1.295, -0.94, -0.626, -0.454, -0.09, 0.06, 0.11299999999999998,
+     0.5080000000000002, 0.862, 2.0],
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+    [0.005178865815432143, 0.11837737303141371, 0.2217730935797322, 0.34317501710222964,
+     0.39849252412632696, 0.4384443147529674, 0.5193066531869246, 0.5763827785451633,
+     0.697739389076725, 0.7721914519834004, 0.8765469833274393, 0.9346447813993775,
+     0.9803947508805895],
+]
+_ALIBI_ALE = [
+    [4.057657867496254, 0.17187271450317754, -0.4478956721195706, -0.7686528025891324,
+     -0.8683141071903107, -0.8156898467110958, -0.7443099273067117, -0.7039602708341928,
+     -0.2721572194651598, 0.3713170079270096, 4.116543976055203],
+    [-0.17966043821046762, 0.6618105465974289, 0.7296369886152141, -0.03854043015060049,
+     -0.9364629335183959, -1.1385847128736062],
+    [0.09417011596920742, 0.12609209500411422, 0.06033241673538368, 0.01954137043182448,
+     0.008035328970812258, 0.0010837174017768597, -0.004738370965467989,
+     0.0037088955875513585, -0.01862072075025588, -0.024427981656976613,
+     -0.05886530700050947, -0.10383300270818964, -0.11078699806933372],
+]
+
+
+def test_alibi_bins_and_bin_centring_give_alibis_edges_and_curves():
+    """bins="alibi": the distinct values of a feature with at most 10 (x1), else the most
+    linear percentiles that keep more than 4 rows in every bin (x0, x2)."""
+    rng = np.random.default_rng(7)
+    X = np.column_stack([rng.normal(size=60).round(2), rng.integers(0, 6, 60).astype(float),
+                         rng.uniform(size=60)])
+
+    def f(A):
+        return A[:, 0] ** 2 + A[:, 0] * A[:, 2] + np.sin(A[:, 1])
+
+    class Host:
+        def predict(self, A):
+            return f(np.asarray(A, np.float64))
+
+    for j in range(3):
+        result = ale(Host(), X, j, bins="alibi", centered="bins")
+        np.testing.assert_allclose(result.edges[0], _ALIBI_EDGES[j], rtol=1e-15)
+        np.testing.assert_allclose(result.centred[:, 0], _ALIBI_ALE[j], atol=1e-12)
+    with pytest.raises(ValueError, match=r"bins must be an int >= 1, 'alibi' or a 1-D"):
+        ale(Host(), X, 0, bins="quantile")
+
+
 def test_onehot_group_matches_integer_coding():
     rng = np.random.default_rng(2)
     codes = rng.integers(0, 3, 160)

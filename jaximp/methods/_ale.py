@@ -366,10 +366,12 @@ def _warn_left_out(specs: list[ALESpec]) -> None:
 def _check_bins(bins, name: str = "bins"):
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
         return check_int(bins, name, 1)
+    if isinstance(bins, str) and bins == "alibi":
+        return bins
     if isinstance(bins, (bool, str)) or bins is None:
         raise ValueError(
-            f"{name} must be an int >= 1 or a 1-D strictly increasing array of bin edges; got "
-            f"{bins!r}."
+            f"{name} must be an int >= 1, 'alibi' or a 1-D strictly increasing array of bin "
+            f"edges; got {bins!r}."
         )
     return bins
 
@@ -503,9 +505,13 @@ def ale(
         The data; every row is evaluated at its own bin's edges.
     features : str or int, or a pair of them
         One feature (first order) or two numeric features (second order).
-    bins : int or array, default 20
-        Number of quantile bins, or explicit increasing bin edges (numeric features). For a
-        pair: an int for both, or a tuple ``(bins_1, bins_2)``.
+    bins : int, "alibi" or array, default 20
+        Number of quantile bins, or explicit increasing bin edges (numeric features).
+        ``"alibi"``: alibi's edges (``ALE.explain`` with its defaults ``min_bin_points=4``,
+        ``low_resolution_threshold=10``): the distinct values of a feature with at most 10,
+        else linearly interpolated percentiles, as many as keep more than 4 rows in every
+        bin (unweighted); with ``centered="bins"`` the curve is alibi's. For a pair: one of
+        these for both, or a tuple ``(bins_1, bins_2)``.
     derivative : bool, default False
         Steps from the model's partial derivatives at the rows (JAX models, one numeric
         feature).

@@ -137,7 +137,35 @@ def _weighted_quantiles_type1(x: np.ndarray, w: np.ndarray, probs: np.ndarray) -
     return x[order][np.minimum(index, x.size - 1)]
 
 
+def _alibi_edges(x: np.ndarray) -> np.ndarray:
+    """alibi's ALE edges (``ALE.explain`` defaults): the distinct values when there are at
+    most 10 of them, else the distinct linear percentiles at the largest count ``m`` (found
+    by bisection, as alibi) for which every bin holds more than 4 rows, a bin holding the
+    values above its lower edge up to its upper one (the minimum in the first)."""
+    distinct = np.unique(x)
+    if distinct.size <= 10:
+        return distinct
+
+    def edges(count):
+        return np.unique(np.percentile(x, np.linspace(0, 100, count)))
+
+    def too_few(count):
+        bin_of = np.maximum(np.searchsorted(edges(count), x, side="left"), 1)
+        return not np.all(np.bincount(bin_of)[1:] > 4)
+
+    low, high = 0, x.size  # the first count whose bins fall short
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if too_few(middle) else (middle + 1, high)
+    return edges(low - 1)
+
+
 def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
+    if isinstance(bins, str):  # "alibi", checked at the edge
+        edges = _alibi_edges(x)
+        if edges.size >= 2:
+            return edges
+        bins = 1  # one value: refused below
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
         quantiles = _weighted_quantiles_type1(x, w, np.arange(1, bins + 1) / bins)
         edges = np.unique(np.concatenate([[x.min()], quantiles, [x.max()]]))
