@@ -285,6 +285,31 @@ def test_alibi_bins_and_bin_centring_give_alibis_edges_and_curves():
         ale(Host(), X, 0, bins="quantile")
 
 
+def test_ordered_categories_keep_their_declared_order_as_iml():
+    """An ordered factor's ALE runs over its declared levels, as iml's. Reference: iml 0.11.4,
+    ``FeatureEffect$new(Predictor$new(model = NULL, data = X, predict.function = f), "c",
+    method = "ale")$results`` with ``c`` an ordered factor lo < mid < hi on these rows (CSV):
+    lo -1.87020028439, mid -0.81121635582, hi 2.17707888228."""
+    rng = np.random.default_rng(11)
+    n = 90
+    c = rng.integers(0, 3, n)
+    x1 = (np.array([0.0, 2.0, 1.0])[c] + 0.3 * rng.normal(size=n)).round(4)
+    X = pd.DataFrame({"x1": x1, "c": pd.Categorical(np.array(["lo", "mid", "hi"])[c],
+                                                      categories=["lo", "mid", "hi"],
+                                                      ordered=True)})
+    effect = jnp.array([0.0, 1.0, 3.0])
+
+    def f(A):
+        return A[:, 0] * 2 + effect[A[:, 1].astype(jnp.int32)] * A[:, 0]
+
+    result = ale(f, X, "c", centered="bins")
+    assert tuple(result.edges[0]) == ("lo", "mid", "hi")
+    np.testing.assert_allclose(result.centred[:, 0],
+                               [-1.87020028439, -0.81121635582, 2.17707888228], atol=2e-6)
+    # bins="alibi" is accepted for a categorical feature (its levels are its bins)
+    np.testing.assert_array_equal(ale(f, X, "c", bins="alibi").centred, ale(f, X, "c").centred)
+
+
 def test_onehot_group_matches_integer_coding():
     rng = np.random.default_rng(2)
     codes = rng.integers(0, 3, 160)

@@ -464,7 +464,8 @@ def ale(
     Kolmogorov-Smirnov distances for numeric features, taken at 100 quantiles of the feature
     as iml and ALEPlot do, total variation distance of level
     frequencies for categorical ones, then the first axis of classical multidimensional
-    scaling, oriented so that the data's first level comes before its last). The step between
+    scaling, oriented so that the data's first level comes before its last); ordered pandas
+    categories keep their declared order, as in iml. The step between
     consecutive levels averages the rows of both: rows at level s moved up to s + 1 and rows
     at s + 1 moved down to s.
 

@@ -10,6 +10,7 @@ import dataclasses
 
 import jax
 import numpy as np
+import pandas as pd
 
 from ..data import (
     Dataset,
@@ -248,6 +249,15 @@ def _ecdfs(column: np.ndarray, positions: np.ndarray, w: np.ndarray, k: int) -> 
     return out
 
 
+def _ordered_category(dataset: Dataset, feat: Feature) -> bool:
+    """Whether the feature is a DataFrame column of ordered pandas categories (whose codes,
+    and so the levels' positions, follow the declared order)."""
+    if not isinstance(dataset.source, pd.DataFrame) or len(feat.columns) != 1:
+        return False
+    dtype = dataset.source.dtypes.iloc[feat.columns[0]]
+    return isinstance(dtype, pd.CategoricalDtype) and bool(dtype.ordered)
+
+
 def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
                  w: np.ndarray) -> np.ndarray:
     """The order of a categorical feature's levels by the similarity of the other features
@@ -257,7 +267,7 @@ def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
     variation distance of a categorical feature's level frequencies;
     the levels are then ordered along the first axis of classical multidimensional scaling."""
     k = int(positions.max()) + 1
-    if k <= 2:
+    if k <= 2 or _ordered_category(dataset, feat):  # an ordered factor keeps its order (iml)
         return np.arange(k)
     distance = np.zeros((k, k))
     for other in dataset.features:
@@ -383,10 +393,10 @@ def make_spec(dataset: Dataset, feats, bins, w) -> ALESpec:
         return ALESpec("pair", tuple(feats), edges, codes, within, present=present)
     (feat,) = feats
     if feat.is_categorical:
-        if not (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool)):
+        if not (isinstance(bins, (int, np.integer, str)) and not isinstance(bins, bool)):
             raise ValueError(
                 f"feature {feat.name!r} is categorical: its bins are its levels; give bins as an "
-                f"int (ignored for it), not edges; got {bins!r:.60}."
+                f"int or 'alibi' (ignored for it), not edges; got {bins!r:.60}."
             )
         positions, table, labels = _level_positions(dataset, feat)
         order = _level_order(dataset, feat, positions, w)
