@@ -112,6 +112,37 @@ def test_accepted_forms_give_the_documented_results():
     assert np.asarray(by_index.grid_values[0]).tolist() == [-1.0, 0.0, 1.0]
 
 
+def test_hstats_grid_is_hstats_univariate_grid():
+    """R hstats 1.2.1: ``partial_dep(NULL, v, X, pred_fun = pf)`` with its default
+    ``grid_size = 49`` and ``trim = c(0.01, 0.99)``: 49 points between the type-1 quantiles
+    at 1% and 99% for a column with more distinct values, its sorted values otherwise. hstats
+    gives x0's grid -5.197, -4.97414583333333, ..., 5.5 and PD 7.85489549806674,
+    7.91381907691982, (25th) 6.58919173498847, (last) 5.20096163358966; x1's grid 0..4 and PD
+    -0.10735214884848, 0.89264785115152, ..., 15.8926478511515."""
+    rng = np.random.default_rng(21)
+    n = 300
+    X = np.column_stack([rng.standard_t(3, size=n).round(3), rng.integers(0, 5, n),
+                         rng.normal(size=n)]).astype(float)
+
+    class Host:
+        def predict(self, A):
+            A = np.asarray(A, np.float64)
+            return A[:, 0] * A[:, 2] + np.sin(A[:, 0]) + A[:, 1] ** 2
+
+    pd0 = jaximp.partial_dependence(Host(), X, 0, grid="hstats")
+    grid = np.asarray(pd0.grid_values[0])
+    assert grid.size == 49
+    np.testing.assert_allclose(grid[[0, 1, -1]], [-5.197, -4.97414583333333, 5.5], rtol=1e-13)
+    np.testing.assert_allclose(pd0.average[[0, 1, 24, -1], 0],
+                               [7.85489549806674, 7.91381907691982, 6.58919173498847,
+                                5.20096163358966], rtol=1e-12)
+    pd1 = jaximp.partial_dependence(Host(), X, 1, grid="hstats")
+    np.testing.assert_array_equal(pd1.grid_values[0], [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(pd1.average[[0, 1, -1], 0],
+                               [-0.10735214884848, 0.89264785115152, 15.8926478511515],
+                               rtol=1e-12)
+
+
 def test_pdp_grid_is_r_pdp_sequence():
     """R pdp 0.8.2's ``pred_grid``: ``seq(min(x), max(x), length = grid.resolution)``, where
     only a NULL ``grid.resolution`` (the default) becomes ``min(n_unique, 51)``."""

@@ -15,7 +15,7 @@ from ._params import Flag, Interval, Real, validate_params
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
            "resolve_grid", "validate_grid_options"]
 
-GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp")
+GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "hstats")
 
 #: the rule of every grid's ``percentiles``
 PERCENTILES = Interval(0, 1, fix="E.g. percentiles=(0.05, 0.95).")
@@ -56,6 +56,10 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
     return plotting_quantiles(data.__getitem__, data.size, prob, alphap, betap)
 
 
+_HSTATS_POINTS = 49  # hstats' grid_size
+_HSTATS_TRIM = (0.01, 0.99)  # hstats' trim
+
+
 def feature_grid(
     dataset: Dataset,
     feature: Feature,
@@ -69,7 +73,8 @@ def feature_grid(
     """Replacement rows for one feature and their display labels.
 
     ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points, or for
-    ``"pdp"`` R pdp's ``min(n_unique, 51)``; pdp takes a given resolution as it is.
+    ``"pdp"`` R pdp's ``min(n_unique, 51)`` (pdp takes a given resolution as it is), for
+    ``"hstats"`` hstats' 49.
 
     Returns
     -------
@@ -132,6 +137,15 @@ def feature_grid(
         low, high = col.at([0, col.size - 1])
         count = min(col.n_distinct, 51) if grid_resolution is None else grid_resolution
         grid = np.linspace(low, high, count)
+        return grid[:, None], tuple(grid.tolist())
+    if strategy == "hstats":  # R hstats' univariate_grid (strategy "uniform", its default trim)
+        count = _HSTATS_POINTS if grid_resolution is None else grid_resolution
+        if col.n_distinct <= count:
+            grid = col.distinct()
+        else:  # evenly spaced between the type-1 quantiles at 1% and 99%
+            ranks = np.ceil(col.size * np.array(_HSTATS_TRIM) * (1 - 1e-12)).astype(int) - 1
+            low, high = col.at(np.clip(ranks, 0, col.size - 1))
+            grid = np.linspace(low, high, count)
         return grid[:, None], tuple(grid.tolist())
     if grid_resolution is None:
         grid_resolution = default_resolution
