@@ -115,6 +115,35 @@ def test_bad_data(X, kwargs, error, message):
         jaximp.as_dataset(X, **kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:X has feature names")  # the frame's names, not the fit's
+def test_numbers_held_as_objects_and_array_likes_are_read_as_numbers():
+    """scikit-learn takes an object array of numbers (its PD display makes one from a list)
+    and an array-like with only ``__array__``; so does jaximp, with the same numbers."""
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = X @ [1.0, 2.0, 3.0]
+    model = LinearRegression().fit(X, y)
+    plain = jaximp.partial_dependence(model, X, 0, grid_resolution=5).average
+    objects = X.astype(object)
+    objects[3, 1] = None  # missing, for a model that takes it
+    frame = pd.DataFrame(X.astype(object), columns=["a", "b", "c"])
+    np.testing.assert_array_equal(jaximp.as_dataset(objects, allow_missing=True).X[3],
+                                  [X[3, 0], np.nan, X[3, 2]])
+    for data in (X.astype(object), frame):
+        np.testing.assert_allclose(
+            jaximp.partial_dependence(model, data, 0, grid_resolution=5).average, plain,
+            rtol=1e-12)
+
+    class ArrayOnly:  # no __getitem__, no shape
+        def __array__(self, dtype=None, copy=None):
+            return X if dtype is None else X.astype(dtype)
+
+    np.testing.assert_allclose(
+        jaximp.permutation_importance(model, ArrayOnly(), y, n_repeats=2).importances_mean,
+        jaximp.permutation_importance(model, X, y, n_repeats=2).importances_mean, rtol=1e-12)
+
+
 def test_text_columns_are_categorical_and_mixed_objects_are_refused():
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["y", "x", "y"],
                           "c": pd.Series(["q", "p", "q"], dtype=object),
@@ -126,7 +155,7 @@ def test_text_columns_are_categorical_and_mixed_objects_are_refused():
     np.testing.assert_array_equal(dataset.X[:, 1:], [[1, 1, 0], [0, 0, 1], [1, 1, 0]])
     mixed = pd.DataFrame({"a": [1.0, 2.0], "b": pd.Series([1, "x"], dtype=object)})
     with pytest.raises(TypeError, match="column 'b' has dtype object with values that are "
-                                        "neither numbers nor text"):
+                                        "not all numbers nor all text"):
         jaximp.as_dataset(mixed)
     with pytest.raises(ValueError, match="column 'b' has missing categories"):
         jaximp.as_dataset(pd.DataFrame({"b": pd.Series(["x", None], dtype=object)}))

@@ -358,6 +358,17 @@ def _continuous_features(names: tuple[str, ...]) -> tuple[Feature, ...]:
     return tuple(Feature(name, (i,)) for i, name in enumerate(names))
 
 
+def _as_numbers(values: np.ndarray) -> np.ndarray | None:
+    """An object array whose items are all real numbers (or None / NaN for missing) as
+    float64, as scikit-learn takes it; None if any item is something else (text, ...)."""
+    flat = values.ravel()
+    if not all(v is None or (isinstance(v, (int, float, np.number)) and not isinstance(
+            v, (complex, np.complexfloating))) for v in flat):
+        return None
+    return np.array([np.nan if v is None else v for v in flat], np.float64).reshape(
+        values.shape)
+
+
 @validate_params(allow_missing=Flag())
 def as_dataset(
     X,
@@ -441,10 +452,12 @@ def as_dataset(
                                 "numbers. Pass the real and imaginary parts as separate columns.")
             elif pd.api.types.is_numeric_dtype(col.dtype):
                 columns.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+            elif (numbers := _as_numbers(col.to_numpy())) is not None:  # numbers as objects
+                columns.append(numbers)
             else:
                 raise TypeError(
-                    f"column {name!r} has dtype {col.dtype} with values that are neither "
-                    "numbers nor text; jaximp needs numeric, boolean, text or 'category' "
+                    f"column {name!r} has dtype {col.dtype} with values that are not all "
+                    "numbers nor all text; jaximp needs numeric, boolean, text or 'category' "
                     "columns. Convert it to one of them."
                 )
         values = np.stack(columns, axis=1) if columns else np.empty((len(X), 0))
@@ -452,6 +465,8 @@ def as_dataset(
         on_device = _on_one_device(X)
         # rows on one device stay there: checks and grids run on them in place
         values = X if on_device is not None else np.asarray(X)
+        if values.dtype == object and (numbers := _as_numbers(values)) is not None:
+            values = numbers  # numbers held as Python objects
         if values.dtype.kind == "c":
             raise TypeError("X must hold real numbers; got complex values. Pass the real and "
                             "imaginary parts as separate columns.")

@@ -283,6 +283,8 @@ def probe_rows(X_user, k: int = 2):
         raise ValueError(f"k must be an int >= 1; got {k!r}.")
     if isinstance(X_user, pd.DataFrame):
         return X_user.iloc[:k].reset_index(drop=True)
+    if not hasattr(X_user, "__getitem__"):  # an array-like with only __array__
+        X_user = np.asarray(X_user)
     return np.asarray(X_user[:k])  # rows on a device: only these come to the host
 
 
