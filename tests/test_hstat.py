@@ -488,7 +488,7 @@ def test_two_rows_of_positive_weight_give_the_reference_and_hstats():
 
 def test_a_constant_model_gives_zero_and_a_model_flat_on_the_rows_infinity():
     """A constant prediction is rounding alone once centred: every statistic is 0 (the floor
-    scaled by the centred spread read its noise as H = 1). A model that is 0 on every row but
+    scaled by the centred spread alone read its noise as H = 1). A model that is 0 on every row but
     not between them has a flat joint PD and non-flat parts: infinite normalized statistics
     and finite numerators, as in hstats 1.2.1 (overall numerators 0.02469136, 0.02469136, 0;
     normalized Inf, Inf, 0)."""
@@ -507,6 +507,12 @@ def test_a_constant_model_gives_zero_and_a_model_flat_on_the_rows_infinity():
     np.testing.assert_array_equal(h.overall.importances_mean[:, 0], [np.inf, np.inf, 0])
     np.testing.assert_allclose(h.h2_overall(normalized=False).importances_mean[:, 0],
                                [0.02469136, 0.02469136, 0], atol=1e-8)
+    # an effect of 2e-5 of a float32 model's level is 170 of its ulps, not rounding: the
+    # float64 statistic of a model without the level is 0.0542 (overall) and 0.1357 (pair)
+    X = np.random.default_rng(1).uniform(size=(200, 3))
+    h = h_statistic(lambda A: 1e3 + 2e-2 * A[:, 0] * A[:, 1] + 2e-2 * A[:, 2], X, n_max=None)
+    np.testing.assert_allclose(h.overall.importances_mean[:2, 0], 0.0542, atol=3e-3)
+    np.testing.assert_allclose(h.pairwise.values[0, 0], 0.1357, atol=5e-3)
 
 
 # ------------------------------------------------------------------------------------------

@@ -161,9 +161,11 @@ def h_statistic(
         ``random_state``; hstats' default), keeping their case weights. ``None``: all rows.
     eps : float, default 1e-10
         Numerators at most ``eps`` times their denominator are rounding noise and reported as 0.
-        So are numerators and denominators at the model's rounding (mean squares at most
-        ``(16 eps_dtype)^2`` times the output's mean squared prediction, ``eps_dtype`` the
-        machine epsilon of the model's dtype): a constant model gives 0. Where hstats zaps
+        So are numerators and denominators at rounding level: mean squares at most
+        ``(16 eps_dtype)^2`` times the output's mean squared centred prediction
+        (``eps_dtype`` the machine epsilon of the model's dtype) plus ``(16 eps_float64)^2``
+        times its mean squared prediction (the float64 sums' rounding, which centring a
+        constant leaves); a constant model gives 0. Where hstats zaps
         numerators below an absolute ``eps``, this rule does not depend on the prediction's
         scale. A positive numerator over a zero denominator gives ``inf`` (normalized), as in
         hstats.

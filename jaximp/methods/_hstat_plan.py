@@ -386,12 +386,13 @@ class PDStore:
                              plan.weights)
         self._pds["F"] = centred
         # A centred PD whose weighted mean square is below this floor (o, r) is constant up to
-        # the model's rounding, which scales with the prediction itself, not its spread (a
-        # constant model's spread is rounding alone): its statistic is 0, not a ratio of two
-        # rounding errors.
-        resolution = 16 * np.finfo(np.dtype(self._predictor.dtype)).eps
-        self._floor = (resolution ** 2 * (prediction ** 2 @ plan.weights.T)
-                       / plan.weights.sum(axis=1))
+        # rounding: its statistic is 0, not a ratio of two rounding errors. Rounding is the
+        # model's, relative to the prediction's spread, and the float64 sums', relative to the
+        # prediction's level: centring a constant prediction leaves a few ulps of it, which
+        # its spread (that same rounding) cannot tell from an effect.
+        model = (16 * np.finfo(np.dtype(self._predictor.dtype)).eps) ** 2 * centred[:, 0, :] ** 2
+        sums = (16 * np.finfo(np.float64).eps) ** 2 * prediction ** 2
+        self._floor = (model + sums) @ plan.weights.T / plan.weights.sum(axis=1)
 
     @property
     def floor(self) -> np.ndarray:
