@@ -211,7 +211,9 @@ def _jsonable(value):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, float)):
+    if isinstance(value, (np.floating, float)):  # JSON has no NaN or infinity
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
         return None if math.isnan(value) else float(value)
     if isinstance(value, np.integer):
         return int(value)

@@ -4,6 +4,7 @@ import itertools
 
 import jax
 import jax.numpy as jnp
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -507,6 +508,12 @@ def test_a_constant_model_gives_zero_and_a_model_flat_on_the_rows_infinity():
     np.testing.assert_array_equal(h.overall.importances_mean[:, 0], [np.inf, np.inf, 0])
     np.testing.assert_allclose(h.h2_overall(normalized=False).importances_mean[:, 0],
                                [0.02469136, 0.02469136, 0], atol=1e-8)
+    # the plot marks infinite bars, and a report's JSON (which has no infinity) names them
+    figure = h.plot(statistic="overall")
+    assert [t.get_text().strip() for t in figure.axes[0].texts] == ["inf", "inf"]
+    plt.close(figure)
+    import jaximp._report as report
+    assert report._jsonable([np.inf, -np.inf, np.nan, 1.5]) == ["inf", "-inf", None, 1.5]
     # an effect of 2e-5 of a float32 model's level is 170 of its ulps, not rounding: the
     # float64 statistic of a model without the level is 0.0542 (overall) and 0.1357 (pair)
     X = np.random.default_rng(1).uniform(size=(200, 3))

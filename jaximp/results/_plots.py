@@ -115,6 +115,11 @@ def draw_rows(ax, labels, values, err=None, style: str = "bar", color: str = _PO
     sign when some values are negative, with a line at zero."""
     check_choice(style, "style", ("bar", "dot"))
     values = np.asarray(values, dtype=np.float64)
+    infinite = np.isinf(values)  # drawn to the largest finite length and marked
+    if infinite.any():
+        finite = np.abs(values[np.isfinite(values)])
+        reach = 1.1 * finite.max() if finite.size and finite.max() > 0 else 1.0
+        values = np.where(infinite, np.sign(values) * reach, values)
     y = np.arange(len(labels))
     negative = bool(np.any(values < 0))
     colors = np.where(values < 0, _NEGATIVE, _POSITIVE).tolist() if negative else color
@@ -128,6 +133,9 @@ def draw_rows(ax, labels, values, err=None, style: str = "bar", color: str = _PO
         ax.scatter(values, y, c=colors, s=25, zorder=3)
     if negative or style == "dot":
         ax.axvline(0, color="0.3", lw=0.8)
+    for row in np.flatnonzero(infinite):
+        ax.text(values[row], row, " inf " if values[row] > 0 else " -inf ", va="center",
+                ha="right" if values[row] > 0 else "left", color="white", fontsize=8)
     ax.set_yticks(y, [str(label) for label in labels])
     ax.set_ylim(-0.6, len(y) - 0.4)
     if len(y) > 40:
