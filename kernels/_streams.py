@@ -61,7 +61,7 @@ def seed_of(key_bits: UInt32[Array, "2"], stream: Int[Array, " k"]) -> UInt32[Ar
 
 def _radices(n: Int[Array, ""]) -> tuple[Int[Array, ""], Int[Array, ""]]:
     """Two radices with ``a * b >= n`` for the Feistel domain: an exact factorization
-    ``a * b == n`` with ``2 <= a <= b <= 4 a`` when ``n`` has one (no spare values, so no
+    ``a * b == n`` with ``16 <= a <= b <= 16 a`` when ``n`` has one (no spare values, so no
     cycle walking), else the near-square ``a = ceil(sqrt(n))``, ``b = ceil(n / a)``, whose
     spare values (fewer than ``a``) are walked back into ``0..n-1``. A narrow digit would
     leave the network too few round values to mix: at ``a = 1`` (a prime ``n``) every
@@ -108,11 +108,14 @@ def feistel_radices(n: int) -> tuple[int, int]:
 
 
 def _lowest_radix(root, n):
-    """The smallest radix ``a`` of an exact factorization: at least 2, and ``n / a <= 4 a``
-    (``2 a >= ceil(sqrt(n))``), from ``root = isqrt(n)``; for host ints or device arrays."""
+    """The smallest radix ``a`` of an exact factorization: at least 16 (narrower digits
+    keep a trace of order: 1.06-1.09 successions i -> i + 1 a permutation at a = 6 to 8,
+    where a uniform one has 1), and ``n / a <= 16 a`` (``4 a >= ceil(sqrt(n))``), from
+    ``root = isqrt(n)``; for host ints or device arrays. Near-square domains walk their
+    spare values back, a pass of the whole network each, so an exact one is worth taking."""
     ceil_root = root + (root * root < n)
-    half = (ceil_root + 1) // 2
-    return max(half, 2) if isinstance(half, int) else jnp.maximum(half, 2)
+    quarter = (ceil_root + 3) // 4
+    return max(quarter, 16) if isinstance(quarter, int) else jnp.maximum(quarter, 16)
 
 
 def _feistel(seed, x, a, b):
@@ -142,10 +145,10 @@ def feistel_permutation(
 
     Each ``i`` is mapped independently, so any subset of rows can be asked for. The network
     runs on a mixed-radix domain ``a * b >= n`` (exactly ``n`` when ``n`` factors into two
-    numbers of at least 2 within a factor 4 of each other; otherwise fewer than ``sqrt(n)``
+    numbers of at least 16 within a factor 16 of each other; otherwise fewer than ``sqrt(n)``
     spare values, walked back into ``0..n-1``). ``radices``: ``feistel_radices(n)`` computed
     on the host, which spares the device a divisor search (default: searched on the device).
-    Up to ``n = 128`` the permutation is instead the ranks of ``n`` hashed keys, uniform over
+    Up to ``n = 256`` the permutation is instead the ranks of ``n`` hashed keys, uniform over
     all ``n!`` orders (up to ties of 32-bit keys, broken by row): digits that small leave a
     Feistel network too few round values to reach them all.
 
@@ -179,7 +182,7 @@ def feistel_permutation(
     return x.astype(jnp.int32)
 
 
-_SORTED_UP_TO = 128  # permutations of at most this many rows rank hashed keys
+_SORTED_UP_TO = 256  # permutations of at most this many rows rank hashed keys
 
 
 def _ranked(seed, rows, n):
