@@ -285,6 +285,30 @@ def test_alibi_bins_and_bin_centring_give_alibis_edges_and_curves():
         ale(Host(), X, 0, bins="quantile")
 
 
+def test_level_shares_of_a_categorical_other_count_its_missing_rows_as_iml():
+    """iml's order_levels divides a level's counts of another categorical feature by all
+    the level's rows, those where the other is missing included. Reference: iml 0.11.4,
+    ``levels(X$c)[iml:::order_levels(data.table(X), "c")]`` on these rows (CSV): L1 L0 L2
+    L4 L3; shares of the known rows alone order them L2 L1 L0 L3 L4."""
+    rng = np.random.default_rng(2050)
+    n, k = 50, int(rng.integers(3, 9))
+    lev = rng.integers(0, k, n)
+    mu = rng.normal(size=k)
+    x1 = mu[lev] + rng.normal(size=n)
+    x2 = rng.exponential(size=n) * (1 + 0.3 * lev)
+    other = [f"o{v}" for v in (lev + rng.integers(0, 3, n)) % 4]
+    other = [None if rng.random() < 0.15 else v for v in other]
+    X = pd.DataFrame({"c": pd.Categorical([f"L{v}" for v in lev]), "x1": x1, "x2": x2,
+                      "o": pd.Categorical(other)})
+
+    class Zero:  # the order does not depend on the model
+        def predict(self, A):
+            return np.zeros(len(A))
+
+    order = list(ale(Zero(), X, "c", categorical=["c", "o"]).edges[0])
+    assert order in (["L1", "L0", "L2", "L4", "L3"], ["L3", "L4", "L2", "L0", "L1"])
+
+
 def test_ordered_categories_keep_their_declared_order_as_iml():
     """An ordered factor's ALE runs over its declared levels, as iml's. Reference: iml 0.11.4,
     ``FeatureEffect$new(Predictor$new(model = NULL, data = X, predict.function = f), "c",

@@ -278,7 +278,10 @@ def _level_order(dataset: Dataset, feat: Feature, positions: np.ndarray,
             freq = np.stack([np.bincount(codes[(positions == a) & (codes >= 0)],
                                          w[(positions == a) & (codes >= 0)], codes.max() + 1)
                              for a in range(k)])
-            freq /= np.maximum(freq.sum(axis=1, keepdims=True), 1e-300)
+            # shares of all the level's rows, those missing the other feature included (iml's
+            # table(feature, other) / table(feature))
+            level_weight = np.array([w[positions == a].sum() for a in range(k)])
+            freq /= np.maximum(level_weight[:, None], 1e-300)
             distance += 0.5 * np.abs(freq[:, None] - freq[None]).sum(axis=-1)
             continue
         for column in other.columns:

@@ -355,17 +355,17 @@ def select_sets(sources, names) -> RawStatistic:
 def read_statistic(kind: str, raw: RawStatistic, floor, output_names, normalized, squared, eps):
     """One kind of statistic as a result object, read from its numerators and denominators.
 
-    Numerators and denominators (mean squares of centred PDs) at most ``floor`` (o, r) are
-    constant up to the model's rounding and read as 0. A statistic is 0 where its numerator
-    is at most ``eps`` times its denominator (0/0 included); a positive numerator over a zero
-    denominator (a joint PD flat on the rows whose parts are not) is infinite when normalized,
-    as in hstats."""
+    A denominator (the joint PD's mean square) at most ``floor`` (o, r) is a PD constant up
+    to rounding; over it a numerator within the floor is rounding too and the statistic 0, a
+    larger one (a joint PD flat on the rows whose parts are not) infinite when normalized, as
+    in hstats. Otherwise a statistic is 0 where its numerator is at most ``eps`` times its
+    denominator."""
     num, den = raw.numerator, raw.denominator  # (s, o, 1 + r)
-    above = np.where(num <= floor[None], 0.0, num)
     flat = den <= floor[None]
-    value = K.h_value(above, np.where(flat, 0.0, den), normalized, squared, eps, np)
+    num_read = np.where(flat & (num <= floor[None]), 0.0, num)
+    value = K.h_value(num_read, np.where(flat, 0.0, den), normalized, squared, eps, np)
     if normalized:
-        value = np.where(flat & (above > 0), np.inf, value)
+        value = np.where(flat & (num_read > 0), np.inf, value)
     point, std, replicates = summaries(value)
     info = HDetails(numerator=num[..., 0], denominator=den[..., 0], normalized=normalized,
                     squared=squared)
