@@ -387,9 +387,10 @@ def explain(
         Loss of permutation importance and LOCO (as their ``loss``; ``options`` may set
         another per method). Default: accuracy for a classifier, else the mean squared error.
     grid_resolution : int, default 21
-        Grid points per feature (evenly spaced from minimum to maximum, as R's pdp) shared by
-        the PD plots, PD importance and the PD interaction statistic, whose cost grows with
-        its square. ``pd_importance(..., grid_resolution=21)`` gives the same importances.
+        Grid points per feature, at most (evenly spaced from minimum to maximum, as R's pdp:
+        ``min(n_unique, grid_resolution)``), shared by the PD plots, PD importance and the PD
+        interaction statistic, whose cost grows with its square. ``pd_importance`` gives the
+        same importances with ``grid_resolution=21`` for features of more distinct values.
     n_bootstrap : int, default 0
         Bootstrap replicates of the PD-based methods and of H: further weightings of the same
         evaluations (no extra model calls).
@@ -537,7 +538,7 @@ def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
     weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
     evaluated = compute_pd(
         dataset, predictor, [[f] for f in chosen] + [list(pair) for pair in pair_list],
-        kind="average", grid="pdp", grid_resolution=grid_resolution,
+        kind="average", grid="pdp", grid_resolution=None, pdp_points=grid_resolution,
         percentiles=(0.0, 1.0), output=output, weightings=weights, **engine,
     )
     replicated = None

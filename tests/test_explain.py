@@ -42,6 +42,23 @@ def bootstrapped():
                    progress=False)
 
 
+
+def test_explain_caps_pdps_grid_at_the_distinct_values():
+    """explain's grid is pdp's with at most grid_resolution points: a binary feature is
+    evaluated at its two values, as pd_importance's default grid does."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 2, 200), rng.normal(size=200)]).astype(float)
+
+    def f(A):
+        return 2 * A[:, 0] + jnp.sin(A[:, 1])
+
+    ex = jaximp.explain(f, X, methods=["pd_importance"], progress=False)
+    assert tuple(ex["pd_importance"].info.grid_values["x0"]) == (0.0, 1.0)
+    assert len(ex["pd_importance"].info.grid_values["x1"]) == 21
+    np.testing.assert_allclose(ex["pd_importance"].importances_mean[0],
+                               jaximp.pd_importance(f, X).importances_mean[0], rtol=1e-6)
+
+
 def test_results_equal_each_method_run_on_its_own(bootstrapped):
     ex = bootstrapped
     alone = {

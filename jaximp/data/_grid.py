@@ -69,11 +69,13 @@ def feature_grid(
     percentiles: tuple[float, float] = (0.05, 0.95),
     values=None,
     default_resolution: int = 100,
+    pdp_points: int = 51,
 ) -> tuple[np.ndarray, tuple]:
     """Replacement rows for one feature and their display labels.
 
     ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points, or for
-    ``"pdp"`` R pdp's ``min(n_unique, 51)`` (pdp takes a given resolution as it is), for
+    ``"pdp"`` R pdp's ``min(n_unique, pdp_points)`` (51; pdp takes a given resolution as it
+    is), for
     ``"hstats"`` hstats' 49.
 
     Returns
@@ -135,7 +137,7 @@ def feature_grid(
     if strategy == "pdp":  # R pdp / vip: seq(min, max, length = grid.resolution), whose
         # default (NULL) is min(n_unique, 51)
         low, high = col.at([0, col.size - 1])
-        count = min(col.n_distinct, 51) if grid_resolution is None else grid_resolution
+        count = min(col.n_distinct, pdp_points) if grid_resolution is None else grid_resolution
         grid = np.linspace(low, high, count)
         return grid[:, None], tuple(grid.tolist())
     if strategy == "hstats":  # R hstats' univariate_grid (strategy "uniform", its default trim)

@@ -311,7 +311,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
 
 
 def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, default_resolution,
-             percentiles, keep, w):
+             pdp_points, percentiles, keep, w):
     """The grids of ``feature_sets`` and the engine plan and reducer of their PDs: their
     means under the row weights ``w`` (n,) or each weighting of ``w`` (r, n)."""
     c = dataset.n_columns
@@ -331,7 +331,7 @@ def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, default_re
                 grids[feat.name] = feature_grid(
                     dataset, feat, strategy=strategy, grid_resolution=grid_resolution,
                     percentiles=percentiles, values=explicit,
-                    default_resolution=default_resolution,
+                    default_resolution=default_resolution, pdp_points=pdp_points,
                 )
                 if not feat.is_categorical:
                     check_collapse(feat.name, grids[feat.name][0], predictor.dtype,
@@ -368,10 +368,11 @@ def compute_pd(
     devices=None,
     weightings=None,
     default_resolution: int = 100,
+    pdp_points: int = 51,
 ) -> list[PartialDependence]:
     """PDs of several feature sets in ONE engine call (internal; inputs already validated).
     ``grid_resolution=None`` gives each grid strategy its default (``default_resolution``
-    points; pdp's own rule for ``"pdp"``).
+    points; for ``"pdp"`` pdp's rule, ``min(n_unique, pdp_points)``).
 
     ``weightings`` (r, n), for ``kind="average"``: the PD under every weighting (e.g.
     bootstrap replicates) is kept in ``info``-free form: the function then returns
@@ -389,10 +390,10 @@ def compute_pd(
     weighted = None if weightings is None else weightings_digest(weightings)
     stage = cached_stage(
         dataset, ("partial dependence", tuple(tuple(f.name for f in fs) for fs in feature_sets),
-                  keep, grid, grid_resolution, default_resolution, percentiles,
+                  keep, grid, grid_resolution, default_resolution, pdp_points, percentiles,
                   predictor.dtype, weighted),
         lambda: _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution,
-                         default_resolution, percentiles, keep,
+                         default_resolution, pdp_points, percentiles, keep,
                          w if weightings is None else weightings),
         uncached=weightings is not None and weighted is None)
     plan, reducer, grids, shapes = stage
