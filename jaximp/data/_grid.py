@@ -73,10 +73,9 @@ def feature_grid(
 ) -> tuple[np.ndarray, tuple]:
     """Replacement rows for one feature and their display labels.
 
-    ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points, or for
-    ``"pdp"`` R pdp's ``min(n_unique, pdp_points)`` (51; pdp takes a given resolution as it
-    is), for
-    ``"hstats"`` hstats' 49.
+    ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points; for
+    ``"pdp"`` R pdp's ``min(n_unique, pdp_points)`` (pdp takes a given resolution as it is);
+    for ``"hstats"`` hstats' 49.
 
     Returns
     -------
