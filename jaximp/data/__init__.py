@@ -32,6 +32,7 @@ from ._grid import (
     mquantiles,
     product_grid_index,
     resolve_grid,
+    type1_ranks,
     validate_grid_options,
 )
 from ._params import (
@@ -93,6 +94,7 @@ __all__ = [
     "row_weights",
     "select_outputs",
     "summaries",
+    "type1_ranks",
     "validate_grid_options",
     "validate_params",
 ]

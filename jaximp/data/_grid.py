@@ -13,7 +13,7 @@ from ._device import plotting_quantiles
 from ._params import Flag, Interval, Real, validate_params
 
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
-           "resolve_grid", "validate_grid_options"]
+           "resolve_grid", "type1_ranks", "validate_grid_options"]
 
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "hstats")
 
@@ -54,6 +54,14 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
     if not assume_sorted:
         data = np.sort(data)
     return plotting_quantiles(data.__getitem__, data.size, prob, alphap, betap)
+
+
+def type1_ranks(size: int, probs) -> np.ndarray:
+    """0-based positions among ``size`` sorted values of R's ``quantile(type = 1)`` at
+    ``probs``: the smallest order statistic whose share reaches each probability (with a
+    fuzz, as R, so that ``n p`` a hair above an integer does not take the next one)."""
+    ranks = np.ceil(size * np.asarray(probs, np.float64) * (1 - 1e-12)).astype(np.int64) - 1
+    return np.clip(ranks, 0, size - 1)
 
 
 _HSTATS_POINTS = 49  # hstats' grid_size
@@ -144,8 +152,7 @@ def feature_grid(
         if col.n_distinct <= count:
             grid = col.distinct()
         else:  # evenly spaced between the type-1 quantiles at 1% and 99%
-            ranks = np.ceil(col.size * np.array(_HSTATS_TRIM) * (1 - 1e-12)).astype(int) - 1
-            low, high = col.at(np.clip(ranks, 0, col.size - 1))
+            low, high = col.at(type1_ranks(col.size, _HSTATS_TRIM))
             grid = np.linspace(low, high, count)
         return grid[:, None], tuple(grid.tolist())
     if grid_resolution is None:

@@ -15,6 +15,7 @@ import pandas as pd
 from ..data import (
     Dataset,
     Feature,
+    type1_ranks,
 )
 from ..engine import Reducer, at_coded_values
 
@@ -128,8 +129,7 @@ def _weighted_quantiles_type1(x: np.ndarray, w: np.ndarray, probs: np.ndarray) -
     """Inverse of the weighted empirical CDF (R's ``quantile(type = 1)`` for equal weights):
     the smallest value whose cumulative weight share reaches each probability."""
     if np.all(w == w[0]):  # equal weights: order statistics, no full sort
-        ranks = np.ceil(x.size * probs * (1 - 1e-12)).astype(np.int64) - 1
-        ranks = np.clip(ranks, 0, x.size - 1)
+        ranks = type1_ranks(x.size, probs)
         return np.partition(x, np.unique(ranks))[ranks]
     order = np.argsort(x, kind="stable")
     share = np.cumsum(w[order])
