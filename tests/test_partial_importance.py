@@ -133,3 +133,18 @@ def test_errors_frame_plot_and_repr(data):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_grid_dict_without_the_feature_keeps_the_quantile_default(data):
+    """A grid dict that does not name the feature falls back to partial_importance's own
+    default grid ("quantile"), or the dict's "__default__"; naming it gives those values."""
+    X, y, _ = data
+    quantile = partial_importance(two_outputs, X, y, "x1", grid_resolution=6)
+    other = partial_importance(two_outputs, X, y, "x1", grid_resolution=6,
+                               grid={"x0": [0.0, 1.0]})
+    assert other.grid_values == quantile.grid_values
+    np.testing.assert_allclose(other.pi, quantile.pi)
+    unique = partial_importance(two_outputs, X, y, "x0", grid={"__default__": "unique"})
+    assert unique.grid_values == tuple(np.unique(X[:, 0]).tolist())
+    named = partial_importance(two_outputs, X, y, "x1", grid={"x1": [-1.0, 0.5]})
+    assert named.grid_values == (-1.0, 0.5)

@@ -240,7 +240,8 @@ def partial_importance(
         The feature (a categorical feature or a one-hot group counts as one).
     grid : {"quantile", "uniform", "unique", "sklearn", "pdp", "hstats"} or dict, default "quantile"
         Grid of the feature, as in :func:`jaximp.partial_dependence`; categorical features use
-        their levels.
+        their levels. A dict that does not name the feature gives its ``"__default__"`` or
+        ``"quantile"``.
     grid_resolution : int, default 20
     percentiles : (float, float), default (0, 1)
     loss : {"mse", "mae", "log_loss"} or callable, default "mse"
@@ -307,7 +308,7 @@ def partial_importance(
         spec.check_probabilities(predict_rows(predictor, dataset, **engine),
                                  predictor.n_outputs)
     feat = dataset.feature(feature)
-    strategy, explicit = grid_option(resolve_grid(grid, dataset), feat.name)
+    strategy, explicit = grid_option(resolve_grid(grid, dataset), feat.name, "quantile")
     rows, labels = feature_grid(dataset, feat, strategy=strategy,
                                 grid_resolution=grid_resolution, percentiles=percentiles,
                                 values=explicit)

@@ -234,12 +234,13 @@ class PartialDependences(Mapping):
                         top=top, sharey=sharey)
 
 
-def grid_option(grid, name: str):
-    """The strategy and explicit values for one feature from the user's ``grid`` argument."""
+def grid_option(grid, name: str, default: str = "sklearn"):
+    """The strategy and explicit values for one feature from the user's ``grid`` argument;
+    a dict that does not name the feature gives its ``"__default__"`` or ``default``."""
     if isinstance(grid, Mapping):
         if name in grid:
             return "uniform", grid[name]
-        return grid.get("__default__", "sklearn"), None
+        return grid.get("__default__", default), None
     return grid, None
 
 
