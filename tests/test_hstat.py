@@ -1,6 +1,7 @@
 """Friedman's H-statistic: published values, closed forms, a float64 NumPy reference, bootstrap."""
 
 import itertools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -514,6 +515,20 @@ def test_a_constant_model_gives_zero_and_a_model_flat_on_the_rows_infinity():
     plt.close(figure)
     import jaximp._report as report
     assert report._jsonable([np.inf, -np.inf, np.nan, 1.5]) == ["inf", "-inf", None, 1.5]
+    # bootstrap replicates that are all infinite spread by 0, a mix of inf and finite by inf;
+    # the intervals and the table hold no NaN, and the whiskers draw without warnings
+    boot = h_statistic(step, X, n_max=None, n_bootstrap=6, random_state=2).overall
+    reps = boot.importances[:, 0]
+    assert np.isinf(reps[:2]).any() and not np.isnan(boot.intervals()).any()
+    expected = [0.0 if np.all(r == r[0]) else (np.inf if np.isinf(r).any() else np.std(r))
+                for r in reps]
+    np.testing.assert_array_equal(boot.importances_std[:, 0], expected)
+    np.testing.assert_array_equal(boot.std(ddof=0)[:, 0], expected)
+    assert not boot.to_frame().drop(columns=["feature", "output"]).isna().any().any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        boot.plot(errors="interval")
+    plt.close("all")
     # an effect of 2e-5 of a float32 model's level is 170 of its ulps, not rounding: the
     # float64 statistic of a model without the level is 0.0542 (overall) and 0.1357 (pair)
     X = np.random.default_rng(1).uniform(size=(200, 3))

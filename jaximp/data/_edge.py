@@ -15,7 +15,8 @@ from ._data import Dataset, Feature, as_dataset
 from ._params import Replicates
 
 __all__ = ["check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets",
-           "resolve_pairs", "row_weights", "summaries"]
+           "resolve_pairs", "replicate_quantiles", "replicate_spread", "row_weights",
+           "summaries"]
 
 
 def check_n_bootstrap(n_bootstrap) -> int:
@@ -155,4 +156,38 @@ def summaries(estimates: np.ndarray):
     if estimates.shape[-1] == 1:
         return point, None, None
     replicates = estimates[..., 1:]
-    return point, replicates.std(axis=-1), replicates
+    return point, replicate_spread(replicates), replicates
+
+
+def replicate_spread(replicates: np.ndarray, ddof: int = 0) -> np.ndarray:
+    """Standard deviation over the last axis; replicates that are infinite (an H-statistic
+    of a flat joint PD) give 0 when all are equal and inf when they differ, not NaN.
+
+    Examples
+    --------
+    >>> replicate_spread(np.array([[1.0, 3.0], [np.inf, np.inf], [1.0, np.inf]]))
+    array([ 1.,  0., inf])
+    """
+    finite = np.isfinite(replicates).all(axis=-1)
+    with np.errstate(invalid="ignore"):
+        std = replicates.std(axis=-1, ddof=ddof)
+    same = (replicates == replicates[..., :1]).all(axis=-1)
+    return np.where(finite, std, np.where(same, 0.0, np.inf))
+
+
+def replicate_quantiles(replicates: np.ndarray, q) -> np.ndarray:
+    """Quantiles ``q`` over the last axis (NumPy's linear rule), shape (len(q), ...); between
+    two infinite or an infinite and a finite order statistic, the interpolation is the
+    nearer bound's value where NumPy's gives NaN.
+
+    Examples
+    --------
+    >>> replicate_quantiles(np.array([[1.0, 3.0], [2.0, np.inf]]), [0.5])
+    array([[ 2., inf]])
+    """
+    q = np.asarray(q, np.float64)
+    with np.errstate(invalid="ignore"):
+        linear = np.quantile(replicates, q, axis=-1)
+    low = np.quantile(replicates, q, axis=-1, method="lower")
+    high = np.quantile(replicates, q, axis=-1, method="higher")
+    return np.where(low == high, low, np.where(np.isnan(linear) & ~np.isnan(low), low, linear))

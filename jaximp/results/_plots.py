@@ -25,6 +25,7 @@ from ..data import (
     check_choice,
     check_int,
     output_index,
+    replicate_quantiles,
     validate_params,
 )
 
@@ -106,8 +107,10 @@ def error_bars(mean, std, replicates, errors: str, prefer: str):
                          "errors='none' or compute with repeats or bootstrap.")
     if errors == "std":
         return np.stack([std, std]), "error bars: \u00b11 std"
-    low, high = np.quantile(replicates, [0.025, 0.975], axis=-1)
-    return np.stack([mean - low, high - mean]).clip(min=0), "error bars: 95% interval"
+    low, high = replicate_quantiles(replicates, [0.025, 0.975])
+    with np.errstate(invalid="ignore"):  # an infinite bar or bound draws no whisker
+        err = np.stack([mean - low, high - mean])
+    return np.where(np.isfinite(err), err, 0.0).clip(min=0), "error bars: 95% interval"
 
 
 def draw_rows(ax, labels, values, err=None, style: str = "bar", color: str = _POSITIVE):

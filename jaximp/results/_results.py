@@ -8,7 +8,15 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import Deferred, InputLayout, ReadsDeferred, check_choice, output_index
+from ..data import (
+    Deferred,
+    InputLayout,
+    ReadsDeferred,
+    check_choice,
+    output_index,
+    replicate_quantiles,
+    replicate_spread,
+)
 from ._details import Details
 from ._plots import plot_importance, plot_input_map, plot_interaction
 
@@ -82,7 +90,7 @@ class FeatureImportance(ReadsDeferred):
         """Quantiles over repeats, shape (len(q), p, o); needs raw ``importances``."""
         if self.importances is None:
             raise ValueError(f"method {self.method!r} has no repeats to take quantiles over.")
-        return np.quantile(self.importances, np.asarray(q), axis=-1)
+        return replicate_quantiles(self.importances, q)
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile intervals over repeats or replicates, shape (2, p, o)."""
@@ -241,7 +249,7 @@ class FeatureInteraction:
             raise ValueError(
                 f"method {self.method!r} has no bootstrap replicates; rerun with n_bootstrap >= 2."
             )
-        return np.quantile(self.replicates, np.asarray(q), axis=-1)
+        return replicate_quantiles(self.replicates, q)
 
     def intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Percentile bootstrap intervals, shape (2, s, o): lower and upper bounds.
@@ -394,7 +402,7 @@ def replicate_std(replicates, ddof, method: str) -> np.ndarray:
             f"method {method!r} has {have} repeats or replicates; std(ddof={ddof}) needs more "
             "than ddof of them."
         )
-    return replicates.std(axis=-1, ddof=ddof)
+    return replicate_spread(replicates, ddof)
 
 
 def interval_probabilities(confidence) -> tuple[float, float]:
