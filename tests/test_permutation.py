@@ -149,6 +149,94 @@ def test_sklearn_scoring_names_are_the_same_losses(linear_data, classification_d
     assert logits.info["loss"] == "auc"
 
 
+def test_scorer_callables_are_scored_on_the_same_permutations(linear_data):
+    """scikit-learn's scorer callables (make_scorer objects, a callable returning a dict, a
+    dict of scorers) give the importances of the same-named scoring, on a DataFrame through
+    a pipeline too; and equal scikit-learn's scorer called by hand on the permutations."""
+    from sklearn.metrics import get_scorer, make_scorer, mean_squared_error, r2_score
+
+    X, y = linear_data
+    model = LinearRegression().fit(X, y)
+    names = ["r2", "neg_mean_squared_error"]
+    single = {name: permutation_importance(model, X, y, scoring=name, n_repeats=3,
+                                           random_state=1) for name in names}
+
+    def both(estimator, X, y):
+        prediction = estimator.predict(X)
+        return {"r2": r2_score(y, prediction),
+                "neg_mean_squared_error": -mean_squared_error(y, prediction)}
+
+    for scoring in ({name: get_scorer(name) for name in names}, both,
+                    {"r2": "r2", "neg_mean_squared_error": get_scorer("neg_mean_squared_error")}):
+        several = permutation_importance(model, X, y, scoring=scoring, n_repeats=3,
+                                         random_state=1)
+        assert set(several) == set(names)
+        for name in names:
+            np.testing.assert_allclose(several[name].importances, single[name].importances,
+                                       rtol=1e-9, atol=1e-12)
+    # by hand: the engine's permutations of each feature, scored by scikit-learn
+    from jaximp.engine import key_bits
+    from jaximp.methods._permutation import _plan
+
+    p, R = X.shape[1], 3
+    plan = _plan(p, tuple((j,) for j in range(p)), tuple(range(p)), R,
+                 tuple(key_bits(jax.random.key(1))))
+    perms = engine_permutations(plan, len(X))
+    scorer = get_scorer("r2")
+    base = scorer(model, X, y)
+    expected = np.empty((p, 1, R))
+    for j in range(p):
+        for r in range(R):
+            Z = X.copy()
+            Z[:, j] = X[perms[1 + j * R + r], j]
+            expected[j, 0, r] = base - scorer(model, Z, y)
+    got = permutation_importance(model, X, y, scoring=scorer, n_repeats=R, random_state=1)
+    np.testing.assert_allclose(got.importances, expected, rtol=1e-12, atol=1e-14)
+    assert got.output_names == ("score",) and got.info["baseline"][0] == pytest.approx(base)
+    # a pipeline on a DataFrame with a category column gets DataFrames
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(p)]).assign(
+        d=pd.Categorical(np.where(X[:, 0] > 0, "u", "v")))
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["d"]),
+                                                 remainder="passthrough"),
+                         LinearRegression()).fit(frame, y)
+    mse = make_scorer(mean_squared_error, greater_is_better=False)
+    np.testing.assert_allclose(
+        permutation_importance(pipe, frame, y, scoring=mse, n_repeats=2).importances,
+        permutation_importance(pipe, frame, y, scoring="neg_mean_squared_error",
+                               n_repeats=2).importances, rtol=1e-9)
+    # a bound call on an Explainer, on a row subsample, equals the function
+    explainer = jaximp.Explainer(model, X, y)
+    np.testing.assert_allclose(
+        explainer.permutation_importance(scoring=get_scorer("r2"), max_samples=50).importances,
+        permutation_importance(model, X, y, scoring="r2", max_samples=50).importances,
+        rtol=1e-9, atol=1e-12)
+
+
+def test_scorer_callables_take_sample_weight_only_when_given_and_refuse_other_options():
+    """As scikit-learn: a scorer without sample_weight works unweighted and raises
+    TypeError when weights are given; options a scorer decides itself are named."""
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    y = np.array([1.0, 2.0])
+    model = LinearRegression().fit(X, y)
+
+    def constant(estimator, X, y):
+        return 1.0
+
+    result = permutation_importance(model, X, y, scoring=constant, n_repeats=1)
+    np.testing.assert_array_equal(result.importances, np.zeros((2, 1, 1)))
+    with pytest.raises(TypeError, match="sample_weight"):
+        permutation_importance(model, X, y, scoring=constant, sample_weight=[1.0, 1.0])
+    for option in ({"output": 0}, {"n_bootstrap": 3}, {"loss": "mse"},
+                   {"response": "logits"}):
+        with pytest.raises(ValueError, match=next(iter(option))):
+            permutation_importance(model, X, y, scoring=constant, **option)
+    with pytest.raises(TypeError, match="estimator"):
+        jaximp.Explainer(lambda Z: Z[:, 0], X, y).permutation_importance(scoring=constant)
+
+
 def test_probabilities_one_column_two_columns_and_labels(classification_data):
     X, y = classification_data
     two = permutation_importance(logistic, X, y, loss="accuracy", n_repeats=4)
@@ -559,7 +647,8 @@ def test_numpy_random_states_and_none_seed_a_key_as_in_scikit_learn(linear_data,
 
 def test_scikit_learn_signature_scoring_and_n_jobs(linear_data, ols):
     """scoring (scikit-learn's name for loss) gives the same importances as loss; n_jobs is
-    accepted and changes nothing; a scorer callable and both names at once are refused."""
+    accepted and changes nothing; a list holding a callable (scikit-learn's lists hold names)
+    and both names at once are refused."""
     X, y = linear_data
     f, _ = ols
     by_loss = permutation_importance(f, X, y, loss="mse", n_repeats=3)
@@ -571,8 +660,8 @@ def test_scikit_learn_signature_scoring_and_n_jobs(linear_data, ols):
     assert list(several) == ["r2", "neg_mean_absolute_error"]
     with pytest.raises(ValueError, match="give loss or scoring .* not both"):
         permutation_importance(f, X, y, loss="mse", scoring="r2")
-    with pytest.raises(TypeError, match="scorer callable.* pass loss=f"):
-        permutation_importance(f, X, y, scoring=lambda est, X, y: 0.0)
+    with pytest.raises(TypeError, match="scoring takes .* or a list of names"):
+        permutation_importance(f, X, y, scoring=["r2", lambda est, X, y: 0.0])
     with pytest.raises(TypeError, match="n_jobs must be an int or None"):
         permutation_importance(f, X, y, n_jobs="all")
 

@@ -36,6 +36,7 @@ from ..engine import (
     predict_rows,
     rng_stream,
 )
+from ..models import Predictor
 from ..results import FeatureImportance, PermutationDetails, mean_and_std
 from ._loss import (
     LOSSES,
@@ -48,6 +49,7 @@ from ._loss import (
     row_loss_terms,
     weighted_loss_metrics,
 )
+from ._scorers import has_scorer, scorer_importances
 from ._setup import bootstrap_weights, cached_stage, digest, keep_layout, prepare, warm_call
 
 __all__ = ["LOSSES", "permutation_importance"]
@@ -190,10 +192,15 @@ def permutation_importance(
     progress : bool, optional
         A progress line on stderr (default: in an interactive terminal, for calls of more than
         one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
-    scoring : str, or a list or dict of str, optional
+    scoring : str, callable, or a list or dict of them, optional
         scikit-learn's name for ``loss`` (its scoring names, e.g. ``"neg_mean_squared_error"``
-        or ``"accuracy"``); give ``loss`` or ``scoring``, not both. scikit-learn's scorer
-        callables ``scorer(estimator, X, y)`` are not accepted: pass ``loss(y, prediction)``.
+        or ``"accuracy"``); give ``loss`` or ``scoring``, not both. A scorer callable
+        ``scorer(estimator, X, y[, sample_weight=])`` (``sklearn.metrics.make_scorer``, or one
+        returning a dict of scores), or a dict of names to scorers and scoring names, is
+        called on the host with each permuted copy of ``X`` (a DataFrame stays one), as
+        scikit-learn does: on the same permutations as the batched losses, one model call at
+        a time. ``sample_weight`` is passed to it only when given; ``output``, ``response``,
+        ``greater_is_better`` and ``n_bootstrap`` do not apply.
     n_jobs : int, optional
         Accepted for scikit-learn's signature and not used: jaximp evaluates every feature and
         repeat in batches on its devices, and the results do not depend on it.
@@ -242,7 +249,10 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     if n_jobs is not None and (isinstance(n_jobs, bool)
                                or not isinstance(n_jobs, (int, np.integer))):
         raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
-    if scoring is not None:
+    scorer = scoring if scoring is not None and has_scorer(scoring) else None
+    if scorer is not None:
+        _check_scorer_options(loss, output, greater_is_better, response, n_bootstrap)
+    elif scoring is not None:
         loss = _from_scoring(scoring, loss)
     # a given loss is checked before any model work; the default needs the model's outputs
     losses = None if loss is None else _named_losses(loss)
@@ -257,6 +267,14 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     )
     n = dataset.n_rows
     target = check_target(y, n)
+    if scorer is not None:
+        rows = _sample_rows(max_samples, n, bits)
+        taken = dataset if rows is None else dataset.take(rows)
+        chosen = taken.resolve(features)
+        plan = _plan(taken.n_columns, tuple(feat.columns for feat in chosen),
+                     tuple(taken.positions(chosen)), n_repeats, tuple(bits))
+        return functools.partial(scorer_importances, _estimator(model), taken, y, chosen, plan,
+                                 rows, kind, n_repeats, scorer, memory_budget)
     if losses is None:
         default = default_loss(predictor, target)
         check_response(response, default)
@@ -412,6 +430,32 @@ def _plan(c: int, columns: tuple, feature_ids: tuple, n_repeats: int, bits: tupl
     return at_permuted_rows(masks, item_mask, bits, streams)
 
 
+def _check_scorer_options(loss, output, greater_is_better, response, n_bootstrap):
+    """Refuse the options a scorer callable decides itself (or that need per-row losses)."""
+    given = {"loss": loss is not None, "output": output is not None,
+             "greater_is_better": greater_is_better is not None,
+             "response": response != "probability", "n_bootstrap": bool(n_bootstrap)}
+    if any(given.values()):
+        raise ValueError(
+            f"a scorer callable scorer(estimator, X, y) picks the estimator's response and "
+            f"its sign itself and returns one score per call; "
+            f"{[name for name, on in given.items() if on]} do not apply with it. Leave them "
+            "out, or pass a loss(y, prediction) as loss= instead of scoring=.")
+
+
+def _estimator(model):
+    """The user's estimator that a scorer calls: the model, or a host Predictor's."""
+    if not isinstance(model, Predictor):
+        return model
+    estimator = getattr(model.host_fn, "__self__", None)
+    if estimator is None:
+        raise TypeError(
+            f"a scorer callable scorer(estimator, X, y) calls a scikit-learn-like estimator; "
+            f"this Explainer holds {model.name}, which has none. Pass loss(y, prediction) "
+            "as loss= instead.")
+    return estimator
+
+
 def _from_scoring(scoring, loss):
     """scikit-learn's ``scoring`` (names, or a list or dict of names) as ``loss``."""
     if loss is not None:
@@ -423,9 +467,9 @@ def _from_scoring(scoring, loss):
         list(scoring) if isinstance(scoring, (list, tuple)) else [scoring])
     if not all(isinstance(name, str) for name in names):
         raise TypeError(
-            "scoring takes scikit-learn's scoring names (e.g. 'neg_mean_squared_error'); a "
-            "scorer callable(estimator, X, y) is not supported: pass loss=f(y, prediction) "
-            f"instead. Got {scoring!r:.60}."
+            "scoring takes scikit-learn's scoring names (e.g. 'neg_mean_squared_error'), a "
+            "scorer callable(estimator, X, y), or a list of names or dict of names and "
+            f"scorers; got {scoring!r:.60}."
         )
     return scoring
 
