@@ -586,9 +586,9 @@ def _recursion_refused():
         ("init", GradientBoostingRegressor(n_estimators=3, init=LinearRegression()).fit(X, y),
          (r"got GradientBoostingRegressor with a non-constant init \(LinearRegression\)\. "
           r"Use method='brute'")),
-        ("hist", HistGradientBoostingRegressor(max_iter=3).fit(X, y),
-         (r"got HistGradientBoostingRegressor, whose recursion jaximp does not implement\. "
-          r"Use method='brute'")),
+        ("hist", HistGradientBoostingRegressor(max_iter=3).fit(X, y, sample_weight=np.ones(60)),
+         (r"got HistGradientBoostingRegressor fitted with sample weights \(its node counts are "
+          r"unweighted, as scikit-learn refuses too\)\. Use method='brute'")),
         ("multi", RandomForestClassifier(n_estimators=3, random_state=0).fit(
             X, np.column_stack([y > 0, y > 1])),
          (r"got RandomForestClassifier with several outputs \(multi-output classifier\)\. "
@@ -604,8 +604,10 @@ def test_recursion_refusal_names_the_model_and_method_brute(case):
     X, cases = _recursion_refused()
     model, message = {name: (m, msg) for name, m, msg in cases}[case]
     needs = (r"^method='recursion' traverses the trees of a fitted scikit-learn tree model "
-             r"\({}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, or a "
-             r"GradientBoosting regressor or classifier with a constant init\); ")
+             r"\({}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, a "
+             r"GradientBoosting regressor or classifier with a constant init, or a "
+             r"HistGradientBoosting one without categorical splits or fit-time sample "
+             r"weights\); ")
     with pytest.raises(TypeError, match=needs.format("model") + message) as error:
         jaximp.partial_dependence(model, X, 0, method="recursion")
     assert "predicts on the host" not in str(error.value)
@@ -614,6 +616,33 @@ def test_recursion_refusal_names_the_model_and_method_brute(case):
     if case != "hist":  # the tree reader keeps its own advice (HistGradientBoosting: read)
         with pytest.raises(TypeError, match="pass the estimator itself"):
             tree_predictor(model)
+
+
+@pytest.mark.parametrize("task", ["reg", "bin", "3"])
+def test_hist_gradient_boosting_recursion_equals_sklearn(data, task):
+    """HistGradientBoosting's recursion (the sum of its trees' traversals, no baseline) equals
+    scikit-learn's for one feature and a pair, through partial_dependence with method
+    'recursion' and 'auto'; fitted with sample weights, 'auto' takes the brute PD."""
+    X, y, y_bin, y_3 = data
+    target = {"reg": y, "bin": y_bin, "3": y_3}[task]
+    kind = HistGradientBoostingRegressor if task == "reg" else HistGradientBoostingClassifier
+    est = kind(max_iter=15, random_state=0).fit(X, target)
+    for features in ([1], [(0, 2)]):
+        ref = sk_partial_dependence(est, X, features, method="recursion", grid_resolution=6)
+        expected = np.moveaxis(ref["average"], 0, -1)
+        chosen = list(features[0]) if isinstance(features[0], tuple) else features[0]
+        _, ours = tree_partial_dependence(est, X, chosen, grid_resolution=6)
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+        for method in ("recursion", "auto"):
+            pd_ = jaximp.partial_dependence(est, X, chosen, method=method, grid_resolution=6)
+            np.testing.assert_allclose(pd_.average, expected, rtol=1e-5, atol=1e-6)
+    if task == "3":
+        assert pd_.output_names == ("0 (decision)", "1 (decision)", "2 (decision)")
+    weighted = kind(max_iter=5, random_state=0).fit(X, target, sample_weight=np.ones(len(X)))
+    auto = jaximp.partial_dependence(weighted, X, 1, method="auto", grid_resolution=6)
+    brute = sk_partial_dependence(weighted, X, [1], method="brute", grid_resolution=6)
+    np.testing.assert_allclose(np.moveaxis(auto.average, -1, 0)[-brute["average"].shape[0]:],
+                               brute["average"], rtol=1e-5, atol=1e-6)
 
 
 def test_recursion_refuses_an_unfitted_model_with_fit():

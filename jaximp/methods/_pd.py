@@ -258,11 +258,16 @@ def _deciles(dataset: Dataset, feature: Feature) -> tuple | None:
 
 def _recursion_by_default(model) -> bool:
     """scikit-learn's ``method="auto"``: recursion for gradient boosting with the default
-    init (``init=None``), a regression tree (an extra tree too, its subclass) and a random
-    forest regressor. scikit-learn's HistGradientBoosting recursion is not implemented here."""
+    init (``init=None``), histogram gradient boosting, a regression tree (an extra tree too,
+    its subclass) and a random forest regressor. Histogram gradient boosting with categorical
+    splits (whose recursion is not implemented here) or fitted with sample weights (which
+    scikit-learn then refuses) gets the brute PD instead."""
     name = type(model).__name__
     if name in ("GradientBoostingRegressor", "GradientBoostingClassifier"):
         return getattr(model, "init", "") is None
+    if name in ("HistGradientBoostingRegressor", "HistGradientBoostingClassifier"):
+        return not getattr(model, "_fitted_with_sw", False) and not np.any(
+            getattr(model, "is_categorical_", None) is not None and model.is_categorical_)
     return name in ("DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor")
 
 
@@ -295,7 +300,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
     o = average.shape[1]
     if classifier:
         names = tuple(str(c) for c in model.classes_)
-        if tree_kind == "gb":  # raw decision function, one per class (binary: the positive)
+        if tree_kind in ("gb", "hist"):  # raw decision, one per class (binary: the positive)
             names = tuple(f"{c} (decision)" for c in names[-o:])
     else:
         names = ("y",) if o == 1 else tuple(f"y{j}" for j in range(o))
@@ -538,13 +543,15 @@ def partial_dependence(
         one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
     method : {"brute", "recursion", "auto"}, default "brute"
         ``"brute"``: the model evaluated on the modified rows of ``X``. ``"recursion"``
-        (scikit-learn trees, forests and gradient boosting, one feature or several jointly,
-        ``kind="average"``):
+        (scikit-learn trees, forests, gradient boosting and histogram gradient boosting, one
+        feature or several jointly, ``kind="average"``):
         Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
         averaged over the training data stored in the trees rather than over ``X``; gradient
         boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
         recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting with
-        ``init=None``, a regression tree, a random forest regressor), else brute. The default differs from
+        ``init=None``, histogram gradient boosting without categorical splits or fit-time
+        sample weights, a regression tree, a random forest regressor), else brute. The
+        default differs from
         scikit-learn's ``"auto"`` so that the PD is always over ``X``.
     derivative : bool, default False
         Curves of the model's partial derivative along the feature instead of its value

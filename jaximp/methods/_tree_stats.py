@@ -366,7 +366,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     (regressors: the prediction; classifiers: the class probabilities, which scikit-learn's
     recursion does not offer); for gradient boosting ``learning_rate * sum of the stage
     trees`` per class (the raw decision function without the init prediction ``F0``, exactly
-    what scikit-learn returns; a binary classifier gives one column, the log-odds part); for
+    what scikit-learn returns; a binary classifier gives one column, the log-odds part), and
+    likewise the sum of the trees without the baseline for ``HistGradientBoosting*`` (whose
+    thresholds are compared in float64, as scikit-learn does); for
     XGBoost, LightGBM and CatBoost the raw margin with its constant (``init`` plus the sum of
     each output's trees; no reference library offers their recursion), the weights being the
     library's cover (XGBoost: sums of hessians, which are training counts for squared error
@@ -383,7 +385,8 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     Parameters
     ----------
     estimator : fitted scikit-learn tree model, or XGBoost, LightGBM or CatBoost model
-        As :func:`tree_predictor`, except ``HistGradientBoosting*``.
+        As :func:`tree_predictor`; ``HistGradientBoosting*`` without categorical splits or
+        fit-time sample weights (scikit-learn refuses the latter too).
     X : array-like of shape (n, p) or DataFrame
         Data used only to build the grid and resolve the features.
     feature : int or str, or a list of them
@@ -410,8 +413,8 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     ------
     TypeError
         For a model whose trees it cannot traverse (any other estimator, a
-        :class:`~jaximp.Predictor`, ``HistGradientBoosting*``, gradient boosting with a
-        non-constant init): use ``jaximp.partial_dependence(..., method="brute")`` instead.
+        :class:`~jaximp.Predictor`, gradient boosting with a non-constant init): use
+        ``jaximp.partial_dependence(..., method="brute")`` instead.
 
     Examples
     --------
@@ -465,6 +468,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
         init = np.asarray(params["init"], np.float64)
         average = np.stack([per_tree[tree_class == k, :, 0].sum(axis=0) + init[k]
                             for k in range(init.shape[0])], axis=1)
+    elif kind == "hist":  # leaf values are shrunk already; no baseline, as scikit-learn
+        K = int(estimator.n_trees_per_iteration_)
+        average = per_tree[..., 0].reshape(-1, K, per_tree.shape[1]).sum(axis=0).T
     else:
         K = int(estimator.estimators_.shape[1])
         g = per_tree.shape[1]

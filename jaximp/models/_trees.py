@@ -185,15 +185,14 @@ def _recursion_refusal(est, why: str, param: str) -> TypeError:
         got = "a wrapped Predictor, whose trees it cannot see"
         fix += (f", or pass the fitted tree estimator itself rather than a Predictor (this one "
                 f"is {est.name!r})")
-    elif type(est).__name__ in _HIST_TYPES:
-        got += ", whose recursion jaximp does not implement"
-        fix += " (scikit-learn's partial_dependence has a recursion for it)"
     elif type(est).__name__ in _FOREST_TYPES:  # refused only as a multi-output classifier
         fix = "Fit one classifier per output (method='brute' needs a single output array too)"
     return TypeError(
         "method='recursion' traverses the trees of a fitted scikit-learn tree model "
-        f"({param}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, or a "
-        f"GradientBoosting regressor or classifier with a constant init); got {got}. {fix}."
+        f"({param}: a DecisionTree, RandomForest or ExtraTrees regressor or classifier, a "
+        f"GradientBoosting regressor or classifier with a constant init, or a "
+        f"HistGradientBoosting one without categorical splits or fit-time sample weights); "
+        f"got {got}. {fix}."
     )
 
 
@@ -461,8 +460,9 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
     )
 
 
-def _hist_arrays(est) -> tuple[dict, int, str]:
-    """Padded node arrays of a fitted HistGradientBoosting model, its depth and its link.
+def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
+    """Padded node arrays of a fitted HistGradientBoosting model, its depth and its link
+    (NumPy arrays with float64 thresholds when ``host``).
 
     Thresholds are the raw ``num_threshold``, which scikit-learn compares with float64 rows:
     float64 under x64 (exact); otherwise rounded to the nearest float32, as the rows are, so a
@@ -475,7 +475,7 @@ def _hist_arrays(est) -> tuple[dict, int, str]:
     ftype = tree_float_dtype()
     idx = np.broadcast_to(np.arange(N, dtype=np.int32), (T, N))
     feature = np.zeros((T, N), np.int32)
-    threshold = np.zeros((T, N), ftype)
+    threshold = np.zeros((T, N), np.float64 if host else ftype)
     left, right = idx.copy(), idx.copy()
     missing_left = np.zeros((T, N), bool)
     value = np.zeros((T, N, 1), np.float64)
@@ -490,25 +490,26 @@ def _hist_arrays(est) -> tuple[dict, int, str]:
                 "estimator itself to the jaximp method (it then predicts on the host)."
             )
         feature[t, :n] = np.where(split, nd["feature_idx"], 0)
-        threshold[t, :n] = np.where(split, np.asarray(nd["num_threshold"]).astype(ftype), 0)
+        threshold[t, :n] = np.where(split, nd["num_threshold"], 0)
         left[t, :n] = np.where(split, nd["left"], np.arange(n))
         right[t, :n] = np.where(split, nd["right"], np.arange(n))
         missing_left[t, :n] = (nd["missing_go_to_left"] != 0) & split
         value[t, :n, 0] = nd["value"]
         count[t, :n] = nd["count"]
     depth = int(max(int(nd["depth"].max()) for nd in nodes))
+    convert = np.asarray if host else jnp.asarray
     params = {
-        "feature": jnp.asarray(feature),
-        "threshold": jnp.asarray(threshold),
-        "children_left": jnp.asarray(left),
-        "children_right": jnp.asarray(right),
-        "missing_left": jnp.asarray(missing_left),
-        "value": jnp.asarray(value.astype(ftype)),
-        "impurity": jnp.zeros((T, N), ftype),
-        "weighted_n_node_samples": jnp.asarray(count.astype(ftype)),
-        "init": jnp.asarray(np.asarray(est._baseline_prediction, np.float64).reshape(-1)
-                            .astype(ftype)),
-        "learning_rate": jnp.asarray(np.asarray(1.0, ftype)),
+        "feature": convert(feature),
+        "threshold": convert(threshold),
+        "children_left": convert(left),
+        "children_right": convert(right),
+        "missing_left": convert(missing_left),
+        "value": convert(value.astype(ftype)),
+        "impurity": convert(np.zeros((T, N), ftype)),
+        "weighted_n_node_samples": convert(count.astype(ftype)),
+        "init": convert(np.asarray(est._baseline_prediction, np.float64).reshape(-1)
+                        .astype(ftype)),
+        "learning_rate": convert(np.asarray(1.0, ftype)),
     }
     return params, depth, link
 
@@ -531,10 +532,19 @@ def read_trees(est, recursion: str | None = None, host: bool = False):
         if host:
             params = {name: np.asarray(a) for name, a in params.items()}
         return "gb", boosted.classes is not None, params, depth
-    kind = _kind(est, recursion=recursion)
+    kind = _kind(est, hist=recursion is not None, recursion=recursion)
     if recursion is not None and kind == "gb" and not _constant_init(est):
         raise _recursion_refusal(
             est, f" with a non-constant init ({type(est.init_).__name__})", recursion)
+    if kind == "hist":  # the recursion of HistGradientBoosting: its stages' trees
+        if getattr(est, "_fitted_with_sw", False):
+            raise _recursion_refusal(est, " fitted with sample weights (its node counts are "
+                                     "unweighted, as scikit-learn refuses too)", recursion)
+        try:
+            params, depth, _ = _hist_arrays(est, host=host)
+        except TypeError:  # categorical splits
+            raise _recursion_refusal(est, " with categorical splits", recursion) from None
+        return kind, _is_classifier(est), params, depth
     classifier = _is_classifier(est)
     trees, normalize = _trees_of(est, kind), classifier and kind == "forest"
     if host:
