@@ -102,7 +102,9 @@ def test_wrong_output_shape_names_the_model(data3):
         (np.ones(5), {}, ValueError,
          r"X must be 2-D \(rows, columns\), or \(rows, ...\) for examples with more axes; "
          r"got shape \(5,\)"),
-        (np.array([["a", "b"]], dtype=object), {}, TypeError, "X must hold numbers"),
+        (np.array([["a", 1.0], [2.0, "b"]], dtype=object), {}, TypeError,
+         "column 'x0' has dtype object with values that are not all numbers nor all text"),
+        (np.array([[b"a", b"b"]]), {}, TypeError, "X must hold numbers"),
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError,
          "feature_names has 1 names but X has 2 columns"),
         (np.ones((4, 2)), {"sample_weight": np.ones(3)}, ValueError,

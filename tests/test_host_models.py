@@ -163,6 +163,46 @@ def test_linear_regression_on_timestamps_is_exact_and_float64():
 # ------------------------------------------------------------------ 3. KMeans labels
 
 
+def test_a_numpy_array_of_text_and_numbers_reaches_a_pipeline_as_an_array():
+    """An object (or unicode) NumPy array with text columns is read as a DataFrame's text
+    columns are (categorical features of their sorted levels), while the host model keeps
+    getting object arrays like the one it was fitted on: the same importances and PDs as
+    the DataFrame, and scikit-learn's PD of the text column."""
+    rng = np.random.default_rng(5)
+    n = 120
+    X = np.empty((n, 2), dtype=object)
+    X[:, 0] = rng.choice(["b", "a", "c"], n)
+    X[:, 1] = rng.normal(size=n)
+    y = np.select([X[:, 0] == "a", X[:, 0] == "b"], [2.0, -1.0], 0.5) + X[:, 1].astype(float)
+    pipe = Pipeline([("encode", ColumnTransformer([("onehot", OneHotEncoder(), [0])],
+                                                  remainder="passthrough")),
+                     ("fit", LinearRegression())]).fit(X, y)
+    seen = []
+
+    class Recording:
+        def predict(self, rows):
+            seen.append(rows)
+            return pipe.predict(rows)
+
+    frame = pd.DataFrame({"t": X[:, 0], "v": X[:, 1].astype(float)})
+    framed = Pipeline([("encode", ColumnTransformer([("onehot", OneHotEncoder(), ["t"])],
+                                                    remainder="passthrough")),
+                       ("fit", LinearRegression())]).fit(frame, y)
+    ours = jaximp.permutation_importance(Recording(), X, y, feature_names=["t", "v"])
+    theirs = jaximp.permutation_importance(framed, frame, y)
+    np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-10)
+    assert seen and all(isinstance(r, np.ndarray) and r.dtype == object for r in seen)
+    assert set(np.unique(np.concatenate([r[:, 0] for r in seen]))) == {"a", "b", "c"}
+    pd_ = jaximp.partial_dependence(pipe, X, 0)
+    assert pd_.feature_kinds == ("categorical",) and pd_.grid_values == (("a", "b", "c"),)
+    ref = sk_partial_dependence(pipe, X, [0], categorical_features=[0])
+    assert tuple(ref["grid_values"][0]) == ("a", "b", "c")
+    np.testing.assert_allclose(pd_.average[:, 0], ref["average"][0], rtol=1e-10)
+    unicode = X.astype(str)
+    unicode[:, 1] = X[:, 1].astype(float).round(1).astype(str)  # text of numbers: levels
+    assert [f.kind for f in jaximp.as_dataset(unicode).features] == ["categorical"] * 2
+
+
 def test_kmeans_labels_in_partial_dependence():
     X = np.random.default_rng(3).normal(size=(150, 3))
     km = KMeans(n_clusters=3, n_init=3, random_state=0).fit(X)

@@ -390,7 +390,9 @@ def as_dataset(
         makes features of channels, time steps, patches or a mask. DataFrame columns of dtype ``category`` and text columns (a string
         dtype, or objects that are all strings; levels: the sorted distinct strings) become
         integer codes and are treated as categorical features; ``bool`` columns become 0/1.
-        A host model still receives the text itself.
+        A 2-D NumPy array of dtype ``object`` or ``str`` is read column by column the same
+        way (each column all numbers or all text). A host model still receives the text
+        itself, in the user's type (a DataFrame, or an object array).
     feature_names : sequence of str, optional
         Column names for an array input (default ``x0, x1, ...``).
     categorical : sequence of str or int, optional
@@ -472,6 +474,14 @@ def as_dataset(
                             "imaginary parts as separate columns.")
         # object, text and structured arrays; bfloat16 and the other ml_dtypes floats are
         # numbers (NumPy gives them kind "V")
+        if on_device is None and values.ndim == 2 and values.dtype.kind in "OU" and len(
+                values):  # text columns: read as a DataFrame's, the model gets the array
+            frame = pd.DataFrame(values, dtype=object, columns=[
+                f"x{i}" for i in range(values.shape[1])] if feature_names is None else list(
+                feature_names) if len(feature_names) == values.shape[1] else None)
+            described = as_dataset(frame, categorical=categorical, groups=groups,
+                                   sample_weight=sample_weight, allow_missing=allow_missing)
+            return dataclasses.replace(described, source=X)
         if on_device is None and (values.dtype == object or values.dtype.kind in "USV") and (
                 not jnp.issubdtype(values.dtype, jnp.floating)):
             raise TypeError(

@@ -151,7 +151,11 @@ class HostData:
         self.dataset = dataset
         n, c = dataset.n_rows, dataset.n_columns
         self.is_frame = isinstance(X_user, pd.DataFrame)
-        if self.is_frame:
+        # an array of text and numbers is built as a DataFrame's batch, returned as an array
+        self._text_array = not self.is_frame and np.asarray(X_user).dtype.kind in "OU"
+        if self._text_array:
+            X_user = pd.DataFrame(np.asarray(X_user), columns=dataset.column_names, dtype=object)
+        if self.is_frame or self._text_array:
             if X_user.shape != (n, c):
                 raise ValueError(
                     f"X_user has shape {X_user.shape} but dataset.X has shape {(n, c)}; pass the "
@@ -232,7 +236,7 @@ class HostData:
                 raise ValueError(
                     f"columns must be positions 0..{n_cols - 1}; got {columns}."
                 )
-        if not self.is_frame:
+        if not (self.is_frame or self._text_array):
             return self._array_batch(rows, values, columns)
         replaced = set(columns)
         data = {}
@@ -245,6 +249,8 @@ class HostData:
             if self._object[j]:
                 data[j] = pd.Series(data[j], index=index, dtype=object, copy=False)
         frame = pd.DataFrame(data, index=index, copy=False)
+        if self._text_array:
+            return frame.to_numpy(dtype=object)
         frame.columns = self._columns
         return frame
 
