@@ -4,6 +4,8 @@ scipy and an exact sign-flip enumeration, row-bootstrap replicates, and hidimsta
 
 import itertools
 
+import jax
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ import pytest
 import jaximp
 from jaximp.data import replicate_weights
 from jaximp.methods import _samplers as S
-from jaximp.methods._conditional import _sign_flips
+from jaximp.methods._conditional import _STREAM, _sign_flips
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -90,11 +92,48 @@ def test_split_points_are_the_trees_thresholds():
     X, y = _correlated(300)
     forest = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
     cuts = S.split_points(forest, 3)
-    for k in range(3):
-        expected = np.unique(np.concatenate([t.tree_.threshold[t.tree_.feature == k]
-                                             for t in forest.estimators_]))
-        np.testing.assert_array_equal(cuts[k], expected)
+    assert len(cuts) == 3  # one set per tree, each tree's own thresholds
+    for tree, tree_cuts in zip(forest.estimators_, cuts):
+        for k in range(3):
+            expected = np.unique(tree.tree_.threshold[tree.tree_.feature == k])
+            np.testing.assert_array_equal(tree_cuts[k], expected)
     assert S.split_points(lambda X: X, 3) is None
+
+
+def test_strata_of_a_forest_are_each_trees_own_and_do_not_shrink_with_more_trees():
+    """Repeat r cuts at tree r's splits (Strobl et al.'s per-tree grid): the importance
+    equals the within-strata permutation by hand, and a forest of 200 trees gives about the
+    importance of one of 10 (pooled, the splits of 200 trees cut the data into strata of
+    single rows and the importance fell to a fifth)."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    n = 300
+    x0 = rng.normal(size=n)
+    X = np.column_stack([x0, x0 + 0.7 * rng.normal(size=n), rng.normal(size=n)])
+    y = 2 * X[:, 1] + X[:, 2] + 0.5 * rng.normal(size=n)
+    means = []
+    for trees in (10, 200):
+        forest = RandomForestRegressor(n_estimators=trees, max_depth=6,
+                                       random_state=0).fit(X, y)
+        result = jaximp.conditional_importance(forest, X, y, sampler="strata", n_repeats=10,
+                                               features=[1])
+        means.append(result.importances_mean[0, 0])
+    assert 0.75 < means[1] / means[0] < 1.33
+    # by hand for the 200-tree forest: feature 1 conditions on x0 (|r| > 0.2), not x2
+    from jaximp.engine import key_bits, rng_stream
+
+    bits = key_bits(jax.random.key(0))
+    cut_sets = S.split_points(forest, 3)
+    base = np.mean((y - forest.predict(X)) ** 2)
+    expected = []
+    for r in range(10):
+        strata = S.strata_codes(X, [0], set(), cut_sets[r])
+        sigma = S.within_strata(strata, rng_stream(bits, _STREAM, 1, r))
+        Z = X.copy()
+        Z[:, 1] = X[sigma, 1]
+        expected.append(np.mean((y - forest.predict(Z)) ** 2) - base)
+    np.testing.assert_allclose(result.importances[0, 0], expected, rtol=1e-6, atol=1e-9)
 
 
 # ------------------------------------------------------------------------- known answers

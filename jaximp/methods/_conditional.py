@@ -207,6 +207,11 @@ categorical, groups, variables, memory_budget, progress
         own split points (``"splits"``: a scikit-learn decision tree, random or extra-trees
         forest or gradient boosting, as Strobl et al. and R's party/permimp); a categorical
         one at its levels. ``"auto"``: the split points of such a tree model, else quantiles.
+        As in party and permimp, the split points are one tree's: repeat ``r`` cuts at those
+        of tree ``r`` (cycling through the trees when ``n_repeats`` exceeds their number),
+        and the whole model is scored; set ``n_repeats`` to the number of trees to use every
+        tree's. Pooling the points of many trees would cut the data into strata of single
+        rows, and the importance would shrink with every tree added.
     strata_threshold : float, default 0.2
     n_bins : int, default 4
     n_bootstrap : int, default 0
@@ -491,6 +496,8 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
 
 
 def _strata_cuts(strata: str, model, dataset: Dataset, n_bins: int) -> list:
+    """One or more sets of cuts (a sorted array per column): a tree model's, one set per
+    tree, or the quantiles."""
     c = dataset.n_columns
     cuts = split_points(model, c) if strata in ("auto", "splits") else None
     if cuts is None:
@@ -500,12 +507,13 @@ def _strata_cuts(strata: str, model, dataset: Dataset, n_bins: int) -> list:
                 "(a decision tree, random or extra-trees forest, or gradient boosting); got "
                 f"{type(model).__name__}. Use strata='quantiles'."
             )
-        cuts = [quantile_cuts(dataset.X[:, k], n_bins) for k in range(c)]
+        cuts = [[quantile_cuts(dataset.X[:, k], n_bins) for k in range(c)]]
     return cuts
 
 
-def _strata_plan(dataset, chosen, ids, n_repeats, bits, cuts, threshold):
-    """Item (j, r) takes feature j's columns from row ``sigma_jr(i)`` of its own stratum."""
+def _strata_plan(dataset, chosen, ids, n_repeats, bits, cut_sets, threshold):
+    """Item (j, r) takes feature j's columns from row ``sigma_jr(i)`` of its own stratum,
+    cut at ``cut_sets[r % len(cut_sets)]`` (a tree model's repeat r: its tree r's splits)."""
     X = dataset.X
     n, c = X.shape
     categorical = {col for f in dataset.features if f.kind == "categorical" for col in f.columns}
@@ -516,9 +524,12 @@ def _strata_plan(dataset, chosen, ids, n_repeats, bits, cuts, threshold):
                         if any(association(X, a, b, categorical) > threshold
                                for a in feat.columns for b in other.columns)
                         for col in other.columns]
-        strata = strata_codes(X, conditioning, categorical, cuts)
+        strata = {}
         for r in range(n_repeats):
-            codes.append(within_strata(strata, rng_stream(bits, _STREAM, fid, r)))
+            t = r % len(cut_sets)
+            if t not in strata:
+                strata[t] = strata_codes(X, conditioning, categorical, cut_sets[t])
+            codes.append(within_strata(strata[t], rng_stream(bits, _STREAM, fid, r)))
     masks = np.zeros((p + 1, c), bool)
     for j, feat in enumerate(chosen):
         masks[j, list(feat.columns)] = True

@@ -189,10 +189,12 @@ def association(X: np.ndarray, a: int, b: int, categorical: set) -> float:
     return float(abs(np.corrcoef(x, z)[0, 1]))
 
 
-def split_points(model, c: int) -> list[np.ndarray] | None:
-    """The split thresholds a fitted scikit-learn tree model uses on each of its ``c`` input
-    columns (decision trees, random and extra-trees forests, gradient boosting), or None for
-    another model."""
+def split_points(model, c: int) -> list[list[np.ndarray]] | None:
+    """The split thresholds each tree of a fitted scikit-learn tree model (a decision tree,
+    random and extra-trees forests, gradient boosting) uses on each of its ``c`` input
+    columns, one list of ``c`` sorted arrays per tree; None for another model. Each tree's
+    own points, as Strobl et al.'s per-tree grid: the points of many trees pooled would cut
+    the data into strata of single rows."""
     trees = []
     if hasattr(model, "tree_"):
         trees = [model]
@@ -201,13 +203,12 @@ def split_points(model, c: int) -> list[np.ndarray] | None:
                  if hasattr(t, "tree_")]
     if not trees:
         return None
-    cuts: list[list] = [[] for _ in range(c)]
+    per_tree = []
     for tree in trees:
         feature, threshold = tree.tree_.feature, tree.tree_.threshold
-        for k in np.unique(feature[feature >= 0]):
-            if k < c:
-                cuts[k].extend(threshold[feature == k].tolist())
-    return [np.unique(np.asarray(v, np.float64)) for v in cuts]
+        per_tree.append([np.unique(np.asarray(threshold[feature == k], np.float64))
+                         for k in range(c)])
+    return per_tree
 
 
 def quantile_cuts(column: np.ndarray, n_bins: int) -> np.ndarray:
