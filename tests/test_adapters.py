@@ -105,6 +105,8 @@ def test_wrong_output_shape_names_the_model(data3):
         (np.array([["a", 1.0], [2.0, "b"]], dtype=object), {}, TypeError,
          "column 'x0' has dtype object with values that are not all numbers nor all text"),
         (np.array([[b"a", b"b"]]), {}, TypeError, "X must hold numbers"),
+        (np.array([["a", 1.0]], dtype=object), {"feature_names": ["p"]}, ValueError,
+         "feature_names has 1 names but X has 2 columns"),
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError,
          "feature_names has 1 names but X has 2 columns"),
         (np.ones((4, 2)), {"sample_weight": np.ones(3)}, ValueError,
@@ -340,3 +342,20 @@ def test_combined_outputs_of_a_host_classifier_stay_float64():
 def test_combined_outputs_validation(weights, message):
     with pytest.raises(ValueError, match=message):
         jaximp.combine_outputs(_two_outputs, weights, n_features=3)
+
+
+def test_a_polars_frame_is_read_through_pandas_with_its_names():
+    """A polars DataFrame (anything from polars with ``to_pandas``) keeps its column names;
+    polars itself is not a test dependency, so a stand-in with its module name plays it."""
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": pd.Categorical(["u", "v", "u"])})
+
+    class Frame:
+        __module__ = "polars.dataframe.frame"
+
+        def to_pandas(self):
+            return frame
+
+    dataset = jaximp.as_dataset(Frame())
+    assert dataset.feature_names == ("a", "b")
+    assert [f.kind for f in dataset.features] == ["continuous", "categorical"]
+    assert dataset.source is frame

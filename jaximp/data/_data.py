@@ -428,6 +428,8 @@ def as_dataset(
         )
     levels_of: dict[int, tuple] = {}
     input_shape = on_device = None
+    if type(X).__module__.partition(".")[0] == "polars" and hasattr(X, "to_pandas"):
+        X = X.to_pandas()  # a polars DataFrame: its names and dtypes, read as pandas'
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
         if feature_names is not None and list(feature_names) != names:
@@ -476,9 +478,13 @@ def as_dataset(
         # numbers (NumPy gives them kind "V")
         if on_device is None and values.ndim == 2 and values.dtype.kind in "OU" and len(
                 values):  # text columns: read as a DataFrame's, the model gets the array
-            frame = pd.DataFrame(values, dtype=object, columns=[
-                f"x{i}" for i in range(values.shape[1])] if feature_names is None else list(
-                feature_names) if len(feature_names) == values.shape[1] else None)
+            names = [f"x{i}" for i in range(values.shape[1])] if feature_names is None else [
+                str(name) for name in feature_names]
+            if len(names) != values.shape[1]:
+                raise ValueError(
+                    f"feature_names has {len(names)} names but X has {values.shape[1]} columns."
+                )
+            frame = pd.DataFrame(values, dtype=object, columns=names)
             described = as_dataset(frame, categorical=categorical, groups=groups,
                                    sample_weight=sample_weight, allow_missing=allow_missing)
             return dataclasses.replace(described, source=X)
