@@ -473,3 +473,22 @@ def test_text_columns_of_x_and_a_background_with_other_labels_are_coded_alike():
                        frame.iloc[:12]):  # a, b, c: more labels than X's
         values = shapley_values(model, X, background).values[..., 0]
         np.testing.assert_allclose(values, subset_formula(background), atol=1e-9)
+
+
+def test_text_rows_and_background_share_one_coding_for_a_jax_model():
+    """Explained rows of one label and a background of three: a JAX model sees the codes of
+    the labels of both (blue 0, green 1, red 2), as an Explainer on the background codes
+    them, not the rows' own (red 0). Exact value: 5 - 5/3 for red's +5."""
+    import pandas as pd
+
+    X = pd.DataFrame({"num": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+                      "col": ["blue", "green", "red"] * 2})
+
+    def model(Z):
+        return Z[:, 0] + 5.0 * (Z[:, 1] == 2)
+
+    rows = X[X.col == "red"]
+    ours = jaximp.shapley_values(model, rows, X)
+    np.testing.assert_allclose(ours.values[:, 1, 0], 5 - 5 / 3, rtol=1e-6)
+    np.testing.assert_allclose(jaximp.Explainer(model, X).shapley_values(rows).values,
+                               ours.values, rtol=1e-6)

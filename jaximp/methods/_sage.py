@@ -64,7 +64,15 @@ from ._sage_estimators import (
     exact_values,
     sampled_values,
 )
-from ._setup import background_dataset, cached_stage, digest, keep_layout, prepare, rows_of
+from ._setup import (
+    background_dataset,
+    cached_stage,
+    digest,
+    keep_layout,
+    labels_shared_with,
+    prepare,
+    rows_of,
+)
 from ._shapley import KEPT_PLAN_BYTES, coalition_masks
 
 __all__ = [
@@ -489,10 +497,12 @@ def sage_importance(
         raise ValueError("target='output' uses the model's own output as the target; got y "
                          "as well. Pass y=None, or target='y' to score against y.")
     key_background, key_rest = jax.random.split(as_key(random_state))
-    dataset, predictor = prepare(
-        model, X, feature_names=feature_names, categorical=categorical, groups=groups,
-        sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
-        progress=progress)
+    options = dict(feature_names=feature_names, categorical=categorical, groups=groups,
+                   sample_weight=sample_weight, variables=variables,
+                   memory_budget=memory_budget, progress=progress)
+    dataset, predictor = prepare(model, X, **options)
+    if not predictor.host and (shared := labels_shared_with(X, background)) is not X:
+        dataset, predictor = prepare(model, shared, **options)
     players = dataset.resolve(None)
     p = len(players)
     if estimator == "exact" and p > SAGE_EXACT_LIMIT:

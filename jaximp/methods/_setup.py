@@ -26,8 +26,8 @@ from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
 __all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "column_means",
-           "column_medians", "digest", "keep_layout", "prepare", "rows_dataset", "rows_of",
-           "warm_call", "weightings_digest"]
+           "column_medians", "digest", "keep_layout", "labels_shared_with", "prepare",
+           "rows_dataset", "rows_of", "warm_call", "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
@@ -185,6 +185,33 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
                 f"rows' column {ours.name!r} must hold the labels of the Explainer's data "
                 f"{list(ours.levels)}; got {list(theirs.levels)}.")
     return explained
+
+
+def labels_shared_with(X, background):
+    """``X`` with each text column that ``background`` (a DataFrame) also holds as text made
+    categories of the sorted labels of both, where the two differ: a JAX model then sees one
+    code per label on both sides, those the data as a whole would get (coded alone, rows of
+    a few labels would number them afresh). Anything else: ``X`` itself.
+
+    Examples
+    --------
+    >>> X = pd.DataFrame({"c": ["red", "red"]})
+    >>> list(labels_shared_with(X, pd.DataFrame({"c": ["blue", "red"]}))["c"].cat.categories)
+    ['blue', 'red']
+    """
+    if not (isinstance(X, pd.DataFrame) and isinstance(background, pd.DataFrame)):
+        return X
+    shared = X
+    for name in X.columns:
+        if name not in background.columns or not (is_text(X[name])
+                                                   and is_text(background[name])):
+            continue
+        ours, theirs = set(X[name].dropna()), set(background[name].dropna())
+        if ours != theirs:
+            shared = shared.copy() if shared is X else shared
+            shared[name] = pd.Categorical(X[name].astype(object),
+                                          categories=sorted(ours | theirs))
+    return shared
 
 
 def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
