@@ -214,6 +214,26 @@ def test_refuses_host_models_categorical_and_integer_inputs():
         jaximp.integrated_gradients(mlp, X, n_steps=0)
 
 
+def test_refuses_trees_read_into_arrays_whose_gradient_is_zero():
+    """A forest read into node arrays is a JAX model whose gradient is 0 almost everywhere:
+    every gradient method, and the derivative PD and ALE, refuse it (they returned zeros)."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    forest = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(
+        X, X[:, 0] + X[:, 1] * X[:, 2])
+    assert jaximp.as_predictor(forest).piecewise_constant
+    calls = [jaximp.saliency, jaximp.input_x_gradient, jaximp.smoothgrad, jaximp.dgsm,
+             jaximp.integrated_gradients, jaximp.gradient_interactions,
+             lambda m, A: jaximp.expected_gradients(m, A, n_samples=4),
+             lambda m, A: jaximp.Explainer(m, A).saliency()]
+    for call in calls:
+        with pytest.raises(TypeError, match="piecewise constant.*tree_shap"):
+            call(forest, X[:8])
+    for call in (jaximp.partial_dependence, jaximp.ale):
+        with pytest.raises(ValueError, match="piecewise constant.*derivative=False"):
+            call(forest, X, 0, derivative=True)
+
+
 # --------------------------------------------------------------------------------------------
 # captum, live, on a torch twin of the JAX MLP (float32 both)
 # --------------------------------------------------------------------------------------------

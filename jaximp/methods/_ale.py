@@ -384,11 +384,13 @@ def _setup(model, X, *, sample_weight, n_bootstrap, random_state, derivative, ou
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress, allow_missing=True,
     )
-    if derivative and predictor.host:
+    if derivative and (predictor.host or predictor.piecewise_constant):
+        why = ("is a tree model, piecewise constant: its derivative is 0 almost everywhere"
+               if predictor.piecewise_constant else
+               "runs on the host (NumPy / scikit-learn) and has no gradient")
         raise ValueError(
             f"derivative=True differentiates the model with jax.grad, but {predictor.name} "
-            "runs on the host (NumPy / scikit-learn) and has no gradient; use derivative=False "
-            "(finite differences between bin edges)."
+            f"{why}; use derivative=False (finite differences between bin edges)."
         )
     out_idx = select_outputs(predictor.output_names, output)
     weights, _ = bootstrap_weights(dataset, n_bootstrap, key)

@@ -97,6 +97,13 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
             "jaximp.shapley_values for per-row attributions, jaximp.permutation_importance "
             "for a global importance."
         )
+    if predictor.piecewise_constant:
+        raise TypeError(
+            f"{method_name} differentiates the model with jax.grad, but {predictor.name} is "
+            "a tree model, piecewise constant: its gradient is 0 almost everywhere. Use "
+            "jaximp.tree_shap or jaximp.shapley_values for per-row attributions, "
+            "jaximp.permutation_importance for a global importance."
+        )
     categorical = [f.name for f in dataset.features if f.is_categorical]
     if categorical or source_kinds:
         what = (f"categorical features {categorical}" if categorical

@@ -606,11 +606,12 @@ def _derivative_predictor(dataset, predictor, chosen):
     model's own output names."""
     from ..models import gradient_predictor
 
-    if predictor.host:
-        raise ValueError(
-            f"derivative=True differentiates the model with jax.jvp, but {predictor.name} runs "
-            "on the host (NumPy / scikit-learn) and has no gradient; use derivative=False."
-        )
+    if predictor.host or predictor.piecewise_constant:
+        why = ("is a tree model, piecewise constant: its derivative is 0 almost everywhere"
+               if predictor.piecewise_constant else
+               "runs on the host (NumPy / scikit-learn) and has no gradient")
+        raise ValueError(f"derivative=True differentiates the model with jax.jvp, but "
+                         f"{predictor.name} {why}; use derivative=False.")
     if len(chosen) != 1 or chosen[0].kind != "continuous":
         raise ValueError(
             f"derivative=True needs one numeric feature; got "

@@ -280,7 +280,8 @@ def as_predictor(
             predictor = _finish(converted.apply, converted.params, converted.n_outputs,
                                 output_names, converted.name, classes=converted.output_names)
             predictor = dataclasses.replace(predictor,
-                                            handles_missing=converted.handles_missing)
+                                            handles_missing=converted.handles_missing,
+                                            piecewise_constant=True)
             if _is_sklearn_classifier(model):
                 predictor = _with_classes(predictor, getattr(model, "classes_", None))
             return predictor

@@ -72,6 +72,9 @@ class Predictor:
     device : jax.Device or None
         The device whose arrays ``device_fn`` takes (a torch module's, a ``DLPackModel``'s
         ``device``): the engine builds its batches there. None: where the rows are.
+    piecewise_constant : bool
+        True for trees read into node arrays: their gradient is 0 almost everywhere, so the
+        gradient methods refuse them.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -86,6 +89,7 @@ class Predictor:
     handles_missing: bool = False
     device_fn: Callable | None = None
     device: Any = None
+    piecewise_constant: bool = False
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)

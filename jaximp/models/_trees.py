@@ -457,6 +457,7 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
         classes=boosted.classes if boosted.classes is not None and n_out == len(
             boosted.classes) else None,
         handles_missing=True,
+        piecewise_constant=True,
     )
 
 
@@ -639,6 +640,7 @@ def tree_predictor(estimator) -> Predictor:
         dtype=compute_dtype(params),
         classes=tuple(np.asarray(estimator.classes_).tolist()) if classifier else None,
         handles_missing=handles_missing,
+        piecewise_constant=True,
     )
 
 
