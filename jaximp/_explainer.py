@@ -124,7 +124,7 @@ class Explainer:
         # reuses its plans and sends nothing again (a Dataset given is used as it is)
         self._background_data = None if background is None else background_dataset(
             background, self.dataset, categorical=categorical, groups=groups,
-            allow_missing=self.predictor.host)
+            allow_missing=self.predictor.host or self.predictor.handles_missing)
         if self._background_data is not None and self._background_data is not background:
             self._background_data.pin(defer_reads=False)
         self.memory_budget = memory_budget
@@ -279,9 +279,15 @@ class Explainer:
     def _shapley_background(self, options):
         """The background of a Shapley call: this data, or the background given, validated
         once (as given when the call weights it: a Dataset carries its own weights)."""
+        weighted = options.get("background_weight") is not None
         if self.background is None:
+            if weighted and "background" not in options:
+                raise ValueError(
+                    "background_weight needs an explicit background; this Explainer's "
+                    "background is its data, whose weights are its sample_weight. Pass "
+                    "background= with the weights, or Explainer(..., background=...).")
             return self.dataset
-        return self.background if "background_weight" in options else self._background_data
+        return self.background if weighted else self._background_data
 
     # -- gradient attributions (differentiable JAX models) ----------------------------------
 

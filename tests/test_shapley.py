@@ -492,3 +492,32 @@ def test_text_rows_and_background_share_one_coding_for_a_jax_model():
     np.testing.assert_allclose(ours.values[:, 1, 0], 5 - 5 / 3, rtol=1e-6)
     np.testing.assert_allclose(jaximp.Explainer(model, X).shapley_values(rows).values,
                                ours.values, rtol=1e-6)
+
+
+def test_a_model_that_routes_nan_takes_nan_in_an_explicit_background():
+    """A tree model read into arrays routes NaN itself: NaN rows are taken as a background
+    given explicitly (function and Explainer) as they are as X, with the values of the same
+    model on the host; the messages about a background name it and its weights."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + X[:, 1] * X[:, 2]
+    X[rng.uniform(size=X.shape) < 0.2] = np.nan
+    model = HistGradientBoostingRegressor(max_iter=10).fit(X, y)
+    host = jaximp.as_predictor(model, trees="host")
+    expected = jaximp.shapley_values(host, X[:5], X[20:50], method="exact").values
+    ours = jaximp.shapley_values(model, X[:5], X[20:50], method="exact")
+    np.testing.assert_allclose(ours.values, expected, rtol=1e-5, atol=1e-6)
+    bound = jaximp.Explainer(model, X[:5], background=X[20:50]).shapley_values(method="exact")
+    np.testing.assert_allclose(bound.values, expected, rtol=1e-5, atol=1e-6)
+    f = lambda Z: Z[:, 0] * Z[:, 1]  # noqa: E731
+    clean = np.nan_to_num(X)
+    with pytest.raises(ValueError, match=r"^background_weight must have shape \(60,\)"):
+        jaximp.shapley_values(f, clean[:3], clean, background_weight=np.ones(5))
+    holed = clean[:3].copy()
+    holed[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"^background contains 1 NaN"):
+        jaximp.shapley_values(f, clean[:3], holed)
+    with pytest.raises(ValueError, match="background_weight needs an explicit background"):
+        jaximp.Explainer(f, clean).shapley_values(background_weight=np.ones(60))

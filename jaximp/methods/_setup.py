@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import types
 
 import jax
@@ -140,8 +141,16 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                 f"shape {np.shape(background)}.")
         if isinstance(background, pd.DataFrame) and isinstance(dataset.source, pd.DataFrame):
             background = _text_coded_as_x(background, dataset)
-        bg = as_dataset(background, feature_names=names, categorical=categorical,
-                        groups=groups, sample_weight=weight, allow_missing=allow_missing)
+        try:
+            bg = as_dataset(background, feature_names=names, categorical=categorical,
+                            groups=groups, sample_weight=weight, allow_missing=allow_missing)
+        except (ValueError, TypeError) as error:  # named as the user passed them
+            message = str(error)
+            renamed = re.sub(r"^X ", "background ", message).replace(
+                "sample_weight", "background_weight")
+            if renamed == message:
+                raise
+            raise type(error)(renamed) from None
     if bg.column_names != dataset.column_names:
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")

@@ -221,8 +221,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
                              "background=None the rows of X keep their sample_weight.")
         bg = dataset
     else:
-        bg = background_dataset(background, dataset, background_weight, categorical,
-                                groups, allow_missing=predictor.host)
+        bg = background_dataset(background, dataset, background_weight, categorical, groups,
+                                allow_missing=predictor.host or predictor.handles_missing)
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)
