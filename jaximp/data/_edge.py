@@ -176,18 +176,22 @@ def replicate_spread(replicates: np.ndarray, ddof: int = 0) -> np.ndarray:
 
 
 def replicate_quantiles(replicates: np.ndarray, q) -> np.ndarray:
-    """Quantiles ``q`` over the last axis (NumPy's linear rule), shape (len(q), ...); between
-    two infinite or an infinite and a finite order statistic, the interpolation is the
-    nearer bound's value where NumPy's gives NaN.
+    """Quantiles ``q`` over the last axis (NumPy's linear rule), shape (len(q), ...); where
+    an order statistic is infinite, the interpolation is its limit (NumPy's gives NaN): the
+    infinite bound itself, or the finite one where the position falls on it.
 
     Examples
     --------
-    >>> replicate_quantiles(np.array([[1.0, 3.0], [2.0, np.inf]]), [0.5])
-    array([[ 2., inf]])
+    >>> replicate_quantiles(np.array([[1.0, 3.0], [2.0, np.inf], [np.inf, np.inf]]), [0.5])
+    array([[ 2., inf, inf]])
     """
     q = np.asarray(q, np.float64)
     with np.errstate(invalid="ignore"):
         linear = np.quantile(replicates, q, axis=-1)
     low = np.quantile(replicates, q, axis=-1, method="lower")
     high = np.quantile(replicates, q, axis=-1, method="higher")
-    return np.where(low == high, low, np.where(np.isnan(linear) & ~np.isnan(low), low, linear))
+    position = q * (replicates.shape[-1] - 1)
+    fraction = (position - np.floor(position)).reshape((-1,) + (1,) * (low.ndim - 1))
+    limit = np.where(low == high, low, np.where(fraction == 0, low, np.where(
+        np.isinf(high), high, low)))  # an infinite low bound only: -inf, its limit
+    return np.where(np.isfinite(low) & np.isfinite(high), linear, limit)
