@@ -330,6 +330,25 @@ def test_boosting_libraries_equal_their_own_contributions(library):
         np.testing.assert_allclose(sv.base_values, bias, rtol=1e-5, atol=1e-6)
 
 
+def test_lightgbm_fitted_on_names_with_spaces_takes_that_data():
+    """LightGBM stores a column 'sepal length' as 'sepal_length' and still predicts on the
+    DataFrame it was fitted on; so do jaximp's readers, keeping the user's names."""
+    lightgbm = pytest.importorskip("lightgbm")
+    import pandas as pd
+
+    X, y = _data(n=200, p=3)
+    frame = pd.DataFrame(X, columns=["sepal length", "c", "d"])
+    model = lightgbm.LGBMRegressor(n_estimators=5, verbose=-1).fit(frame, y)
+    sv = tree_shap(model, frame[:10])
+    assert sv.feature_names == ("sepal length", "c", "d")
+    values, bias = _library_contributions(model, frame[:10], 1)
+    _close(sv.values, values)
+    result = jaximp.permutation_importance(model, frame, y, n_repeats=2)
+    assert result.feature_names == ("sepal length", "c", "d")
+    with pytest.raises(ValueError, match="lacking"):
+        jaximp.as_predictor(model, sample=frame.rename(columns={"c": "d"}))
+
+
 def test_xgboost_logitraw_base_score_is_a_margin_and_zero_splits_send_zero_right():
     """XGBoost adds a binary:logitraw model's base_score to the margin as it is (no logit);
     and a split ``x < 0`` sends x = 0 right, which a threshold stored as the subnormal below

@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..data import Flag, as_dataset, select_outputs, validate_params
 from ..engine import ProgressMeter, resolve_budget
-from ..models import boosting_library, read_boosted, tree_predictor
+from ..models import boosting_library, read_boosted, stored_names, tree_predictor
 from ..results import ShapleyDetails
 from ._shapley import ShapleyInteractions, ShapleyValues
 from ._tree_shap_paths import (
@@ -177,11 +177,12 @@ def _rows(model, X, feature_names, n_features: int, what: str):
     names = tuple(dataset.column_names)
     if fitted is not None:
         fitted = tuple(str(c) for c in fitted)
-        if isinstance(X, pd.DataFrame) and names != fitted:
+        if isinstance(X, pd.DataFrame) and tuple(stored_names(
+                names, boosting_library(model))) != fitted:
             raise ValueError(
                 f"{what} must have the model's columns {list(fitted)[:8]} in order; got "
                 f"{list(names)[:8]}. Fix: X = X[model.feature_names_in_].")
-        if feature_names is None:
+        if feature_names is None and not isinstance(X, pd.DataFrame):
             names = fitted
     return dataset.X, names
 

@@ -2,7 +2,7 @@
 (JAX and Flax/Equinox models, host models such as scikit-learn's, fitted trees read into
 node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
 
-from ._boosting import boosting_library
+from ._boosting import boosting_library, stored_names
 from ._dlpack import DLPackModel
 from ._host import HostData, call_host, probe_rows
 from ._mlp import (
@@ -43,6 +43,7 @@ __all__ = [
     "read_trees",
     "split_goes_left",
     "stable_apply",
+    "stored_names",
     "train_mlp_params",
     "tree_float_dtype",
     "tree_predictor",

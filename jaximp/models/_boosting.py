@@ -19,7 +19,7 @@ import numpy as np
 from ._predictor import x64_enabled
 
 __all__ = ["BoostedModel", "below_float32", "boosting_library", "host_prediction", "level_keys",
-           "pack_boosted", "refuse", "round_down_float32"]
+           "pack_boosted", "refuse", "round_down_float32", "stored_names"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
 LINKS = ("identity", "exp", "sigmoid", "softmax")
@@ -245,7 +245,7 @@ def check_columns(model: BoostedModel, n_features: int | None, sample) -> None:
             "fitted order."
         )
     if columns is not None and names is not None and not _default_names(names, model.library):
-        got = [str(c) for c in columns]
+        got = stored_names(columns, model.library)
         if got != list(names):
             missing = [c for c in names if c not in got]
             raise ValueError(
@@ -254,6 +254,18 @@ def check_columns(model: BoostedModel, n_features: int | None, sample) -> None:
                                             " (in another order)")
                 + ". Fix: pass X[model's feature names] in the fitted order."
             )
+
+
+def stored_names(columns, library: str | None) -> list[str]:
+    """Column names as the library stores them: LightGBM writes a space as ``_``.
+
+    Examples
+    --------
+    >>> stored_names(["sepal length (cm)", "b"], "lightgbm")
+    ['sepal_length_(cm)', 'b']
+    """
+    names = [str(c) for c in columns]
+    return [name.replace(" ", "_") for name in names] if library == "lightgbm" else names
 
 
 def _default_names(names, library: str) -> bool:
