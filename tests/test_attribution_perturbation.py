@@ -231,6 +231,27 @@ def test_against_captum_feature_permutation_and_ablation():
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
 
 
+def test_time_steps_of_one_hot_tokens_are_positions_not_levels():
+    """Sequences of one-hot tokens (n, T, V) grouped by time step: each group holds one 1 per
+    row, yet in an X of more than two axes it is a position, ablated as captum's
+    FeatureAblation ablates a time-step feature_mask (it was refused as categorical)."""
+    import torch
+    from captum.attr import FeatureAblation
+
+    rng = np.random.default_rng(0)
+    n, T, V = 6, 4, 5
+    tokens = np.eye(V, dtype=np.float32)[rng.integers(0, V, (n, T))]
+    W = rng.normal(size=(T * V, 2)).astype(np.float32)
+    groups = jaximp.input_groups((T, V), axis=0)
+    assert {f.kind for f in jaximp.as_dataset(tokens, groups=groups).features} == {"continuous"}
+    ours = jaximp.ablation_attributions(lambda Z: jnp.tanh(Z.reshape(len(Z), -1) @ W),
+                                        tokens, groups=groups, output=0)
+    mask = torch.arange(T).repeat_interleave(V).reshape(1, T, V)
+    theirs = FeatureAblation(lambda t: torch.tanh(t.reshape(len(t), -1) @ torch.tensor(W)))
+    theirs = theirs.attribute(torch.tensor(tokens), target=0, feature_mask=mask).numpy()
+    assert max_relative(ours.values[:, :, 0], theirs[:, :, 0]) < 1e-5
+
+
 def test_pandas_baselines_and_backgrounds_must_name_the_columns_of_x_in_order():
     """A DataFrame or Series baseline (or expected gradients' background) is read in X's
     column order only when its labels are X's columns in that order, as Shapley values'

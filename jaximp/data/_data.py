@@ -400,7 +400,8 @@ def as_dataset(
     groups : mapping of str to sequence of str or int, optional
         Columns replaced together as one feature, e.g. one-hot blocks
         ``{"color": ["color_red", "color_blue"]}``. A group whose columns are all 0/1 with one
-        1 per row is a one-hot feature whose levels are its columns.
+        1 per row is a one-hot feature whose levels are its columns (in a table; the
+        groups of an X with more than two axes are positions, never levels).
     sample_weight : array-like of shape (n,), optional
         Non-negative case weights; every average becomes a weighted average.
     allow_missing : bool, default False
@@ -564,7 +565,9 @@ def as_dataset(
                     f"column {names[i]!r} is in both groups {grouped[i]!r} and {gname!r}."
                 )
             grouped[i] = gname
-        onehot = is_onehot(values[:, list(idx)])
+        # positions of an example (a channel, a time step of one-hot tokens) are inputs,
+        # not levels: one-hot groups are a table's
+        onehot = input_shape is None and is_onehot(values[:, list(idx)])
         group_features[min(idx)] = Feature(
             str(gname),
             idx,
