@@ -306,3 +306,25 @@ def test_x64_float64_model_keeps_float64_outputs():
                                atol=1e-11)
     with jax.enable_x64(False):  # float32 outside x64, as before
         assert jaximp.as_predictor(f, n_features=3)(jnp.asarray(rows)).dtype == jnp.float32
+
+
+def test_x64_plain_function_is_probed_in_the_dtype_it_is_computed_in():
+    """Under x64 a plain function is computed in float64, and its output count is probed with
+    float64 rows too: a float64 convolution (dtype-strict) works; one with float32 weights
+    is refused at the probe with the dtype named and the cast to make."""
+    X = np.random.default_rng(1).normal(size=(3, 1, 4, 4))
+    with jax.enable_x64(True):
+        kernel = jnp.asarray(np.random.default_rng(0).normal(size=(2, 1, 3, 3)))
+
+        def conv(kernel):
+            def model(Z):
+                out = jax.lax.conv_general_dilated(Z, kernel, (1, 1), "SAME",
+                                                   dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                return out.reshape(Z.shape[0], -1).sum(1)
+            return model
+
+        values = jaximp.saliency(conv(kernel), X).values
+        assert values.dtype == np.float64 and values.shape == (3, 16, 1)
+        with pytest.raises(ValueError, match=r"float64 batch of 2 rows of 16 columns failed.*"
+                                             r"cast them inside the model"):
+            jaximp.saliency(conv(kernel.astype(jnp.float32)), X)

@@ -384,7 +384,10 @@ def _n_outputs(apply, params, n_features: int, name: str) -> int:
            tuple((np.shape(leaf), str(getattr(leaf, "dtype", type(leaf)))) for leaf in leaves))
     if key in _N_OUTPUTS:
         return _N_OUTPUTS[key]
-    probe = jax.ShapeDtypeStruct((2, n_features), jnp.float32)
+    # rows of the dtype the model will be computed in (float64 under x64 for a plain
+    # function), so that a model whose operations insist on one dtype is probed with it
+    dtype = compute_dtype(params)
+    probe = jax.ShapeDtypeStruct((2, n_features), dtype)
     try:
         shape = jax.eval_shape(lambda X: apply(params, X), probe).shape
     except Exception as err:  # noqa: BLE001 - re-raised with the model named
@@ -397,12 +400,17 @@ def _n_outputs(apply, params, n_features: int, name: str) -> int:
                     "which JAX traces; write it with jax.numpy, or give jaximp an object with "
                     "a predict method (e.g. types.SimpleNamespace(predict=f)), which is called "
                     "on the host with NumPy arrays.")
+        if "dtype" in str(err):
+            hint = (f" The model was given {dtype} rows, the dtype jaximp computes it in "
+                    "(float64 under jax_enable_x64 unless its parameters are float32); cast "
+                    "them inside the model to the dtype its operations need.")
         if type(err).__name__ == "TraceContextError" or "different trace level" in str(err):
             hint = (" The model changes its own state when called (an nnx module in training "
                     "mode: Dropout draws random numbers, BatchNorm updates its statistics); "
                     "call model.eval() before explaining it (model.train() switches back).")
         raise ValueError(
-            f"calling the model {name} on a batch of shape (2, {n_features}) failed: {err}"
+            f"calling the model {name} on a {dtype} batch of 2 rows of {n_features} columns "
+            f"failed: {err}"
             f"{hint}"
         ) from err
     _N_OUTPUTS[key] = shape[1]
