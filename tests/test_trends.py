@@ -126,6 +126,34 @@ def test_shapley_trends_accept_arrays_objects_and_functions():
         np.testing.assert_allclose(result.values[..., 0], expected, atol=1e-6)
 
 
+def test_a_subset_where_a_feature_is_constant_gives_it_nan_estimates_there():
+    """A rare binary feature is constant on some 70% subsets: there its estimates are NaN
+    (no slope, no correlation) and the other features' linear slopes are the least squares
+    without it; the spread is over the subsets where it varies (the call used to fail)."""
+    rng = np.random.default_rng(0)
+    n = 40
+    X = np.c_[rng.normal(size=n), np.zeros(n)]
+    X[:2, 1] = 1.0
+    y = X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=n)
+    result = trends(None, X, y, shapley=X - X.mean(0), n_bootstrap=30,
+                    methods=["pearson", "linear"])
+    from jaximp.engine import key_bits, rng_stream
+
+    bits = key_bits(jax.random.key(0))
+    subsets = [np.sort(rng_stream(bits, 3, b).choice(n, 28, replace=False)) for b in range(30)]
+    constant = np.array([np.ptp(X[rows, 1]) == 0 for rows in subsets])
+    assert constant.any() and not constant.all()
+    reps = result.replicates[:, :, 0]  # (e, p, r)
+    np.testing.assert_array_equal(np.isnan(reps[:, 1]), np.tile(constant, (2, 1)))
+    for b in np.flatnonzero(constant):
+        rows = subsets[b]
+        slope = np.polyfit(X[rows, 0], y[rows], 1)[0]
+        np.testing.assert_allclose(reps[1, 0, b], slope, rtol=1e-6)
+    np.testing.assert_allclose(result.values_std[:, :, 0], np.nanstd(reps, axis=-1),
+                               rtol=1e-12)
+    assert np.all(np.isfinite(result.intervals()))
+
+
 def test_bootstrap_without_and_with_refits():
     X, y = data(2)
     shap = X * np.array([2.0, -1.0, 0.5])

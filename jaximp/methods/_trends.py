@@ -27,6 +27,7 @@ only, get no spread.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Callable, Sequence
 
 import jax
@@ -71,8 +72,10 @@ class Trends:
     values : ndarray of shape (e, p, o)
         Estimates on all rows.
     values_std : ndarray of shape (e, p, o) or None
-        Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``); NaN for
-        the transversal rates when the model is not refitted (they do not depend on the rows).
+        Standard deviation over the bootstrap subsets (ddof 0, as every ``*_std``), those
+        where the feature varies (on a subset where it is constant its estimates are NaN);
+        NaN for the transversal rates when the model is not refitted (they do not depend on
+        the rows).
         None without bootstrap.
     replicates : ndarray of shape (e, p, o, r) or None
         The estimates on each subset.
@@ -133,7 +136,10 @@ class Trends:
         if self.replicates is None:
             raise ValueError("these trends have no bootstrap subsets; rerun with n_bootstrap "
                              ">= 2.")
-        return np.quantile(self.replicates, interval_probabilities(confidence), axis=-1)
+        with warnings.catch_warnings():  # all NaN: the transversal rates without refits
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanquantile(self.replicates, interval_probabilities(confidence),
+                                  axis=-1)
 
     def std(self, ddof: int = 0) -> np.ndarray:
         """Standard deviation over the bootstrap subsets, shape (e, p, o); ``ddof=0`` equals
@@ -396,8 +402,9 @@ def trends(
                 skipped.update(dict.fromkeys(_TREES, str(why)))
         return shap, rates
 
-    def statistics(rows, shap, rates):
-        """All estimators on the given rows, (7, p), and the linear t statistics."""
+    def statistics(rows, shap, rates, subset=False):
+        """All estimators on the given rows, (7, p), and the linear t statistics; on a
+        ``subset``, a feature constant there has NaN estimates (it has no slope there)."""
         Xr, yr = F[rows], target[rows]
         Xc = Xr - Xr.mean(axis=0)  # correlations are shift-invariant; centring keeps digits
         corr = np.asarray(_correlations(jnp.asarray(Xc), jnp.asarray(yr - yr.mean()),
@@ -407,11 +414,17 @@ def trends(
         if "linear" in estimators:
             from ._linear import linear_importance
 
-            lin = linear_importance(Xr, yr, feature_names=names)
-            coef = np.array([lin.info["coefficients"][f] for f in names])
-            t = np.array([lin.info["statistics"][f] for f in names])
-            df = lin.info["df_residual"]
+            varies = np.ptp(Xr, axis=0) > 0 if subset else np.ones(p, bool)
+            coef, t = np.full(p, np.nan), np.full(p, np.nan)
+            if varies.any():
+                kept = [f for f, v in zip(names, varies) if v]
+                lin = linear_importance(Xr[:, varies], yr, feature_names=kept)
+                coef[varies] = [lin.info["coefficients"][f] for f in kept]
+                t[varies] = [lin.info["statistics"][f] for f in kept]
+                df = lin.info["df_residual"]
         out = np.stack([corr[0], corr[1], coef, corr[2], corr[3], rates[0], rates[1]])
+        if subset:
+            out[:, np.ptp(Xr, axis=0) == 0] = np.nan
         return out, t, df
 
     all_rows = np.arange(n)
@@ -431,7 +444,7 @@ def trends(
                 parts = model_parts(refit, X_user, rows)
             else:
                 parts = (shap[rows], np.full_like(rates, np.nan))
-            reps.append(statistics(rows, *parts)[0])
+            reps.append(statistics(rows, *parts, subset=True)[0])
         replicates = np.stack(reps, axis=-1)  # (7, p, r)
 
     keep = [ESTIMATORS.index(e) for e in estimators if e not in skipped]
@@ -444,8 +457,9 @@ def trends(
     sd = None
     if replicates is not None:
         replicates = replicates[keep][:, :, None]  # (e, p, o = 1, r)
-        with np.errstate(invalid="ignore"):
-            sd = replicates.std(axis=-1)
+        with warnings.catch_warnings():  # all NaN: the transversal rates without refits
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sd = np.nanstd(replicates, axis=-1)
     return Trends(feature_names=names, estimators=kept, output_names=("y",),
                   values=values[keep][:, :, None], values_std=sd, replicates=replicates,
                   p_values=p_values, info=info)
