@@ -521,3 +521,21 @@ def test_a_model_that_routes_nan_takes_nan_in_an_explicit_background():
         jaximp.shapley_values(f, clean[:3], holed)
     with pytest.raises(ValueError, match="background_weight needs an explicit background"):
         jaximp.Explainer(f, clean).shapley_values(background_weight=np.ones(60))
+
+
+def test_one_row_as_a_series_or_vector_is_explained_as_one_row():
+    """shap's convention: a Series, or a vector as wide as the background, is one row."""
+    import pandas as pd
+
+    X = np.random.default_rng(2).normal(size=(30, 3))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    f = lambda Z: Z[:, 0] * Z[:, 1] + Z[:, 2]  # noqa: E731
+    row = jaximp.shapley_values(f, X[:1], X).values
+    np.testing.assert_array_equal(jaximp.shapley_values(f, X[0], X).values, row)
+    series = jaximp.shapley_values(f, frame.iloc[0], frame)
+    assert series.feature_names == ("a", "b", "c")
+    np.testing.assert_array_equal(series.values, row)
+    np.testing.assert_array_equal(jaximp.shapley_interactions(f, X[0], X).values,
+                                  jaximp.shapley_interactions(f, X[:1], X).values)
+    with pytest.raises(ValueError, match="must be 2-D"):
+        jaximp.shapley_values(f, X[0])  # no background: nothing says it is one row

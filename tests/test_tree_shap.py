@@ -385,3 +385,17 @@ def test_a_catboost_model_loaded_from_a_file_is_read(tmp_path):
     assert loaded.n_features_in_ == 0  # what is tested
     np.testing.assert_array_equal(tree_shap(loaded, X[:5]).values,
                                   tree_shap(fitted, X[:5]).values)
+
+
+def test_one_row_as_a_series_or_vector():
+    """shap's convention for a single explained row: a Series or a 1-D array of p values."""
+    import pandas as pd
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    X, y = _data(n=100, p=3)
+    model = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    row = tree_shap(model, X[:1]).values
+    np.testing.assert_array_equal(tree_shap(model, X[0]).values, row)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    framed = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(frame, y)
+    np.testing.assert_allclose(tree_shap(framed, frame.iloc[0]).values, row, rtol=1e-6)

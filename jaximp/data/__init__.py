@@ -16,6 +16,7 @@ from ._data import Dataset, Feature, Recent, as_dataset, is_text
 from ._datasets import make_friedman1, make_linear
 from ._deferred import Deferred, ReadsDeferred
 from ._edge import (
+    as_rows,
     check_n_bootstrap,
     mean_abs_over_rows,
     numeric_matrix,
@@ -71,6 +72,7 @@ __all__ = [
     "SHARED",
     "as_dataset",
     "as_key",
+    "as_rows",
     "check_bool",
     "check_choice",
     "check_int",

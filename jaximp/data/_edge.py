@@ -8,15 +8,35 @@ import itertools
 
 import jax
 import numpy as np
+import pandas as pd
 
 from jaximp.kernels import _pd_stats as K
 
 from ._data import Dataset, Feature, as_dataset
 from ._params import Replicates
 
-__all__ = ["check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets",
+__all__ = ["as_rows", "check_n_bootstrap", "numeric_matrix", "replicate_weights", "resolve_feature_sets",
            "resolve_pairs", "replicate_quantiles", "replicate_spread", "row_weights",
            "summaries"]
+
+
+def as_rows(X, width: int | None):
+    """One example given as a vector, a pandas Series or a 1-D array of ``width`` values, as
+    one row (shap's convention for explaining a single row); anything else as it is.
+
+    Examples
+    --------
+    >>> as_rows(np.array([1.0, 2.0]), 2).shape
+    (1, 2)
+    >>> as_rows(pd.Series({"a": 1.0, "b": "u"}), None)
+         a  b
+    0  1.0  u
+    """
+    if isinstance(X, pd.Series):
+        return pd.DataFrame([X.to_list()], columns=X.index)
+    if isinstance(X, np.ndarray) and X.ndim == 1 and width is not None and X.size == width:
+        return X[None]
+    return X
 
 
 def check_n_bootstrap(n_bootstrap) -> int:

@@ -31,6 +31,7 @@ from ..data import (
     Dataset,
     Deferred,
     as_key,
+    as_rows,
     check_choice,
     check_int,
     validate_params,
@@ -306,7 +307,8 @@ def shapley_values(
     model : callable, Flax/Equinox module or scikit-learn-like estimator
         See :func:`jaximp.as_predictor`.
     X : array of shape (n, c) or DataFrame
-        The rows to explain.
+        The rows to explain; one row may come as a pandas Series, or as a 1-D array of c
+        values with a ``background`` (then n = 1).
     background : array of shape (m, c), DataFrame or Dataset, optional
         Rows that stand in for absent features. Default: the rows of ``X`` themselves (with
         their ``sample_weight``).
@@ -389,6 +391,7 @@ def shapley_values(
                    categorical=categorical, groups=groups, variables=variables,
                    memory_budget=memory_budget, progress=progress)
     # a repeated call (an Explainer's, or on the same small array) reuses its plans
+    X = as_rows(X, _width(background))
     return warm_call("shapley values", _set_up_values, model, X, None, options)()
 
 
@@ -609,7 +612,15 @@ def shapley_interactions(
                    random_state=random_state, feature_names=feature_names,
                    categorical=categorical, groups=groups, variables=variables,
                    memory_budget=memory_budget, progress=progress)
+    X = as_rows(X, _width(background))
     return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
+
+
+def _width(background) -> int | None:
+    """The columns of a background given as a table (a row of X may come as a vector)."""
+    shape = np.shape(background) if not isinstance(background, Dataset) else (
+        background.n_rows, background.n_columns)
+    return shape[1] if background is not None and len(shape) == 2 else None
 
 
 def _set_up_interactions(model, X, _, *, background, features, background_size,

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..data import Flag, as_dataset, select_outputs, validate_params
+from ..data import Flag, as_dataset, as_rows, select_outputs, validate_params
 from ..engine import ProgressMeter, resolve_budget
 from ..models import boosting_library, read_boosted, stored_names, tree_predictor
 from ..results import ShapleyDetails
@@ -395,7 +395,8 @@ def tree_shap(
         LightGBM's zero-as-missing splits. Anything else is refused: use
         :func:`jaximp.shapley_values`, which explains any model.
     X : array of shape (n, p) or DataFrame
-        The rows to explain, with the model's columns (NaN allowed).
+        The rows to explain, with the model's columns (NaN allowed); one row may come as a
+        pandas Series or a 1-D array of p values (then n = 1).
     background : array of shape (m, p) or DataFrame, optional
         Background rows of the interventional game (all of them are used). Default: None,
         path-dependent TreeSHAP.
@@ -463,7 +464,8 @@ def tree_shap(
     """
     budget = resolve_budget(memory_budget)
     ensemble = _read(model)
-    x, names = _rows(model, X, feature_names, ensemble.n_features, "X")
+    x, names = _rows(model, as_rows(X, ensemble.n_features), feature_names,
+                     ensemble.n_features, "X")
     paths, output_names, slots = _select(ensemble, output)
     bg = weights = None
     if background is not None:
