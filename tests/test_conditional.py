@@ -402,3 +402,22 @@ def test_against_hidimstat_cfi():
     our_se = ours.importances_std[:, 0] / np.sqrt(50)
     assert np.all(np.abs(ours.importances_mean[:, 0] - theirs)
                   < 4 * np.hypot(our_se, their_se))
+
+
+def test_a_column_the_others_determine_has_no_residual_and_no_evidence():
+    """x3 = x0 + 2 x1 exactly: x0, x1 and x3 are each determined by the others, so the
+    Gaussian sampler draws their own values (residuals of rounding alone are set to 0), the
+    importances are exactly 0 and every test reads no evidence (p = 1); x2 is unaffected."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    X = np.column_stack([X, X[:, 0] + 2 * X[:, 1]])
+    fitted, residual = S.linear_sampler(X, [3])
+    assert not residual.any() and np.array_equal(fitted[:, 0], X[:, 3])
+    beta = jnp.array([1.0, 0.5, 0.3, 1.0])
+    y = X @ np.asarray(beta) + rng.normal(size=100)
+    for method in ("t", "wilcoxon", "fisher"):
+        result = jaximp.conditional_importance(lambda Z: Z @ beta, X, y, test="cpi",
+                                               test_method=method)
+        np.testing.assert_array_equal(result.importances_mean[[0, 1, 3], 0], 0.0)
+        np.testing.assert_array_equal(result.info["test"]["pvalue"][[0, 1, 3], 0], 1.0)
+        assert result.importances_mean[2, 0] > 0

@@ -52,7 +52,17 @@ def linear_sampler(X: np.ndarray, cols, w: np.ndarray | None = None, moments=Non
         return fitted, target - fitted
     coef = np.linalg.lstsq(cov[np.ix_(rest, rest)], cov[np.ix_(rest, cols)], rcond=None)[0]
     fitted = mean[cols] + (X[:, rest] - mean[rest]) @ coef  # (n, k)
-    return fitted, target - fitted
+    residual = target - fitted
+    # a column the others determine (an exact linear combination) leaves a residual of
+    # rounding alone: none, so that its draws are its values and its tests read no change
+    spread = np.sqrt(w @ residual ** 2 / w.sum())
+    determined = spread <= _DETERMINED * np.sqrt(np.maximum(np.diag(cov)[cols], 0))
+    residual[:, determined] = 0.0
+    fitted[:, determined] = target[:, determined]
+    return fitted, residual
+
+
+_DETERMINED = 1e-9  # residual spread (relative to the column's) read as rounding
 
 
 def linear_samplers(X: np.ndarray, features, w: np.ndarray | None = None) -> list:
