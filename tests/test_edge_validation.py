@@ -66,6 +66,10 @@ class Exploding:
     (lambda m: jaximp.permutation_importance(m, jaximp.as_dataset(X), Y,
                                              feature_names=["a", "b", "c"]),
      ValueError, r"X is already a Dataset"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, groups={"g": "x0"}), TypeError,
+     r"group 'g' must list its columns, e.g. \{'g': \['a', 'b'\]\}; got the single str 'x0'"),
+    (lambda m: jaximp.partial_importance(m, X, Y, np.array(["x0", "x1"])), TypeError,
+     r"a feature is named by its name \(str\) or position \(int\); got ndarray"),
 ])
 def test_bad_input_is_refused_before_any_evaluation(call, error, message):
     with pytest.raises(error, match=message):
@@ -78,6 +82,13 @@ def test_bad_memory_budget_environment_variable(monkeypatch, value):
     with pytest.raises(ValueError, match=rf"JAXIMP_MEMORY_BUDGET must be a number of bytes "
                                          rf">= 65536 \(e.g. 2e9\); got '{value}'"):
         jaximp.default_memory_budget()
+
+
+def test_one_categorical_column_may_be_named_alone():
+    codes = np.c_[X[:, :2], np.arange(60) % 3]
+    for key in (2, "x2", [2]):
+        kinds = [f.kind for f in jaximp.as_dataset(codes, categorical=key).features]
+        assert kinds == ["continuous", "continuous", "categorical"]
 
 
 def test_top_rejects_non_positive_k():

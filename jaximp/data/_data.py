@@ -287,6 +287,9 @@ class Dataset:
 
     def feature(self, key: str | int) -> Feature:
         """Look a feature up by name or position, with a clear error if it does not exist."""
+        if isinstance(key, bool) or not isinstance(key, (str, int, np.integer)):
+            raise TypeError(f"a feature is named by its name (str) or position (int); got "
+                            f"{type(key).__name__} {key!r:.60}. Pass one feature.")
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             if not 0 <= key < len(self.features):
                 raise ValueError(
@@ -395,7 +398,7 @@ def as_dataset(
         itself, in the user's type (a DataFrame, or an object array).
     feature_names : sequence of str, optional
         Column names for an array input (default ``x0, x1, ...``).
-    categorical : sequence of str or int, optional
+    categorical : str or int, or a sequence of them, optional
         Integer-coded columns to treat as categorical (grid = their distinct values).
     groups : mapping of str to sequence of str or int, optional
         Columns replaced together as one feature, e.g. one-hot blocks
@@ -542,6 +545,8 @@ def as_dataset(
             raise ValueError(f"unknown column {key!r}; columns are {names}.")
         return names.index(key)
 
+    if isinstance(categorical, (str, int, np.integer)):  # one column, named or indexed
+        categorical = [categorical]
     for key in categorical or ():
         i = column_index(key)
         if i not in levels_of:
@@ -556,6 +561,10 @@ def as_dataset(
     features: list[Feature] = []
     group_features: dict[int, Feature] = {}
     for gname, members in (groups or {}).items():
+        if isinstance(members, (str, int, np.integer)):
+            raise TypeError(
+                f"group {gname!r} must list its columns, e.g. {{{gname!r}: ['a', 'b']}}; got "
+                f"the single {type(members).__name__} {members!r}. Fix: wrap it in a list.")
         idx = tuple(column_index(m) for m in members)
         if not idx:
             raise ValueError(f"group {gname!r} is empty; list at least one column.")

@@ -235,10 +235,14 @@ class LossSpec:
             onehot = codes[..., None] == np.arange(len(self.classes))
             return onehot.astype(np.float32)
         if len(self.classes) > 2:
+            picked = (f"output= keeps one column ({self.output_names[0]!r}) of the model's "
+                      "outputs and y has" if len(self.output_names) == 1 and self.output_names[
+                          0] in {str(c) for c in self.classes} else
+                      "the model returns one column and y has")
             raise ValueError(
-                f"the model returns one column and y has {len(self.classes)} classes; one "
-                "column must hold class labels (values of y), but the model returned other "
-                "values. Return one probability column per class."
+                f"{picked} {len(self.classes)} classes; one column must hold class labels "
+                "(values of y), but it holds other values. A classification loss reads one "
+                "probability column per class: leave output out, or return them all."
             )
         return preds
 
