@@ -152,7 +152,7 @@ def _load_data(path: str):
     except Exception as error:  # noqa: BLE001 - a malformed file, reported in one line
         raise _UsageError(f"--data: cannot read {path!r}: {type(error).__name__}: "
                           f"{error}") from None
-    raise _UsageError(f"--data must be a .csv or .parquet file; got {path!r}.")
+    raise _UsageError(f"--data must be a .csv (or .txt) or .parquet file; got {path!r}.")
 
 
 def _split(frame, path: str, target: str, features):
@@ -339,7 +339,8 @@ def _parser():
     ex.add_argument("--model", required=True, metavar="FILE.py:NAME|MODULE:NAME",
                     help="the model, or a function with no arguments that returns it")
     ex.add_argument("--data", required=True, metavar="FILE",
-                    help="a .csv or .parquet file holding the features and the target")
+                    help="a .csv (or .txt) or .parquet file holding the features and the "
+                    "target")
     ex.add_argument("--target", required=True, metavar="COLUMN",
                     help="the column the model predicts")
     ex.add_argument("--out", required=True, metavar="FOLDER",
@@ -391,8 +392,15 @@ def main(argv=None) -> int:
         else:
             path = run_explain(args, argv)
             print(f"report written to {path / 'report.html'}")
-    except (_UsageError, FileExistsError) as error:
-        print(f"jaximp: error: {error}", file=sys.stderr)
+    except (_UsageError, OSError) as error:
+        message = str(error)
+        if isinstance(error, OSError) and error.filename is not None:
+            # an --out folder that cannot be made or written
+            message = (f"cannot write {error.filename}: {error.strerror}. Pass an --out "
+                       "folder you can write to.")
+        elif isinstance(error, OSError) and not isinstance(error, FileExistsError):
+            raise  # not the report's folder: the traceback says where
+        print(f"jaximp: error: {message}", file=sys.stderr)
         return 2
     return 0
 

@@ -235,7 +235,8 @@ def run_cli(capsys, *args):
 
 @pytest.mark.parametrize("change, message", [
     ({"--data": "missing.csv"}, "--data: file 'missing.csv' not found."),
-    ({"--data": "usermodel.py"}, "--data must be a .csv or .parquet file; got 'usermodel.py'."),
+    ({"--data": "usermodel.py"},
+     "--data must be a .csv (or .txt) or .parquet file; got 'usermodel.py'."),
     ({"--target": "price"}, "--target: column 'price' is not in 'data.csv'; its columns are "
                             "['u', 'target', 'v', 'w']."),
     ({"--model": "nofile.py:model"}, "--model: file 'nofile.py' not found."),
@@ -277,6 +278,11 @@ def test_bad_data_and_a_foreign_out_folder(workspace, monkeypatch, capsys):
     code, err = run_cli(capsys, *base, "--data", "data.csv", "--out", "taken")
     assert code == 2 and "'taken' exists and does not look like a jaximp report" in err
     assert pathlib.Path("taken", "notes.txt").read_text() == "mine"
+    pathlib.Path("a_file").write_text("not a folder")  # --out inside a file: cannot be made
+    code, err = run_cli(capsys, *base, "--data", "data.csv", "--methods", "pd_importance",
+                        "--out", "a_file/report")
+    assert code == 2 and "jaximp: error: cannot write " in err and "a_file" in err
+    assert "Traceback" not in err
 
 
 def test_missing_values_reach_a_model_that_handles_them(workspace, monkeypatch, capsys):
