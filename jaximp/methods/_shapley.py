@@ -68,6 +68,7 @@ EXACT_LIMIT = 16
 #: :func:`shapley_interactions` refuses more players than this.
 INTERACTION_LIMIT = 12
 _METHODS = ("auto", "exact", "permutation")
+_LINKS = ("identity", "logit")
 _ORDER_STREAM = 11  # label of the sampled orders' random streams
 #: A call's coalition plan (two int32 entries per explained row and coalition) is kept for its
 #: repeats up to this size (Shapley values, SAGE): 1,000 rows x 1,024 coalitions take 8 MB.
@@ -273,7 +274,7 @@ def _player_positions(bits: list[int], rows: np.ndarray, m: int, p: int) -> np.n
     return splitmix64(counter ^ base).argsort(axis=-1).argsort(axis=-1)
 
 
-@validate_params(method=Choice(*_METHODS))
+@validate_params(method=Choice(*_METHODS), link=Choice(*_LINKS))
 def shapley_values(
     model,
     X,
@@ -281,6 +282,7 @@ def shapley_values(
     *,
     features=None,
     method: str = "auto",
+    link: str = "identity",
     n_permutations: int = 100,
     background_size: int | None = 100,
     background_weight=None,
@@ -320,6 +322,12 @@ def shapley_values(
         ``"exact"`` enumerates all 2^p coalitions (at most 16 players); ``"permutation"``
         averages over ``n_permutations`` sampled orders; ``"auto"`` is exact for at most 14
         players.
+    link : {"identity", "logit"}, default "identity"
+        ``"logit"`` explains ``logit(v_x(S))``, the log-odds of each coalition's mean
+        probability: values and base on the log-odds scale, summing to ``logit(f(x))``
+        (shap's ``KernelExplainer(link="logit")``, and its other explainers with
+        ``link=shap.links.logit, linearize_link=False``; their default linearizes the link,
+        another game). It needs outputs in [0, 1].
     n_permutations : int, default 100
         Sampled orders per explained row (an even number: each order is paired with its
         reverse, an antithetic pair; orders differ between rows). Each pair costs
@@ -384,7 +392,7 @@ def shapley_values(
     """
     check_choice(method, "method", _METHODS)
     n_permutations = _check_permutations(n_permutations)
-    options = dict(background=background, features=features, method=method,
+    options = dict(background=background, features=features, method=method, link=link,
                    n_permutations=n_permutations, background_size=background_size,
                    background_weight=background_weight, sample_weight=sample_weight,
                    random_state=random_state, feature_names=feature_names,
@@ -395,7 +403,7 @@ def shapley_values(
     return warm_call("shapley values", _set_up_values, model, X, None, options)()
 
 
-def _set_up_values(model, X, _, *, background, features, method, n_permutations,
+def _set_up_values(model, X, _, *, background, features, method, link, n_permutations,
                    background_size, background_weight, sample_weight, random_state,
                    feature_names, categorical, groups, variables, memory_budget, progress):
     """Validate and plan :func:`shapley_values`; returns ``run()``, which evaluates it."""
@@ -412,7 +420,7 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
     if p == 1:  # one player: every order gives it everything
         method = "exact"
     if method == "exact":
-        exact = _exact(game, p, interactions=False)
+        exact = _exact(game, p, interactions=False, link=link)
 
         def run():
             out = exact()  # (base, values, None), or a Deferred of them
@@ -421,7 +429,7 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
                                  names, output_names, None, method, info)
 
         return run
-    sampled = _sampled(game, p, n_permutations, key)
+    sampled = _sampled(game, p, n_permutations, key, link)
     info = with_input_layout(dataclasses.replace(info, n_permutations=n_permutations),
                              info.input_layout)
 
@@ -435,7 +443,21 @@ def _set_up_values(model, X, _, *, background, features, method, n_permutations,
     return run
 
 
-def _exact(game: _Game, p: int, interactions: bool):
+def _linked(values: np.ndarray, link: str) -> np.ndarray:
+    """Coalition values on the ``link`` scale: as they are, or their log-odds."""
+    if link == "identity":
+        return values
+    values = np.asarray(values, np.float64)
+    if np.any((values < 0) | (values > 1)):
+        raise ValueError(
+            f"link='logit' takes the log-odds of mean probabilities; the model's outputs "
+            f"range over [{values.min():.4g}, {values.max():.4g}]. Use link='identity', or "
+            "explain the probabilities.")
+    with np.errstate(divide="ignore"):  # 0 and 1 are -inf and inf, as shap's logit
+        return np.log(values) - np.log1p(-values)
+
+
+def _exact(game: _Game, p: int, interactions: bool, link: str = "identity"):
     """``run()`` giving base (o,), Shapley values (n, p, o) and, if asked, interaction values
     (n, p, p, o) from all 2^p coalition values of each explained row, a group of explained
     rows at a time (a :class:`Deferred` of them for a deferring call of one group)."""
@@ -447,7 +469,7 @@ def _exact(game: _Game, p: int, interactions: bool):
         parts.append(0.5 * interaction_weights(p).reshape(k, p * p))
     fold = np.concatenate(parts, axis=1)
     label = "Shapley interactions" if interactions else "Shapley values"
-    if _folds_on_device(game.predictor):
+    if _folds_on_device(game.predictor) and link == "identity":
         # one more column: the empty coalition's value, the base (the same for every row)
         reducer = FoldedMean(game.background_weights[None, :],
                              np.concatenate([fold, np.eye(k, 1)], axis=1))
@@ -459,7 +481,7 @@ def _exact(game: _Game, p: int, interactions: bool):
         reducer, plans = game.reducer, game.plans(coalition_members(p)[1:], k - 1)
 
         def split(result):
-            base, v = _base_and_values(result, k - 1)
+            base, v = (_linked(part, link) for part in _base_and_values(result, k - 1))
             return base, _weighted_coalitions(base, v, fold)
 
     def run():
@@ -507,7 +529,7 @@ def _weighted_coalitions(base: np.ndarray, v: np.ndarray, weights: np.ndarray) -
     return out
 
 
-def _sampled(game: _Game, p: int, n_permutations: int, key):
+def _sampled(game: _Game, p: int, n_permutations: int, key, link: str = "identity"):
     """``run()`` giving Shapley values, their standard errors (n, p, o) and the base (o,)
     by antithetic permutation sampling: per explained row, ``n_permutations / 2`` orders and
     their reverses. The coalitions are each order's proper prefixes (the forward pass) and
@@ -530,6 +552,7 @@ def _sampled(game: _Game, p: int, n_permutations: int, key):
         values, errors = np.empty((n, p, o)), np.empty((n, p, o))
 
         def finish(rows, positions, base, v):
+            base, v = _linked(base, link), _linked(v, link)
             r = rows.size
             full = np.broadcast_to(v[:, -1][:, None, None], (r, m, 1, o))
             empty = np.broadcast_to(base, (r, m, 1, o))
@@ -549,13 +572,14 @@ def _sampled(game: _Game, p: int, n_permutations: int, key):
     return run
 
 
-@validate_params()
+@validate_params(link=Choice(*_LINKS))
 def shapley_interactions(
     model,
     X,
     background=None,
     *,
     features=None,
+    link: str = "identity",
     background_size: int | None = 100,
     background_weight=None,
     sample_weight=None,
@@ -579,7 +603,7 @@ def shapley_interactions(
 
     Parameters
     ----------
-    model, X, background, features, background_size, background_weight, sample_weight
+    model, X, background, features, link, background_size, background_weight, sample_weight
         As :func:`shapley_values`.
     random_state, feature_names, categorical, groups, variables, memory_budget, progress
         As :func:`shapley_values`.
@@ -607,11 +631,11 @@ def shapley_interactions(
     >>> bool(np.allclose(si.values[:, 0, 2], 0, atol=1e-6))  # x0 and x2 do not interact
     True
     """
-    options = dict(background=background, features=features, background_size=background_size,
-                   background_weight=background_weight, sample_weight=sample_weight,
-                   random_state=random_state, feature_names=feature_names,
-                   categorical=categorical, groups=groups, variables=variables,
-                   memory_budget=memory_budget, progress=progress)
+    options = dict(background=background, features=features, link=link,
+                   background_size=background_size, background_weight=background_weight,
+                   sample_weight=sample_weight, random_state=random_state,
+                   feature_names=feature_names, categorical=categorical, groups=groups,
+                   variables=variables, memory_budget=memory_budget, progress=progress)
     X = as_rows(X, _width(background))
     return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
 
@@ -623,7 +647,7 @@ def _width(background) -> int | None:
     return shape[1] if background is not None and len(shape) == 2 else None
 
 
-def _set_up_interactions(model, X, _, *, background, features, background_size,
+def _set_up_interactions(model, X, _, *, background, features, link, background_size,
                          background_weight, sample_weight, random_state, feature_names,
                          categorical, groups, variables, memory_budget, progress):
     """Validate and plan :func:`shapley_interactions`; returns ``run()``."""
@@ -635,7 +659,7 @@ def _set_up_interactions(model, X, _, *, background, features, background_size,
         raise ValueError(
             f"shapley_interactions handles at most {INTERACTION_LIMIT} features or groups "
             f"(2^p coalitions per row); got {p}. Pass fewer features= or group columns.")
-    exact = _exact(game, p, interactions=True)
+    exact = _exact(game, p, interactions=True, link=link)
 
     def run():
         out = exact()  # (base, values, interaction values), or a Deferred of them
