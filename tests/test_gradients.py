@@ -214,6 +214,15 @@ def test_refuses_host_models_categorical_and_integer_inputs():
         jaximp.integrated_gradients(mlp, X, n_steps=0)
 
 
+def test_a_number_as_baseline_is_that_value_in_every_column():
+    """As captum's scalar baseline (and ablation_attributions'): 0.25 everywhere."""
+    full = jaximp.integrated_gradients(mlp, X[:5], baselines=np.full(X.shape[1], 0.25))
+    np.testing.assert_array_equal(
+        jaximp.integrated_gradients(mlp, X[:5], baselines=0.25).values, full.values)
+    with pytest.raises(ValueError, match="baselines contain NaN or infinite values"):
+        jaximp.integrated_gradients(mlp, X[:5], baselines=float("nan"))
+
+
 def test_refuses_trees_read_into_arrays_whose_gradient_is_zero():
     """A forest read into node arrays is a JAX model whose gradient is 0 almost everywhere:
     every gradient method, and the derivative PD and ALE, refuse it (they returned zeros)."""

@@ -314,7 +314,7 @@ def gradient_interactions(
     Parameters
     ----------
     kind : {"hessian", "integrated_hessians"}, default "hessian"
-    baselines : None, "mean", "median", array of shape (c,) or (b, c), default None
+    baselines : None, float, "mean", "median", array of shape (c,) or (b, c), default None
         Integrated Hessians: as :func:`integrated_gradients` (zeros by default; several are
         averaged).
     n_steps : int, default 20

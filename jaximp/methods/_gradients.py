@@ -163,12 +163,17 @@ def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> np.ndarray:
-    """Baselines (b, c) from None (zeros), "mean", "median" (of X's columns, weighted by the
-    sample weights), (c,) or (b, c)."""
+    """Baselines (b, c) from None (zeros), a number (every column), "mean", "median" (of X's
+    columns, weighted by the sample weights), (c,) or (b, c)."""
     X = dataset.X
     c = X.shape[1]
     if baselines is None:
         return np.zeros((1, c))
+    if isinstance(baselines, (int, float, np.integer, np.floating)) and not isinstance(
+            baselines, (bool, np.bool_)):  # one value for every column, as captum's scalar
+        if not np.isfinite(baselines):
+            raise ValueError(f"{name} contain NaN or infinite values; pass finite values.")
+        return np.full((1, c), float(baselines))
     if isinstance(baselines, str):
         check_choice(baselines, name, ("mean", "median"))
         centre = column_means if baselines == "mean" else column_medians
@@ -182,7 +187,8 @@ def resolve_baselines(baselines, dataset: Dataset, name: str = "baselines") -> n
     if values.ndim != 2 or values.shape[1] != c or values.shape[0] == 0:
         examples = "" if dataset.input_shape is None else f" (or examples of shape {shape})"
         raise ValueError(
-            f"{name} must be None, 'mean', 'median', an array of shape ({c},) or (b, {c})"
+            f"{name} must be None, a number, 'mean', 'median', an array of shape ({c},) or "
+            f"(b, {c})"
             f"{examples}; got shape {np.shape(baselines)}."
         )
     if not np.isfinite(values).all():
@@ -451,10 +457,11 @@ def integrated_gradients(
     model : JAX callable, Flax/Equinox module or jaximp.MLP
     X : array of shape (n, c) or DataFrame
         The rows to explain (continuous features).
-    baselines : None, "mean", "median", array of shape (c,) or (b, c), default None
-        None: zeros (captum's default). ``"mean"``, ``"median"``: of X's columns, weighted
-        by ``sample_weight``. Several baselines (b, c): each row's attributions
-        are averaged over them (and ``f(baseline)`` is their mean prediction).
+    baselines : None, float, "mean", "median", array of shape (c,) or (b, c), default None
+        None: zeros (captum's default); a number: that value in every column. ``"mean"``,
+        ``"median"``: of X's columns, weighted by ``sample_weight``. Several baselines
+        (b, c): each row's attributions are averaged over them (and ``f(baseline)`` is their
+        mean prediction).
     paired_baselines : bool, default False
         Baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for a
         baseline tensor of the inputs' shape), instead of every row against every baseline.
