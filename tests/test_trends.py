@@ -154,6 +154,24 @@ def test_a_subset_where_a_feature_is_constant_gives_it_nan_estimates_there():
     assert np.all(np.isfinite(result.intervals()))
 
 
+def test_correlations_are_of_the_float64_values():
+    """Shapley values that differ by 1e-9 (equal in float32) keep their order: the Shapley
+    Spearman trend is scipy's of the float64 values, also without jax_enable_x64."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    y = X[:, 0] + rng.normal(size=60)
+    shap = 1.0 + 1e-9 * np.column_stack([rng.permutation(60), X[:, 1]])
+    assert len(np.unique(shap[:, 0].astype(np.float32))) < 60
+    result = trends(None, X, y, shapley=shap, methods=["spearman", "shapley_spearman"])
+    np.testing.assert_allclose(result.values[1, :, 0],
+                               [stats.spearmanr(X[:, j], shap[:, j])[0] for j in range(2)],
+                               rtol=1e-10)
+    np.testing.assert_allclose(result.values[0, :, 0],
+                               [stats.spearmanr(X[:, j], y)[0] for j in range(2)], rtol=1e-10)
+
+
 def test_bootstrap_without_and_with_refits():
     X, y = data(2)
     shap = X * np.array([2.0, -1.0, 0.5])

@@ -407,8 +407,9 @@ def trends(
         ``subset``, a feature constant there has NaN estimates (it has no slope there)."""
         Xr, yr = F[rows], target[rows]
         Xc = Xr - Xr.mean(axis=0)  # correlations are shift-invariant; centring keeps digits
-        corr = np.asarray(_correlations(jnp.asarray(Xc), jnp.asarray(yr - yr.mean()),
-                                        jnp.asarray(shap)), np.float64)
+        with jax.enable_x64(True):  # float64 data ranked in float64 (float32 makes ties)
+            corr = np.asarray(_correlations(*(jnp.asarray(a, jnp.float64) for a in (
+                Xc, yr - yr.mean(), shap))), np.float64)
         coef = t = np.full(p, np.nan)
         df = 0
         if "linear" in estimators:
