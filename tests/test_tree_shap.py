@@ -330,6 +330,57 @@ def test_boosting_libraries_equal_their_own_contributions(library):
         np.testing.assert_allclose(sv.base_values, bias, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_categorical_splits_equal_the_librarys_contributions(library):
+    """Category bitsets merged per path into sets of codes: path-dependent values and
+    interactions equal the library's own, with missing, negative, fractional and unseen
+    categories; interventional values equal the exact Shapley values of the same model."""
+    module = pytest.importorskip(library)
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 300
+    codes = rng.integers(0, 40, n)
+    x, z = rng.normal(size=(2, n))
+    y = np.sin(codes) * 2 + x + (codes % 3) * z + 0.1 * rng.normal(size=n)
+    frame = pd.DataFrame({"c": pd.Categorical(codes, categories=range(45)), "x": x, "z": z})
+    frame.loc[rng.uniform(size=n) < 0.05, "x"] = np.nan
+    frame.loc[rng.uniform(size=n) < 0.05, "c"] = np.nan
+    if library == "xgboost":
+        models = [module.XGBRegressor(n_estimators=12, max_depth=4, enable_categorical=True,
+                                      max_cat_to_onehot=1, n_jobs=1).fit(frame, y),
+                  module.XGBClassifier(n_estimators=8, max_depth=3, enable_categorical=True,
+                                       max_cat_to_onehot=1, n_jobs=1).fit(frame, y > 0)]
+    else:
+        models = [module.LGBMRegressor(n_estimators=12, num_leaves=12, min_data_per_group=5,
+                                       cat_smooth=1, verbose=-1).fit(frame, y),
+                  module.LGBMClassifier(n_estimators=8, num_leaves=8, min_data_per_group=5,
+                                        cat_smooth=1, verbose=-1).fit(frame, y > 0)]
+    rows = frame[:30].copy()
+    rows["c"] = rows["c"].cat.set_categories(range(45))
+    rows.loc[:3, "c"] = [44, np.nan, 41, 43]  # unseen categories and a missing one
+    for model in models:
+        assert np.asarray(jaximp.tree_predictor(model).params["is_categorical"]).any()
+        sv = tree_shap(model, rows)
+        if library == "xgboost":
+            dmatrix = module.DMatrix(rows, enable_categorical=True)
+            ref = model.get_booster().predict(dmatrix, pred_contribs=True)
+            pairs = model.get_booster().predict(dmatrix, pred_interactions=True)
+            _close(tree_shap(model, rows, interactions=True).values[..., 0],
+                   pairs[:, :-1, :-1])
+        else:
+            ref = model.predict(rows, pred_contrib=True)
+        _close(sv.values[..., 0], ref[:, :-1])
+        np.testing.assert_allclose(sv.base_values[0], ref[0, -1], rtol=1e-5, atol=1e-6)
+    coded = jaximp.as_dataset(frame, allow_missing=True).X.copy()  # the codes the readers see
+    coded[:4, 0] = [-1.0, 2.7, 50.0, np.nan]  # negative, fractional, beyond the sets, missing
+    background = coded[100:130]
+    interventional = tree_shap(models[0], coded[:8], background=background)
+    exact = jaximp.shapley_values(models[0], coded[:8], background, method="exact",
+                                  background_size=None)
+    _close(interventional.values, exact.values)
+
+
 def test_lightgbm_fitted_on_names_with_spaces_takes_that_data():
     """LightGBM stores a column 'sepal length' as 'sepal_length' and still predicts on the
     DataFrame it was fitted on; so do jaximp's readers, keeping the user's names."""

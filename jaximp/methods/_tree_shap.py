@@ -112,10 +112,9 @@ def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int]:
     except TypeError as err:
         raise _refusal(model, _reason(err)) from None
     params = predictor.params
-    for field, what in (("is_categorical", "categorical splits"),
-                        ("zero_missing", "zero-as-missing splits (LightGBM missing_type Zero)")):
-        if field in params:
-            raise _refusal(model, f" with {what}, which tree_shap does not implement")
+    if "zero_missing" in params:
+        raise _refusal(model, " with zero-as-missing splits (LightGBM missing_type Zero), "
+                       "which tree_shap does not implement")
     K, classes = int(params["init"].shape[0]), getattr(predictor, "classes", None)
     if classes is not None and len(classes) == K:
         names = tuple(str(c) for c in classes)
@@ -217,7 +216,7 @@ def _device_paths(paths: TreePaths, slots: int, n_features: int, interactions: b
     if interactions:
         seg = seg[:, :, None] * n_features + seg[:, None, :]  # (P, D, D)
     seg = seg * slots + paths.output.reshape((-1,) + (1,) * (seg.ndim - 1))
-    return {
+    arrays = {
         "feature": jnp.asarray(paths.feature),
         "lower": jnp.asarray(paths.lower),
         "upper": jnp.asarray(paths.upper),
@@ -226,6 +225,9 @@ def _device_paths(paths: TreePaths, slots: int, n_features: int, interactions: b
         "value": jnp.asarray(paths.value.astype(dtype)),
         "segment": jnp.asarray(seg.reshape(paths.n_paths, -1).astype(np.int32)),
     }
+    if paths.categories is not None:
+        arrays["categories"] = jnp.asarray(paths.categories)
+    return arrays
 
 
 def _chunks(n_rows: int, n_paths: int, n_background: int, pair_bytes: int, budget: int):
@@ -391,8 +393,8 @@ def tree_shap(
         (path-dependent values use its node sample counts as covers; its float64 thresholds
         are compared in float32 unless ``jax_enable_x64`` is on), or an XGBoost, LightGBM or
         CatBoost model as :func:`jaximp.tree_predictor` reads it (covers: XGBoost's hessian
-        sums, LightGBM's counts, CatBoost's leaf weights), without categorical splits or
-        LightGBM's zero-as-missing splits. Anything else is refused: use
+        sums, LightGBM's counts, CatBoost's leaf weights; XGBoost's and LightGBM's categorical
+        splits included), without LightGBM's zero-as-missing splits. Anything else is refused: use
         :func:`jaximp.shapley_values`, which explains any model.
     X : array of shape (n, p) or DataFrame
         The rows to explain, with the model's columns (NaN allowed); one row may come as a

@@ -7,7 +7,10 @@ of them exactly when its value ``x`` of that feature satisfies
     lower < x <= upper      (``lower`` NaN: no lower bound; ``upper`` +inf: no upper bound)
 
 or, for a missing ``x`` (NaN), when every one of those splits sends missing values the way
-the path goes (``nan_ok``). The element's *zero fraction* is the product of the cover ratios
+the path goes (``nan_ok``). The splits of a categorical feature (XGBoost's and LightGBM's
+category bitsets) are merged into the set of category codes that follow the path
+(``categories``: one entry per code the bitsets hold, then one for every code outside them),
+and a row follows the element when its code, truncated as the libraries do, is in the set. The element's *zero fraction* is the product of the cover ratios
 ``cover(child) / cover(parent)`` of its splits: the share of the training cover that goes the
 path's way when the feature is unknown. Paths with fewer elements than the longest are padded
 with null elements (no bounds, zero fraction 1), which change no Shapley value.
@@ -40,7 +43,9 @@ class TreePaths:
     """The paths of an ensemble (P paths, D elements each, V values per path).
 
     feature : int32 (P, D); lower, upper : (P, D) in the thresholds' dtype; nan_ok : bool
-    (P, D); zero : float64 (P, D) zero fractions; value : float64 (P, V) the leaf value times
+    (P, D); categories : bool (P, D, S) or None, whether each category code (S - 1 codes,
+    then every code outside them) follows the element (all True for a numeric feature);
+    zero : float64 (P, D) zero fractions; value : float64 (P, V) the leaf value times
     the ensemble's scale (1/T for forests, the learning rate for boosting); output : int32
     (P,) the output a path adds to when ``V == 1`` and the ensemble has several outputs
     (boosting: the tree's class), else 0; base : float64 (o,) the cover-weighted expected
@@ -57,6 +62,7 @@ class TreePaths:
     output: np.ndarray
     base: np.ndarray
     init: np.ndarray
+    categories: np.ndarray | None = None
 
     @property
     def n_paths(self) -> int:
@@ -71,7 +77,8 @@ class TreePaths:
         return dataclasses.replace(
             self, feature=self.feature[keep], lower=self.lower[keep], upper=self.upper[keep],
             nan_ok=self.nan_ok[keep], zero=self.zero[keep], value=self.value[keep],
-            output=self.output[keep])
+            output=self.output[keep],
+            categories=None if self.categories is None else self.categories[keep])
 
     def padded(self, n_paths: int) -> TreePaths:
         """The paths padded with null paths (value 0) to ``n_paths``."""
@@ -85,7 +92,8 @@ class TreePaths:
         return dataclasses.replace(
             self, feature=pad(self.feature, 0), lower=pad(self.lower, np.nan),
             upper=pad(self.upper, np.inf), nan_ok=pad(self.nan_ok, True),
-            zero=pad(self.zero, 1.0), value=pad(self.value, 0.0), output=pad(self.output, 0))
+            zero=pad(self.zero, 1.0), value=pad(self.value, 0.0), output=pad(self.output, 0),
+            categories=None if self.categories is None else pad(self.categories, True))
 
 
 def _parents(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,7 +129,7 @@ def _leaf_splits(arrays: dict) -> tuple[np.ndarray, np.ndarray, dict]:
             break
         t, child, above = leaf_tree[active], cur[active], par[active]
         parent_cover = cover[t, above]
-        records.append({
+        record = {
             "leaf": active,
             "feature": arrays["feature"][t, above].astype(np.int64),
             "threshold": arrays["threshold"][t, above],
@@ -129,7 +137,14 @@ def _leaf_splits(arrays: dict) -> tuple[np.ndarray, np.ndarray, dict]:
             "nan_ok": arrays["missing_left"][t, above] == went_left[t, child],
             "ratio": np.where(parent_cover > 0, cover[t, child]
                               / np.where(parent_cover > 0, parent_cover, 1.0), 0.0),
-        })
+        }
+        if "is_categorical" in arrays:
+            record["categorical"] = np.asarray(arrays["is_categorical"][t, above], bool)
+            record["words"] = np.asarray(arrays["category_left"][t, above], np.uint32)
+            outside = np.asarray(arrays["category_outside_left"], bool)  # one per model
+            record["outside_left"] = np.broadcast_to(
+                outside if outside.ndim == 0 else outside[t, above], active.shape)
+        records.append(record)
         cur[active] = above
     if not records:  # every tree is a single leaf
         empty = {"leaf": np.zeros(0, np.int64), "feature": np.zeros(0, np.int64),
@@ -141,6 +156,24 @@ def _leaf_splits(arrays: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     return leaf_tree, leaf_node, flat
 
 
+def _category_sets(flat: dict, group: np.ndarray, G: int) -> np.ndarray | None:
+    """For each element (G,), whether each category code follows it: (G, S) bool, the codes
+    ``0 .. S - 2`` of the bitsets and, last, every code outside them (the intersection of
+    its categorical splits' sides; all True for an element without one); None without
+    categorical splits."""
+    categorical = flat.get("categorical")
+    if categorical is None or not categorical.any():
+        return None
+    words = flat["words"][categorical]  # (E, W): code c is bit c % 32 of word c // 32
+    bits = (words[..., None] >> np.arange(32, dtype=np.uint32)) & np.uint32(1)  # (E, W, 32)
+    in_left = bits.reshape(len(words), -1).astype(bool)  # (E, 32 W), in code order
+    in_left = np.concatenate([in_left, flat["outside_left"][categorical][:, None]], axis=1)
+    follows = in_left == flat["went_left"][categorical][:, None]
+    sets = np.ones((G, follows.shape[1]), bool)
+    np.logical_and.at(sets, group[categorical], follows)
+    return sets
+
+
 def _merge(flat: dict, n_leaves: int, n_features: int, dtype) -> dict:
     """The splits of each path merged per feature into padded (L, D) element arrays."""
     key = flat["leaf"] * n_features + flat["feature"]
@@ -148,9 +181,11 @@ def _merge(flat: dict, n_leaves: int, n_features: int, dtype) -> dict:
     G = keys.size
     upper = np.full(G, np.inf, dtype)
     lower = np.full(G, -np.inf, dtype)
-    goes_left = flat["went_left"]
+    numeric = ~flat.get("categorical", np.zeros(key.size, bool))  # a bitset bounds no value
+    goes_left = flat["went_left"] & numeric
+    goes_right = ~flat["went_left"] & numeric
     np.minimum.at(upper, group[goes_left], flat["threshold"][goes_left])
-    np.maximum.at(lower, group[~goes_left], flat["threshold"][~goes_left])
+    np.maximum.at(lower, group[goes_right], flat["threshold"][goes_right])
     lower[lower == -np.inf] = np.nan  # no lower bound (see the module docstring)
     nan_ok = np.ones(G, bool)
     np.logical_and.at(nan_ok, group, flat["nan_ok"])
@@ -170,6 +205,11 @@ def _merge(flat: dict, n_leaves: int, n_features: int, dtype) -> dict:
     for name, values in (("feature", feature), ("lower", lower), ("upper", upper),
                          ("nan_ok", nan_ok), ("zero", zero)):
         out[name][leaf, slot] = values
+    sets = _category_sets(flat, group, G)
+    out["categories"] = None
+    if sets is not None:
+        out["categories"] = np.ones((n_leaves, D, sets.shape[1]), bool)
+        out["categories"][leaf, slot] = sets
     return out
 
 
@@ -198,7 +238,7 @@ def ensemble_paths(arrays: dict, n_features: int, *, tree_output: np.ndarray | N
         base = (value * reach[:, None]).sum(axis=0)
     return TreePaths(feature=merged["feature"], lower=merged["lower"], upper=merged["upper"],
                      nan_ok=merged["nan_ok"], zero=merged["zero"], value=value, output=output,
-                     base=base, init=offset.reshape(-1))
+                     base=base, init=offset.reshape(-1), categories=merged["categories"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,6 +258,12 @@ def _one_fractions(xt: jax.Array, paths: dict) -> jax.Array:
     xv = xt[paths["feature"]]  # (P, D, r)
     # a NaN lower bound is no bound: ~(x <= NaN) is True
     inside = ~(xv <= paths["lower"][..., None]) & (xv <= paths["upper"][..., None])
+    if "categories" in paths:  # the code's entry (truncated as the libraries cast it)
+        S = paths["categories"].shape[-1]
+        code = jnp.clip(jnp.where(jnp.isnan(xv), -1.0, xv), -1.0, float(S - 1))
+        code = code.astype(jnp.int32)
+        code = jnp.where((code >= 0) & (code < S - 1), code, S - 1)
+        inside &= jnp.take_along_axis(paths["categories"], code, axis=-1)
     return jnp.where(jnp.isnan(xv), paths["nan_ok"][..., None], inside)
 
 
