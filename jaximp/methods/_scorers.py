@@ -28,8 +28,8 @@ def has_scorer(scoring) -> bool:
 
 
 def _scorers(scoring) -> tuple[dict, bool]:
-    """``{name: scorer}`` and whether the result is a dict (several scorers, or one callable
-    returning a dict); names become scikit-learn's scorers."""
+    """``{name: scorer}`` and whether they came as a dict (a scoring name in it becomes
+    scikit-learn's scorer of that name)."""
     if not isinstance(scoring, Mapping):
         return {"score": scoring}, False
     from sklearn.metrics import get_scorer
