@@ -303,6 +303,36 @@ def test_agrees_with_the_sage_package_within_standard_errors():
     assert np.all(np.abs(ours.importances_mean[:, 0] - theirs.values) < 4 * error + 1e-6)
 
 
+def soft_log_loss_rows(proba_full, proba):
+    return -(proba_full * np.log(np.clip(proba, EPS, 1 - EPS))).sum(axis=1)[:, None]
+
+
+def test_shapley_effects_with_the_cross_entropy_of_the_models_own_probabilities():
+    """target='output', loss='log_loss': the game scores each coalition's mean probabilities
+    against the full model's (soft labels): exact values equal the float64 game, and the
+    sage package's cross entropy with Y=None within standard errors."""
+    import sage
+
+    f_jax, f_np, _ = softmax_model(seed=11)
+    rng = np.random.default_rng(12)
+    X = as32(rng.normal(size=(150, 3)))
+    B = X[:20]
+    ours = sage_importance(f_jax, X, target="output", loss="log_loss", background=B,
+                           estimator="exact", normalize=False)
+    assert ours.info.loss == "log_loss" and ours.importances_mean.shape == (3, 1)
+    ref, _ = reference_sage(f_np, X, f_np(X), B, [[0], [1], [2]], soft_log_loss_rows)
+    np.testing.assert_allclose(ours.importances_mean, ref, rtol=1e-4, atol=1e-6)
+    theirs = sage.PermutationEstimator(sage.MarginalImputer(f_np, B), "cross entropy",
+                                       random_state=0)(X, None, bar=False, thresh=0.05)
+    sampled = sage_importance(f_jax, X, target="output", loss="log_loss", background=B,
+                              normalize=False, convergence=0.05)
+    error = np.hypot(sampled.importances_std[:, 0], theirs.std)
+    assert np.all(np.abs(sampled.importances_mean[:, 0] - theirs.values) < 4 * error + 1e-6)
+    with pytest.raises(ValueError, match="needs class probabilities"):
+        sage_importance(lambda A: 3 * A, X, target="output", loss="log_loss",
+                        estimator="exact")
+
+
 def test_loss_and_option_checks():
     _f_jax, _f_np, logits = softmax_model()
     X = as32(np.random.default_rng(10).normal(size=(40, 3)))
@@ -320,8 +350,9 @@ def test_loss_and_option_checks():
             sage_importance(lambda A: A[:, 0], X, y, loss=bad)
     with pytest.raises(ValueError, match="target='output'.*got y"):
         sage_importance(lambda A: A[:, 0], X, y, target="output")
-    with pytest.raises(ValueError, match="squared error"):
-        sage_importance(lambda A: A[:, 0], X, target="output", loss="log_loss")
+    with pytest.raises(ValueError, match="squared error or, for class probabilities, the "
+                                         "cross entropy; got loss='mae'"):
+        sage_importance(lambda A: A[:, 0], X, target="output", loss="mae")
     with pytest.raises(ValueError, match="response='logits' turns"):
         sage_importance(lambda A: A[:, 0], X, y, response="logits")
     with pytest.raises(ValueError, match="never stop"):

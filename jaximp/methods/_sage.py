@@ -261,6 +261,13 @@ def _row_loss(spec) -> Callable:
         residual = preds[..., columns] - spec.y[rows][:, None, :]
         return residual ** 2 if spec.name == "mse" else np.abs(residual)
 
+    def soft(rows, preds):  # the cross entropy of the full model's probabilities
+        proba, target = preds[..., columns], spec.y[rows][:, None, :]
+        if proba.shape[-1] == 1:
+            proba = np.concatenate([1 - proba, proba], axis=-1)
+            target = np.concatenate([1 - target, target], axis=-1)
+        return -(target * np.log(np.clip(proba, _EPS, 1 - _EPS))).sum(axis=-1, keepdims=True)
+
     def classification(rows, preds):
         proba = preds[..., columns]
         if proba.shape[-1] == 1:  # the probability of the larger of two classes
@@ -273,13 +280,21 @@ def _row_loss(spec) -> Callable:
                                     axis=-1)
         return -np.log(np.clip(picked, _EPS, 1 - _EPS))
 
-    return regression if spec.task == "regression" else classification
+    return {"regression": regression, "soft": soft}.get(spec.task, classification)
 
 
 def _check_sage_probabilities(spec, base: np.ndarray, n_outputs: int) -> None:
     """Averaging over the background needs probabilities: the checks of permutation
     importance, plus refusals of a column of class labels and of unnormalised scores for
     accuracy (an arg max of averaged logits is not one of averaged probabilities)."""
+    if spec.task == "soft":  # the model's own probabilities are the targets
+        scored = np.asarray(base, np.float64)[:, list(spec.out_idx)]
+        if scored.min() < -1e-6 or scored.max() > 1 + 1e-6:
+            raise ValueError(
+                f"target='output' with loss='log_loss' needs class probabilities, but the "
+                f"model's outputs range over [{scored.min():.3g}, {scored.max():.3g}]; pass "
+                "response='logits' for logits, or use loss='mse'.")
+        return
     if spec.task != "classification":
         return
     spec.check_probabilities(base, n_outputs)
@@ -314,11 +329,13 @@ def _check_sage_probabilities(spec, base: np.ndarray, n_outputs: int) -> None:
 def _resolve_sage_loss(loss, target: str):
     """The loss name, checked before any model work."""
     if target == "output":
-        if loss is not None and canonical_loss(loss) != "mse":
+        name = "mse" if loss is None else canonical_loss(loss)
+        if name not in ("mse", "log_loss"):
             raise ValueError(
-                "target='output' (Shapley effects) scores the model's output against itself "
-                f"with the squared error; got loss={loss!r:.60}. Use loss='mse' or None.")
-        return "mse"
+                "target='output' (Shapley effects) scores the model's output against itself, "
+                "with the squared error or, for class probabilities, the cross entropy; got "
+                f"loss={loss!r:.60}. Use loss='mse' (or None) or 'log_loss'.")
+        return name
     if loss is None:
         return None
     name = canonical_loss(loss)
@@ -392,7 +409,9 @@ def sage_importance(
     target : {"y", "output"}, default "y"
         ``"output"``: Shapley effects, the game with the model's own output ``f(x)`` as the
         target and the squared error as the loss (the sage package's ``Y=None``); then
-        ``v(S) = Var(E[f | x_S])`` for independent features.
+        ``v(S) = Var(E[f | x_S])`` for independent features. With ``loss="log_loss"`` the
+        loss is the cross entropy of the model's own class probabilities (soft labels, as
+        the sage package's cross entropy with ``Y=None``).
     estimator : {"permutation", "exact"}, default "permutation"
         ``"exact"`` enumerates all 2^p coalitions at every row of X (at most 12 players):
         exact values given the rows and the background; standard errors over rows.
@@ -532,7 +551,9 @@ def sage_importance(
         full = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
         if spec is None:  # Shapley effects: the model's own output is the target
             target_values = full[:, select_outputs(predictor.output_names, output)]
-            spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
+            spec = resolve_loss("mse", target_values, predictor, output, dataset.weights)
+            if loss_name == "log_loss":  # soft labels: the sage package's Y=None
+                spec = dataclasses.replace(spec, name="log_loss", task="soft")
         _check_sage_probabilities(spec, full, predictor.n_outputs)
         kept, background_rows = bg, None
         if background_size is not None and bg.n_rows > background_size:
