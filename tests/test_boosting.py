@@ -133,6 +133,11 @@ def test_pandas_categories_through_the_methods():
         coded = jaximp.as_dataset(df).X
         np.testing.assert_allclose(np.asarray(pred(coded))[:, 0], model.predict(df),
                                    rtol=2e-6, atol=2e-6)
+        # the DataFrame itself, coded as the methods code it; a host Predictor gets it as is
+        np.testing.assert_array_equal(np.asarray(pred(df)), np.asarray(pred(coded)))
+        host_pred = as_predictor(model, trees="host", sample=df)
+        np.testing.assert_allclose(np.asarray(host_pred(df))[:, 0], model.predict(df),
+                                   rtol=1e-12)
         arrays = jaximp.permutation_importance(model, df, y, n_repeats=1, random_state=0)
         host = jaximp.permutation_importance(as_predictor(model, trees="host", sample=df), df,
                                              y, n_repeats=1, random_state=0)

@@ -11,8 +11,9 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+import pandas as pd
 
-from ..data import PositiveClass, default_output
+from ..data import PositiveClass, as_dataset, default_output
 
 __all__ = ["Predictor", "compute_dtype", "stable_apply", "x64_enabled"]
 
@@ -99,6 +100,15 @@ class Predictor:
         object.__setattr__(self, "output_names", names)
 
     def __call__(self, X) -> jax.Array:
+        """Predictions (n, o) for the rows ``X``: a float matrix, or a DataFrame, which a host
+        model gets as it is and a JAX model as :func:`jaximp.as_dataset` codes it (category
+        codes, 0/1 for booleans), as the methods do."""
+        if isinstance(X, pd.DataFrame):
+            if self.host and self.host_fn is not None:
+                from ._host import call_host
+
+                return call_host(self.host_fn, X, self.name, n_outputs=self.n_outputs)
+            X = as_dataset(X, allow_missing=True).X
         return self.apply(self.params, X)
 
     @property
