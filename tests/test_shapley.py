@@ -585,3 +585,37 @@ def test_logit_link_explains_the_log_odds_of_mean_probabilities():
     with pytest.raises(ValueError, match=r"link='logit' takes the log-odds of mean "
                                          r"probabilities; the model's outputs range"):
         jaximp.shapley_values(lambda Z: 3 * Z[:, 0], X[:3], background, link="logit")
+
+
+def test_text_arrays_code_rows_and_background_alike_for_a_host_pipeline():
+    """Rows of an object array holding two of a background's three labels: a pipeline gets
+    each label back as itself (they were decoded with the rows' own labels, so 'y' came
+    back as 'x'): the values equal the DataFrame's, by the function and the Explainer."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(1)
+    n = 60
+    array = np.empty((n, 2), dtype=object)
+    array[:, 0] = rng.normal(size=n)
+    array[:, 1] = rng.choice(["x", "y", "z"], n)
+    y = array[:, 0].astype(float) + np.select([array[:, 1] == "x", array[:, 1] == "y"],
+                                              [2.0, 0.0], -0.5)
+
+    def fitted(columns):
+        encode = ColumnTransformer([("onehot", OneHotEncoder(), [columns[1]])],
+                                   remainder="passthrough")
+        return Pipeline([("encode", encode), ("fit", Ridge())])
+
+    frame = pd.DataFrame({"x0": array[:, 0].astype(float), "x1": array[:, 1]})
+    by_array = fitted([0, 1]).fit(array, y)
+    by_frame = fitted(["x0", "x1"]).fit(frame, y)
+    rows = np.flatnonzero(array[:, 1] != "x")[:3]
+    expected = jaximp.shapley_values(by_frame, frame.iloc[rows], frame).values
+    ours = jaximp.shapley_values(by_array, array[rows], array)
+    np.testing.assert_allclose(ours.values, expected, rtol=1e-10, atol=1e-12)
+    bound = jaximp.Explainer(by_array, array).shapley_values(array[rows])
+    np.testing.assert_allclose(bound.values, expected, rtol=1e-10, atol=1e-12)

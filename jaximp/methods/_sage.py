@@ -520,7 +520,8 @@ def sage_importance(
                    sample_weight=sample_weight, variables=variables,
                    memory_budget=memory_budget, progress=progress)
     dataset, predictor = prepare(model, X, **options)
-    if not predictor.host and (shared := labels_shared_with(X, background)) is not X:
+    shared = X if predictor.host else labels_shared_with(X, background, feature_names)
+    if shared is not X:
         dataset, predictor = prepare(model, shared, **options)
     players = dataset.resolve(None)
     p = len(players)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -139,7 +140,8 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             raise ValueError(
                 f"background must have the {dataset.n_columns} columns of X{shape}; got "
                 f"shape {np.shape(background)}.")
-        if isinstance(background, pd.DataFrame) and isinstance(dataset.source, pd.DataFrame):
+        background, array = _framed(background, dataset)
+        if isinstance(background, pd.DataFrame) and _labelled_source(dataset) is not None:
             background = _text_coded_as_x(background, dataset)
         try:
             bg = as_dataset(background, feature_names=names, categorical=categorical,
@@ -151,6 +153,8 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             if renamed == message:
                 raise
             raise type(error)(renamed) from None
+        if array is not None:  # a host model gets the user's array, decoded with bg's labels
+            bg = dataclasses.replace(bg, source=array)
     if bg.column_names != dataset.column_names:
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")
@@ -176,19 +180,23 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
     groups and categorical columns, each text or category column coded with ``dataset``'s
     labels (its rows, the background, hold codes of those labels); labels it lacks are
     refused."""
+    rows, array = _framed(rows, dataset)
     frame = isinstance(rows, pd.DataFrame)
-    if frame and isinstance(dataset.source, pd.DataFrame):
+    if frame and _labelled_source(dataset) is not None:
         rows = _text_coded_as_x(rows, dataset)
     explained = as_dataset(rows, feature_names=None if frame else dataset.column_names,
                            categorical=categorical, groups=groups, allow_missing=True)
+    if array is not None:
+        explained = dataclasses.replace(explained, source=array)
     if explained.column_names != dataset.column_names:
         raise ValueError(
             f"rows must have the columns of the Explainer's data {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
+    source = _labelled_source(dataset)
     for ours, theirs in zip(dataset.features, explained.features):
-        labelled = isinstance(dataset.source, pd.DataFrame) and len(ours.columns) == 1 and (
-            is_text(dataset.source.iloc[:, ours.columns[0]])
-            or isinstance(dataset.source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
+        labelled = source is not None and len(ours.columns) == 1 and (
+            is_text(source.iloc[:, ours.columns[0]])
+            or isinstance(source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
         if labelled and tuple(theirs.levels or ()) != tuple(ours.levels or ()):
             raise ValueError(
                 f"rows' column {ours.name!r} must hold the labels of the Explainer's data "
@@ -196,11 +204,38 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
     return explained
 
 
-def labels_shared_with(X, background):
-    """``X`` with each text column that ``background`` (a DataFrame) also holds as text made
-    categories of the sorted labels of both, where the two differ: a JAX model then sees one
-    code per label on both sides, those the data as a whole would get (coded alone, rows of
-    a few labels would number them afresh). Anything else: ``X`` itself.
+def _is_text_array(data) -> bool:
+    return isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "OU"
+
+
+def _framed(data, dataset: Dataset):
+    """``data`` (rows to explain or a background) as a DataFrame where its labels need
+    coding as ``dataset``'s: a polars frame through pandas, and an array of text (when
+    ``dataset`` came from one) as an object DataFrame of its columns, returned with the
+    array (the source a host model is given); anything else as it is, with None."""
+    if type(data).__module__.partition(".")[0] == "polars" and hasattr(data, "to_pandas"):
+        return data.to_pandas(), None
+    if _is_text_array(data) and _is_text_array(dataset.source):
+        return pd.DataFrame(data, columns=list(dataset.column_names), dtype=object), data
+    return data, None
+
+
+def _labelled_source(dataset: Dataset) -> pd.DataFrame | None:
+    """The dataset's own data as a DataFrame where it can hold labels (a DataFrame, or an
+    array of text as an object DataFrame), else None."""
+    if isinstance(dataset.source, pd.DataFrame):
+        return dataset.source
+    if _is_text_array(dataset.source):
+        return pd.DataFrame(dataset.source, columns=list(dataset.column_names), dtype=object)
+    return None
+
+
+def labels_shared_with(X, background, feature_names=None):
+    """``X`` with each text column that ``background`` also holds as text made categories of
+    the sorted labels of both, where the two differ: a JAX model then sees one code per label
+    on both sides, those the data as a whole would get (coded alone, rows of a few labels
+    would number them afresh). DataFrames (pandas or polars) match columns by name, arrays of
+    text by position (named ``feature_names``). Anything else: ``X`` itself.
 
     Examples
     --------
@@ -208,6 +243,15 @@ def labels_shared_with(X, background):
     >>> list(labels_shared_with(X, pd.DataFrame({"c": ["blue", "red"]}))["c"].cat.categories)
     ['blue', 'red']
     """
+    X = X.to_pandas() if type(X).__module__.partition(".")[0] == "polars" else X
+    if type(background).__module__.partition(".")[0] == "polars":
+        background = background.to_pandas()
+    if _is_text_array(X) and _is_text_array(background):  # columns by position
+        names = [f"x{i}" for i in range(X.shape[1])] if feature_names is None else [
+            str(name) for name in feature_names]
+        X = pd.DataFrame(X, columns=names, dtype=object)
+        background = pd.DataFrame(background, columns=names[:background.shape[1]],
+                                  dtype=object)
     if not (isinstance(X, pd.DataFrame) and isinstance(background, pd.DataFrame)):
         return X
     shared = X
@@ -228,11 +272,12 @@ def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame
     X's order, so that a code names the same label on both sides (each side alone codes its
     own sorted labels); labels X lacks come after them."""
     coded = background
+    source = _labelled_source(dataset)
     levels = {f.columns[0]: f.levels for f in dataset.features
               if len(f.columns) == 1 and f.levels is not None}
     for i, name in enumerate(dataset.column_names):
         if (i not in levels or i >= background.shape[1] or str(background.columns[i]) != name
-                or not is_text(dataset.source.iloc[:, i])):
+                or not is_text(source.iloc[:, i])):
             continue
         column = background.iloc[:, i]
         if not (is_text(column) or isinstance(column.dtype, pd.CategoricalDtype)):
