@@ -381,6 +381,48 @@ def test_categorical_splits_equal_the_librarys_contributions(library):
     _close(interventional.values, exact.values)
 
 
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_categories_are_read_by_the_levels_the_model_was_fitted_on(library):
+    """A frame whose category column holds other levels (a subset, another order) than the
+    training frame's: tree_shap and a tree_predictor called on it map them by level, as the
+    library does (they read its codes); a method given the Predictor and such a frame
+    refuses it; an unseen level is missing for LightGBM and refused for XGBoost."""
+    module = pytest.importorskip(library)
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    n = 400
+    labels = rng.choice(list("abcdef"), n)
+    effect = dict(zip("abcdef", [3.0, -2.0, 1.0, 0.0, -1.0, 2.0]))
+    x = rng.normal(size=n)
+    y = np.array([effect[v] for v in labels]) + 0.5 * x
+    frame = pd.DataFrame({"c": pd.Categorical(labels), "x": x})
+    if library == "xgboost":
+        model = module.XGBRegressor(n_estimators=20, max_depth=3, enable_categorical=True,
+                                    max_cat_to_onehot=1).fit(frame, y)
+    else:
+        model = module.LGBMRegressor(n_estimators=20, num_leaves=8, verbose=-1,
+                                     min_data_per_group=5, cat_smooth=1).fit(frame, y)
+    other = pd.DataFrame({"c": pd.Categorical(["f", "b", "e"], categories=["f", "e", "b"]),
+                          "x": [0.0, 1.0, -1.0]})
+    sv = tree_shap(model, other)
+    np.testing.assert_allclose(sv.values.sum(axis=1)[:, 0] + sv.base_values[0],
+                               model.predict(other), rtol=1e-5, atol=1e-5)
+    predictor = jaximp.tree_predictor(model)
+    np.testing.assert_allclose(np.asarray(predictor(other))[:, 0], model.predict(other),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="other levels, or another order, than the ones"):
+        jaximp.permutation_importance(predictor, other, np.zeros(3))
+    unseen = pd.DataFrame({"c": pd.Categorical(["b", "zz"]), "x": [0.0, 0.0]})
+    if library == "xgboost":
+        with pytest.raises(ValueError, match=r"categories \['zz'\] that the XGBoost model"):
+            tree_shap(model, unseen)
+    else:
+        sv = tree_shap(model, unseen)
+        np.testing.assert_allclose(sv.values.sum(axis=1)[:, 0] + sv.base_values[0],
+                                   model.predict(unseen), rtol=1e-5, atol=1e-5)
+
+
 def test_lightgbm_fitted_on_names_with_spaces_takes_that_data():
     """LightGBM stores a column 'sepal length' as 'sepal_length' and still predicts on the
     DataFrame it was fitted on; so do jaximp's readers, keeping the user's names."""

@@ -106,6 +106,13 @@ def prepare(
             sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
             if hasattr(model, "predict") else None,
         )
+    if (predictor.recode is not None and isinstance(dataset.source, pd.DataFrame)
+            and predictor.recode(dataset.source, dataset.X) is not dataset.X):
+        raise ValueError(
+            f"X's category columns hold other levels, or another order, than the ones "
+            f"{predictor.name} was fitted on, and its arrays read category codes. Pass the "
+            "model itself (jaximp then maps the levels as the library does), or give X's "
+            "columns the training categories (X[c].cat.set_categories(...)).")
     if (allow_missing and not (predictor.host or predictor.handles_missing)
             and dataset.has_missing):
         rows, cols = np.nonzero(np.isnan(dataset.X))

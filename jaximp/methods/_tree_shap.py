@@ -45,7 +45,13 @@ import pandas as pd
 
 from ..data import Flag, as_dataset, as_rows, select_outputs, validate_params
 from ..engine import ProgressMeter, resolve_budget
-from ..models import boosting_library, read_boosted, stored_names, tree_predictor
+from ..models import (
+    boosting_library,
+    read_boosted,
+    stored_names,
+    training_codes,
+    tree_predictor,
+)
 from ..results import ShapleyDetails
 from ._shapley import ShapleyInteractions, ShapleyValues
 from ._tree_shap_paths import (
@@ -183,7 +189,10 @@ def _rows(model, X, feature_names, n_features: int, what: str):
                 f"{list(names)[:8]}. Fix: X = X[model.feature_names_in_].")
         if feature_names is None and not isinstance(X, pd.DataFrame):
             names = fitted
-    return dataset.X, names
+    rows = dataset.X
+    if isinstance(X, pd.DataFrame) and boosting_library(model) is not None:
+        rows = training_codes(read_boosted(model), X, rows)  # categories by level
+    return rows, names
 
 
 def _select(ensemble: _Ensemble, output) -> tuple[TreePaths, tuple[str, ...], int]:

@@ -2,7 +2,7 @@
 (JAX and Flax/Equinox models, host models such as scikit-learn's, fitted trees read into
 node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
 
-from ._boosting import boosting_library, stored_names
+from ._boosting import boosting_library, stored_names, training_codes
 from ._dlpack import DLPackModel
 from ._host import HostData, call_host, probe_rows
 from ._mlp import (
@@ -46,5 +46,6 @@ __all__ = [
     "stored_names",
     "train_mlp_params",
     "tree_float_dtype",
+    "training_codes",
     "tree_predictor",
 ]

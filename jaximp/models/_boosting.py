@@ -15,11 +15,12 @@ import dataclasses
 
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
 from ._predictor import x64_enabled
 
 __all__ = ["BoostedModel", "below_float32", "boosting_library", "host_prediction", "level_keys",
-           "pack_boosted", "refuse", "round_down_float32", "stored_names"]
+           "pack_boosted", "refuse", "round_down_float32", "stored_names", "training_codes"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
 LINKS = ("identity", "exp", "sigmoid", "softmax")
@@ -254,6 +255,35 @@ def check_columns(model: BoostedModel, n_features: int | None, sample) -> None:
                                             " (in another order)")
                 + ". Fix: pass X[model's feature names] in the fitted order."
             )
+
+
+def training_codes(model: BoostedModel, frame, X: np.ndarray) -> np.ndarray:
+    """The rows ``X`` (n, c), codes of ``frame``'s columns as :func:`jaximp.as_dataset` reads
+    them, with each category column's codes renumbered to the levels the model was fitted
+    on, as the libraries map a DataFrame by level: a level the model never saw is missing
+    (LightGBM's rule) or refused (XGBoost's). ``X`` itself when nothing differs."""
+    out = X
+    for j, dtype in enumerate(getattr(frame, "dtypes", ())):
+        trained = model.categories.get(j)
+        if not isinstance(dtype, pd.CategoricalDtype) or trained is None:
+            continue
+        given = level_keys(dtype.categories)
+        if given == list(trained):
+            continue
+        position = {key: i for i, key in enumerate(trained)}
+        unseen = [str(level) for level, key in zip(dtype.categories, given)
+                  if key not in position]
+        if unseen and model.library == "xgboost":
+            raise ValueError(
+                f"column {frame.columns[j]!r} has categories {unseen[:5]} that the XGBoost "
+                f"model was not fitted on (it knows {list(trained)[:8]}); XGBoost refuses "
+                "them too. Drop those rows or map them to known categories.")
+        lookup = np.array([position.get(key, np.nan) for key in given] + [np.nan])
+        codes = X[:, j]
+        index = np.where(np.isnan(codes), len(given), np.nan_to_num(codes)).astype(np.int64)
+        out = X.copy() if out is X else out
+        out[:, j] = lookup[index]
+    return out
 
 
 def stored_names(columns, library: str | None) -> list[str]:

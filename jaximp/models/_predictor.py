@@ -76,6 +76,10 @@ class Predictor:
     piecewise_constant : bool
         True for trees read into node arrays: their gradient is 0 almost everywhere, so the
         gradient methods refuse them.
+    recode : callable or None
+        For a model read from a boosting library: ``recode(frame, X) -> X``, the codes
+        ``X`` (n, c) of a DataFrame's columns renumbered to the category levels the model
+        was fitted on (``X`` itself when they are those levels).
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -91,6 +95,7 @@ class Predictor:
     device_fn: Callable | None = None
     device: Any = None
     piecewise_constant: bool = False
+    recode: Callable | None = None
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)
@@ -102,13 +107,15 @@ class Predictor:
     def __call__(self, X) -> jax.Array:
         """Predictions (n, o) for the rows ``X``: a float matrix, or a DataFrame, which a host
         model gets as it is and a JAX model as :func:`jaximp.as_dataset` codes it (category
-        codes, 0/1 for booleans), as the methods do."""
+        codes, 0/1 for booleans; a boosting library's model: its own categories' codes)."""
         if isinstance(X, pd.DataFrame):
             if self.host and self.host_fn is not None:
                 from ._host import call_host
 
                 return call_host(self.host_fn, X, self.name, n_outputs=self.n_outputs)
-            X = as_dataset(X, allow_missing=True).X
+            frame, X = X, as_dataset(X, allow_missing=True).X
+            if self.recode is not None:  # categories by the levels the model knows
+                X = self.recode(frame, X)
         return self.apply(self.params, X)
 
     @property

@@ -112,6 +112,7 @@ are methods, in :mod:`jaximp.methods._tree_stats`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 import weakref
 
@@ -127,6 +128,7 @@ from ._boosting import (
     level_keys,
     pack_boosted,
     round_down_float32,
+    training_codes,
 )
 from ._catboost import read_catboost
 from ._lightgbm import read_lightgbm
@@ -458,6 +460,7 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
             boosted.classes) else None,
         handles_missing=True,
         piecewise_constant=True,
+        recode=functools.partial(training_codes, boosted) if boosted.categories else None,
     )
 
 
