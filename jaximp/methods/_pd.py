@@ -285,7 +285,7 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
         )
     # refuses a model without traversable trees before any work, naming method='brute'
     tree_kind, classifier, _, _ = read_trees(model, recursion="model")
-    dataset = as_dataset(X, feature_names=feature_names)
+    dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
     options = []

@@ -432,7 +432,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     (4, 4, 1)
     """
     kind, _, params, depth = read_trees(estimator, recursion="estimator", host=True)
-    dataset = as_dataset(X)
+    dataset = as_dataset(X, allow_missing=True)  # the grid reads the values present
     several = not isinstance(feature, (str, int, np.integer))
     features = [dataset.feature(f) for f in (feature if several else [feature])]
     if not features:
