@@ -235,6 +235,10 @@ def test_scorer_callables_take_sample_weight_only_when_given_and_refuse_other_op
             permutation_importance(model, X, y, scoring=constant, **option)
     with pytest.raises(TypeError, match="estimator"):
         jaximp.Explainer(lambda Z: Z[:, 0], X, y).permutation_importance(scoring=constant)
+    with pytest.raises(TypeError, match="estimator's predict methods; got function"):
+        permutation_importance(lambda Z: Z[:, 0], X, y, scoring=constant)
+    with pytest.raises(ValueError, match="a scorer must return a number, or a dict"):
+        permutation_importance(model, X, y, scoring=lambda e, X, y: np.ones(2))
 
 
 def test_probabilities_one_column_two_columns_and_labels(classification_data):

@@ -433,7 +433,12 @@ def as_dataset(
     levels_of: dict[int, tuple] = {}
     input_shape = on_device = None
     if type(X).__module__.partition(".")[0] == "polars" and hasattr(X, "to_pandas"):
-        X = X.to_pandas()  # a polars DataFrame: its names and dtypes, read as pandas'
+        try:  # a polars DataFrame: its names and dtypes, read as pandas'
+            X = X.to_pandas()
+        except ImportError as error:
+            raise ImportError(f"a polars DataFrame is read through pandas, which needs "
+                              f"pyarrow ({error}); pip install pyarrow, or pass "
+                              "X.to_pandas().") from error
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
         if feature_names is not None and list(feature_names) != names:

@@ -548,9 +548,10 @@ def partial_dependence(
         Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
         averaged over the training data stored in the trees rather than over ``X``; gradient
         boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
-        recursion where scikit-learn's ``method="auto"`` picks it (gradient boosting with
-        ``init=None``, histogram gradient boosting without categorical splits or fit-time
-        sample weights, a regression tree, a random forest regressor), else brute. The
+        recursion for gradient boosting with ``init=None``, histogram gradient boosting, a
+        regression tree and a random forest regressor, as scikit-learn's ``method="auto"``,
+        except histogram gradient boosting with categorical splits (scikit-learn's recursion
+        ignores them) or fit-time sample weights (scikit-learn then raises): brute. The
         default differs from
         scikit-learn's ``"auto"`` so that the PD is always over ``X``.
     derivative : bool, default False

@@ -200,7 +200,8 @@ def permutation_importance(
         called on the host with each permuted copy of ``X`` (a DataFrame stays one), as
         scikit-learn does: on the same permutations as the batched losses, one model call at
         a time. ``sample_weight`` is passed to it only when given; ``output``, ``response``,
-        ``greater_is_better`` and ``n_bootstrap`` do not apply.
+        ``greater_is_better`` and ``n_bootstrap`` do not apply. Its ratio is
+        ``score_orig / score_perm``.
     n_jobs : int, optional
         Accepted for scikit-learn's signature and not used: jaximp evaluates every feature and
         repeat in batches on its devices, and the results do not depend on it.
@@ -446,6 +447,12 @@ def _check_scorer_options(loss, output, greater_is_better, response, n_bootstrap
 def _estimator(model):
     """The user's estimator that a scorer calls: the model, or a host Predictor's."""
     if not isinstance(model, Predictor):
+        if not any(hasattr(model, name) for name in ("predict", "predict_proba",
+                                                     "decision_function")):
+            raise TypeError(
+                f"a scorer callable scorer(estimator, X, y) calls a scikit-learn-like "
+                f"estimator's predict methods; got {type(model).__name__}, which has none. "
+                "Pass loss(y, prediction) as loss= instead.")
         return model
     estimator = getattr(model.host_fn, "__self__", None)
     if estimator is None:

@@ -3,7 +3,8 @@
 A scorer calls the estimator itself, so it cannot be batched: each permuted copy of the user's
 own data (a DataFrame keeps its dtypes) goes to it in turn, on the host. The permutations are
 the engine's (:func:`jaximp.engine.plan_source_rows` of the same plan), so a scorer and the
-loss of the same name give the same importances.
+loss of the same name give the same differences. A ratio is ``score_orig / score_perm``, the
+ratio of a score, not the named loss's ``loss_perm / loss_orig``.
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ def _call(scorer, model, X, y, weights) -> dict:
     ``sample_weight`` is passed only when given, as scikit-learn does."""
     value = scorer(model, X, y) if weights is None else scorer(model, X, y,
                                                                sample_weight=weights)
-    if isinstance(value, Mapping):
-        return {str(k): float(v) for k, v in value.items()}
-    return {None: float(value)}
+    scores = value if isinstance(value, Mapping) else {None: value}
+    try:
+        return {k if k is None else str(k): float(v) for k, v in scores.items()}
+    except (TypeError, ValueError):
+        raise ValueError(f"a scorer must return a number, or a dict of names to numbers; "
+                         f"{scorer!r:.60} returned {value!r:.80}.") from None
 
 
 def scorer_importances(model, dataset: Dataset, y, chosen, plan, rows, kind: str,
