@@ -124,6 +124,14 @@ def test_smoothgrad_equals_a_float64_reference_with_the_same_noise():
                                   multiply_by_inputs=True, abs=True)
     np.testing.assert_allclose(by_inputs.values, (np.abs(grads) * noisy[..., None]).mean(1),
                                atol=3e-6)
+    # captum's NoiseTunnel nt_type: the mean square and the (population) variance
+    squared = jaximp.smoothgrad(mlp, rows, stdev=0.3, n_samples=6, random_state=1,
+                                nt_type="smoothgrad_sq")
+    np.testing.assert_allclose(squared.values, (grads ** 2).mean(1), atol=3e-6)
+    var = jaximp.smoothgrad(mlp, rows, stdev=0.3, n_samples=6, random_state=1,
+                            nt_type="vargrad")
+    np.testing.assert_allclose(var.values, grads.var(axis=1), atol=3e-6)
+    assert var.info["nt_type"] == "vargrad"
 
 
 def test_dgsm_equals_its_closed_form():
@@ -289,6 +297,13 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
         stdevs=0.2, target=0, abs=False).numpy()
     many = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=1000, output=0)
     np.testing.assert_allclose(many.values[:, :, 0], tunnel, atol=0.02)
+    # nt_type, on our noise: captum's NoiseTunnel takes the mean square or the variance of
+    # the per-sample attributions it computed (its formulas applied to Saliency on our rows)
+    for nt_type, reduce in (("smoothgrad_sq", lambda a: (a ** 2).mean(1)),
+                            ("vargrad", lambda a: (a ** 2).mean(1) - a.mean(1) ** 2)):
+        ours = jaximp.smoothgrad(mlp, rows, stdev=0.2, n_samples=6, random_state=2, output=0,
+                                 nt_type=nt_type)
+        assert max_relative(ours.values[:, :, 0], reduce(theirs)) < 1e-4
 
 
 def test_attributions_of_images_paint_back_onto_the_image():

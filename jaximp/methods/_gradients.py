@@ -389,7 +389,8 @@ def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row):
     return stable_apply(key, make)
 
 
-def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs, per_row):
+def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs, per_row,
+                  nt_type="smoothgrad"):
     def make():
         def apply(params, Z):
             base, stdev, key_data = params
@@ -399,23 +400,27 @@ def _smooth_apply(predictor, out_idx, c, n_samples, absolute, by_inputs, per_row
             keys = _row_keys(key_data, Z, c)
             noise_keys = jax.vmap(lambda key: jax.random.split(key, n_samples))(keys)
 
-            def step(total, k):
+            def step(totals, k):
                 noise = jax.vmap(lambda key: jax.random.normal(key, (c,), X.dtype))(
                     noise_keys[:, k]) * stdev  # (m, c)
                 noisy = X + noise
                 _, g = gradients(fn, noisy)
                 g = jnp.abs(g) if absolute else g
-                return total + (g * noisy[None] if by_inputs else g), None
+                a = g * noisy[None] if by_inputs else g
+                return (totals[0] + a, totals[1] + a * a), None
 
             o = _n_out(out_idx, per_row)
-            total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype),
-                                    jnp.arange(n_samples))
-            return _pack(total / n_samples, fn(X))
+            zeros = jnp.zeros((o, *X.shape), X.dtype)
+            (total, squares), _ = jax.lax.scan(step, (zeros, zeros), jnp.arange(n_samples))
+            mean, mean_sq = total / n_samples, squares / n_samples
+            reduced = {"smoothgrad": mean, "smoothgrad_sq": mean_sq,
+                       "vargrad": mean_sq - mean * mean}[nt_type]
+            return _pack(reduced, fn(X))
 
         return apply
 
     key = ("smoothgrad", predictor.apply, tuple(out_idx), c, n_samples, absolute, by_inputs,
-           per_row)
+           per_row, nt_type)
     return stable_apply(key, make)
 
 
@@ -602,10 +607,15 @@ def expected_gradients(
                               with_baseline=True, per_row=per_row)
 
 
-@validate_params(n_samples=Int(1), abs=Flag(), multiply_by_inputs=Flag())
+_NOISE_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")  # captum's NoiseTunnel nt_type
+
+
+@validate_params(n_samples=Int(1), abs=Flag(), multiply_by_inputs=Flag(),
+                 nt_type=Choice(*_NOISE_TYPES))
 def smoothgrad(
     model, X, *, stdev=1.0, n_samples: int = 5, abs: bool = False,
-    multiply_by_inputs: bool = False, random_state=0, output=None, feature_names=None,
+    multiply_by_inputs: bool = False, nt_type: str = "smoothgrad", random_state=0,
+    output=None, feature_names=None,
     groups=None, sample_weight=None, variables=None, memory_budget: int | None = None,
     progress: bool | None = None,
 ) -> Attributions:
@@ -624,6 +634,10 @@ def smoothgrad(
         Average ``|grad|`` (captum's ``NoiseTunnel(Saliency)`` with its default ``abs=True``).
     multiply_by_inputs : bool, default False
         Average ``(x + e_k) * grad f(x + e_k)`` (captum's ``NoiseTunnel(InputXGradient)``).
+    nt_type : {"smoothgrad", "smoothgrad_sq", "vargrad"}, default "smoothgrad"
+        What is taken over the noisy copies of each attribution ``a_k``, as captum's
+        ``NoiseTunnel``: the mean, the mean of ``a_k^2`` (SmoothGrad-squared, Hooker et al.
+        2019) or their variance ``mean(a_k^2) - mean(a_k)^2`` (VarGrad, Adebayo et al. 2018).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Row ``i``'s noise comes from the key folded with ``i``.
     output, feature_names, groups, sample_weight, variables, memory_budget, progress
@@ -650,12 +664,12 @@ def smoothgrad(
               jax.random.key_data(as_key(random_state)))
     by_row = per_row is not None
     apply = _smooth_apply(predictor, out_idx, c, n_samples, bool(abs), bool(multiply_by_inputs),
-                          by_row)
+                          by_row, nt_type)
     o = _n_out(out_idx, by_row)
     raw = run_derived(apply, params, c * o + o, predictor, engine_rows(dataset, True, per_row),
                       Keep(), "smoothgrad", engine)[0]
     info = {"stdev": sd.copy(), "n_samples": n_samples, "abs": bool(abs),
-            "multiply_by_inputs": bool(multiply_by_inputs)}
+            "multiply_by_inputs": bool(multiply_by_inputs), "nt_type": nt_type}
     return build_attributions(raw, dataset, predictor, out_idx, "smoothgrad", info,
                               with_baseline=False, per_row=per_row)
 
