@@ -12,7 +12,7 @@ from ._checks import (
     output_index,
     select_outputs,
 )
-from ._data import Dataset, Feature, Recent, as_dataset, is_text
+from ._data import Dataset, Feature, Recent, as_dataset, as_pandas, is_text, is_text_array
 from ._datasets import make_friedman1, make_linear
 from ._deferred import Deferred, ReadsDeferred
 from ._edge import (
@@ -72,6 +72,7 @@ __all__ = [
     "SHARED",
     "as_dataset",
     "as_key",
+    "as_pandas",
     "as_rows",
     "check_bool",
     "check_choice",
@@ -82,6 +83,7 @@ __all__ = [
     "input_groups",
     "input_map",
     "is_text",
+    "is_text_array",
     "key_data_on_host",
     "make_friedman1",
     "make_linear",

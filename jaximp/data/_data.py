@@ -18,7 +18,8 @@ from ._device import (ColumnOrder, HostColumnOrder, bad_values, device_column_or
                       integer_levels, is_onehot)
 from ._params import Flag, validate_params
 
-__all__ = ["HOST_COPY", "Feature", "Dataset", "Recent", "as_dataset", "is_text"]
+__all__ = ["HOST_COPY", "Feature", "Dataset", "Recent", "as_dataset", "as_pandas", "is_text",
+           "is_text_array"]
 
 _ONLY_MISSING = ("column {!r} holds only missing values (NaN); it has no grid. Drop it or "
                  "fill it.")
@@ -346,6 +347,23 @@ class Dataset:
         return resolved
 
 
+def as_pandas(X):
+    """A polars DataFrame (anything from polars with ``to_pandas``) as a pandas one, its names
+    and dtypes kept; anything else as it is."""
+    if type(X).__module__.partition(".")[0] != "polars" or not hasattr(X, "to_pandas"):
+        return X
+    try:
+        return X.to_pandas()
+    except ImportError as error:
+        raise ImportError(f"a polars DataFrame is read through pandas, which needs pyarrow "
+                          f"({error}); pip install pyarrow, or pass X.to_pandas().") from error
+
+
+def is_text_array(values) -> bool:
+    """Whether ``values`` is a 2-D NumPy array that may hold text (object or str dtype)."""
+    return isinstance(values, np.ndarray) and values.ndim == 2 and values.dtype.kind in "OU"
+
+
 def is_text(column: pd.Series) -> bool:
     """Whether a DataFrame column holds text labels (a string dtype, or objects that are all
     strings), which become a categorical feature."""
@@ -432,13 +450,7 @@ def as_dataset(
         )
     levels_of: dict[int, tuple] = {}
     input_shape = on_device = None
-    if type(X).__module__.partition(".")[0] == "polars" and hasattr(X, "to_pandas"):
-        try:  # a polars DataFrame: its names and dtypes, read as pandas'
-            X = X.to_pandas()
-        except ImportError as error:
-            raise ImportError(f"a polars DataFrame is read through pandas, which needs "
-                              f"pyarrow ({error}); pip install pyarrow, or pass "
-                              "X.to_pandas().") from error
+    X = as_pandas(X)
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
         if feature_names is not None and list(feature_names) != names:
@@ -485,7 +497,7 @@ def as_dataset(
                             "imaginary parts as separate columns.")
         # object, text and structured arrays; bfloat16 and the other ml_dtypes floats are
         # numbers (NumPy gives them kind "V")
-        if on_device is None and values.ndim == 2 and values.dtype.kind in "OU" and len(
+        if on_device is None and is_text_array(values) and len(
                 values):  # text columns: read as a DataFrame's, the model gets the array
             names = [f"x{i}" for i in range(values.shape[1])] if feature_names is None else [
                 str(name) for name in feature_names]

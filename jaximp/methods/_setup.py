@@ -19,7 +19,9 @@ from ..data import (
     InputLayout,
     Recent,
     as_dataset,
+    as_pandas,
     is_text,
+    is_text_array,
     replicate_weights,
     row_weights,
 )
@@ -211,18 +213,13 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
     return explained
 
 
-def _is_text_array(data) -> bool:
-    return isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "OU"
-
-
 def _framed(data, dataset: Dataset):
     """``data`` (rows to explain or a background) as a DataFrame where its labels need
     coding as ``dataset``'s: a polars frame through pandas, and an array of text (when
     ``dataset`` came from one) as an object DataFrame of its columns, returned with the
     array (the source a host model is given); anything else as it is, with None."""
-    if type(data).__module__.partition(".")[0] == "polars" and hasattr(data, "to_pandas"):
-        return data.to_pandas(), None
-    if _is_text_array(data) and _is_text_array(dataset.source):
+    data = as_pandas(data)
+    if is_text_array(data) and is_text_array(dataset.source):
         return pd.DataFrame(data, columns=list(dataset.column_names), dtype=object), data
     return data, None
 
@@ -232,7 +229,7 @@ def _labelled_source(dataset: Dataset) -> pd.DataFrame | None:
     array of text as an object DataFrame), else None."""
     if isinstance(dataset.source, pd.DataFrame):
         return dataset.source
-    if _is_text_array(dataset.source):
+    if is_text_array(dataset.source):
         return pd.DataFrame(dataset.source, columns=list(dataset.column_names), dtype=object)
     return None
 
@@ -250,10 +247,8 @@ def labels_shared_with(X, background, feature_names=None):
     >>> list(labels_shared_with(X, pd.DataFrame({"c": ["blue", "red"]}))["c"].cat.categories)
     ['blue', 'red']
     """
-    X = X.to_pandas() if type(X).__module__.partition(".")[0] == "polars" else X
-    if type(background).__module__.partition(".")[0] == "polars":
-        background = background.to_pandas()
-    if _is_text_array(X) and _is_text_array(background):  # columns by position
+    X, background = as_pandas(X), as_pandas(background)
+    if is_text_array(X) and is_text_array(background):  # columns by position
         names = [f"x{i}" for i in range(X.shape[1])] if feature_names is None else [
             str(name) for name in feature_names]
         X = pd.DataFrame(X, columns=names, dtype=object)

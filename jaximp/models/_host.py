@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, is_text
+from ..data import Dataset, is_text, is_text_array
 
 __all__ = ["HostData", "probe_rows", "call_host"]
 
@@ -152,7 +152,7 @@ class HostData:
         n, c = dataset.n_rows, dataset.n_columns
         self.is_frame = isinstance(X_user, pd.DataFrame)
         # an array of text and numbers is built as a DataFrame's batch, returned as an array
-        self._text_array = not self.is_frame and np.asarray(X_user).dtype.kind in "OU"
+        self._text_array = not self.is_frame and is_text_array(np.asarray(X_user))
         if self._text_array:
             X_user = pd.DataFrame(np.asarray(X_user), columns=dataset.column_names, dtype=object)
         if self.is_frame or self._text_array:

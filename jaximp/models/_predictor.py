@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..data import PositiveClass, as_dataset, default_output
+from ..data import PositiveClass, as_dataset, as_pandas, default_output
 
 __all__ = ["Predictor", "compute_dtype", "stable_apply", "x64_enabled"]
 
@@ -108,8 +108,7 @@ class Predictor:
         """Predictions (n, o) for the rows ``X``: a float matrix, or a DataFrame, which a host
         model gets as it is and a JAX model as :func:`jaximp.as_dataset` codes it (category
         codes, 0/1 for booleans; a boosting library's model: its own categories' codes)."""
-        if type(X).__module__.partition(".")[0] == "polars" and hasattr(X, "to_pandas"):
-            X = X.to_pandas()
+        X = as_pandas(X)
         if isinstance(X, pd.DataFrame):
             if self.host and self.host_fn is not None:
                 from ._host import call_host
