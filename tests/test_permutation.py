@@ -215,6 +215,23 @@ def test_scorer_callables_are_scored_on_the_same_permutations(linear_data):
         rtol=1e-9, atol=1e-12)
 
 
+def test_a_metric_with_a_sample_weight_keyword_gets_the_weights_by_it(linear_data):
+    """scikit-learn's metrics take weights as the keyword sample_weight: a callable loss with
+    that keyword gets them by it (it was refused as taking only (y, prediction))."""
+    from sklearn.metrics import mean_absolute_error
+
+    X, y = linear_data
+    model = LinearRegression().fit(X, y)
+    w = np.random.default_rng(3).uniform(0.2, 2.0, size=len(y))
+    ours = permutation_importance(model, X, y, loss=mean_absolute_error, sample_weight=w,
+                                  n_repeats=3)
+    named = permutation_importance(model, X, y, loss="mae", sample_weight=w, n_repeats=3)
+    np.testing.assert_allclose(ours.importances, named.importances, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="third parameter, weights, or a sample_weight"):
+        permutation_importance(model, X, y, loss=lambda t, p: np.mean(np.abs(t - p)),
+                               sample_weight=w)
+
+
 def test_scorer_callables_take_sample_weight_only_when_given_and_refuse_other_options():
     """As scikit-learn: a scorer without sample_weight works unweighted and raises
     TypeError when weights are given; options a scorer decides itself are named."""
@@ -430,7 +447,7 @@ def test_validation_messages(linear_data, ols, classification_data):
          "greater_is_better applies to a callable loss only; got it with loss='r2'."),
         (dict(loss=lambda t, p: 0.0, sample_weight=np.ones(N)),
          "sample_weight was given but the loss callable takes only (y, prediction); give it a "
-         "third parameter, weights."),
+         "third parameter, weights, or a sample_weight keyword."),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError) as err:

@@ -248,22 +248,28 @@ class LossSpec:
 
     def _callable_values(self, preds: np.ndarray) -> np.ndarray:
         y = self.y
-        take_weights = _takes_weights(self.fn)
+        passing = _weight_passing(self.fn)
         per_item = preds[..., 0] if preds.shape[-1] == 1 else preds
-        args = () if not take_weights else (self.weights,)
+
+        def call(y, p, w):
+            if passing is None:
+                return self.fn(y, p)
+            return self.fn(y, p, w) if passing == "positional" else self.fn(y, p,
+                                                                             sample_weight=w)
+
         try:
             y_dev = jnp.asarray(y) if y.dtype.kind in "biuf" else None
         except TypeError:
             y_dev = None
         if y_dev is not None:
-            w_dev = () if not take_weights else (
-                None if self.weights is None else jnp.asarray(self.weights),)
+            w_dev = None if self.weights is None else jnp.asarray(self.weights)
             try:
-                batched = jax.jit(jax.vmap(lambda p: jnp.asarray(self.fn(y_dev, p, *w_dev))))
+                batched = jax.jit(jax.vmap(lambda p: jnp.asarray(call(y_dev, p, w_dev))))
                 return np.asarray(batched(jnp.asarray(per_item)))
             except Exception:  # noqa: BLE001 - not traceable: call it on NumPy arrays below
                 pass
-        return np.stack([np.asarray(self.fn(y, p, *args), dtype=np.float64) for p in per_item])
+        return np.stack([np.asarray(call(y, p, self.weights), dtype=np.float64)
+                         for p in per_item])
 
     def importance(self, perturbed: np.ndarray, baseline: np.ndarray, kind: str) -> np.ndarray:
         """Importance of perturbed metric values against the baseline (broadcast)."""
@@ -356,15 +362,21 @@ def _classification_items(name, y, preds, w):
     return jax.vmap(_CLASSIFICATION[name], in_axes=(None, 0, None))(y, preds, w)[:, None]
 
 
-def _takes_weights(fn: Callable) -> bool:
+def _weight_passing(fn: Callable) -> str | None:
+    """How a loss callable takes case weights: ``"positional"`` (a third parameter),
+    ``"keyword"`` (a ``sample_weight`` parameter, as scikit-learn's metrics) or None."""
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return True
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return True
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 3
+        return "positional"
+    values = list(params.values())
+    positional = [p for p in values if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in values) or len(positional) >= 3:
+        return "positional"
+    keyword = params.get("sample_weight")
+    if keyword is not None and keyword.kind is not keyword.POSITIONAL_ONLY:
+        return "keyword"
+    return None
 
 
 def _class_codes(y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
@@ -403,10 +415,10 @@ def resolve_loss(
     if callable(loss) and not isinstance(loss, str):
         if greater_is_better is not None and not isinstance(greater_is_better, bool):
             raise ValueError(f"greater_is_better must be True or False; got {greater_is_better!r}.")
-        if weights is not None and not _takes_weights(loss):
+        if weights is not None and _weight_passing(loss) is None:
             raise ValueError(
                 "sample_weight was given but the loss callable takes only (y, prediction); "
-                "give it a third parameter, weights."
+                "give it a third parameter, weights, or a sample_weight keyword."
             )
         name = getattr(loss, "__name__", type(loss).__name__)
         return LossSpec(name, "callable", bool(greater_is_better), False, names,

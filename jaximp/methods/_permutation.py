@@ -135,7 +135,8 @@ def permutation_importance(
         ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"`` (regression, one value per model output),
         ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
-        value per output. ``prediction`` is (n,) for one output, else (n, o). A callable that
+        value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
+        gets the weights by it. ``prediction`` is (n,) for one output, else (n, o). A callable that
         ``jax.jit`` can trace is batched over all items; any other is called on NumPy arrays.
         Scores (``"r2"``, ``"accuracy"``, ``"auc"``) become the loss ``1 - score`` so that
         importance is positive: the difference is ``score_orig - score_perm``.
