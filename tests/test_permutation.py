@@ -232,6 +232,23 @@ def test_a_metric_with_a_sample_weight_keyword_gets_the_weights_by_it(linear_dat
                                sample_weight=w)
 
 
+def test_greater_is_better_speaks_for_the_callables_among_several_losses(classification_data):
+    """A dict of a named score and a callable score: greater_is_better is the callable's
+    (the named loss knows its direction); among named losses only it is refused."""
+    X, y = classification_data
+    model = LogisticRegression().fit(X, y)
+
+    def accuracy(t, p):
+        return np.mean(np.argmax(p, axis=1) == t)
+
+    both = permutation_importance(model, X, y, loss={"named": "accuracy", "own": accuracy},
+                                  greater_is_better=True, n_repeats=3)
+    np.testing.assert_allclose(both["own"].importances, both["named"].importances, atol=1e-6)
+    with pytest.raises(ValueError, match="named losses \\['accuracy', 'log_loss'\\]"):
+        permutation_importance(model, X, y, loss=["accuracy", "log_loss"],
+                               greater_is_better=True)
+
+
 def test_scorer_callables_take_sample_weight_only_when_given_and_refuse_other_options():
     """As scikit-learn: a scorer without sample_weight works unweighted and raises
     TypeError when weights are given; options a scorer decides itself are named."""

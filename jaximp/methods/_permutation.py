@@ -175,7 +175,8 @@ def permutation_importance(
         repeats) on ``n_repeats``.
     greater_is_better : bool, optional
         For a callable ``loss`` only: True if it is a score. Then the difference is
-        ``score_orig - score_perm`` and the ratio ``score_orig / score_perm``.
+        ``score_orig - score_perm`` and the ratio ``score_orig / score_perm``. With several
+        losses it applies to the callables among them (at least one).
     response : {"probability", "logits"}, default "probability"
         What a classifier's columns hold for ``"log_loss"``, ``"accuracy"`` and ``"auc"``.
         Probabilities are checked on ``X`` (in [0, 1], rows summing to 1 when every column
@@ -260,6 +261,10 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     losses = None if loss is None else _named_losses(loss)
     for each in (losses or {}).values():
         check_response(response, each)
+    if losses is not None and len(losses) > 1 and greater_is_better is not None and not any(
+            callable(each) and not isinstance(each, str) for each in losses.values()):
+        raise ValueError(f"greater_is_better applies to a callable loss only; got it with the "
+                         f"named losses {list(losses)}.")
     key = as_key(random_state)
     bits = key_bits(key)
     dataset, predictor = prepare(
@@ -293,7 +298,8 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
 
     def build():
         specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
-                                    greater_is_better) for name, each in losses.items()}
+                                    _sign_of(each, greater_is_better, len(losses)))
+                 for name, each in losses.items()}
         checked = [(feat.name, column) for feat in chosen for column in feat.columns]
         check_collapse_columns([name for name, _ in checked], dataset.resident_X,
                                [column for _, column in checked], predictor.dtype,
@@ -430,6 +436,14 @@ def _plan(c: int, columns: tuple, feature_ids: tuple, n_repeats: int, bits: tupl
     streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
     item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
     return at_permuted_rows(masks, item_mask, bits, streams)
+
+
+def _sign_of(loss, greater_is_better, n_losses: int):
+    """``greater_is_better`` for one of ``n_losses`` losses: among several, it speaks for the
+    callables (a named loss knows its own direction)."""
+    if n_losses == 1 or (callable(loss) and not isinstance(loss, str)):
+        return greater_is_better
+    return None
 
 
 def _check_scorer_options(loss, output, greater_is_better, response, n_bootstrap):
