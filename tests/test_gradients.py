@@ -277,6 +277,15 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
         n_steps=50).detach().numpy()
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     np.testing.assert_allclose(ours.baseline_values[:, 0], mlp_np(paired)[:, 0], atol=2e-6)
+    # the integrated gradient alone (captum's multiply_by_inputs=False), paired or not
+    for baselines, pair in ((None, False), (paired, True)):
+        ours = jaximp.integrated_gradients(mlp, X, baselines=baselines, output=0,
+                                           paired_baselines=pair, multiply_by_inputs=False)
+        given = None if baselines is None else torch.tensor(baselines, dtype=torch.float32)
+        theirs = IntegratedGradients(net, multiply_by_inputs=False).attribute(
+            inputs, baselines=given, target=0, n_steps=50).detach().numpy()
+        assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
+        assert "completeness_gap" not in ours.info
     ours = jaximp.saliency(mlp, X, output=0)
     theirs = Saliency(net).attribute(inputs, target=0).numpy()
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5

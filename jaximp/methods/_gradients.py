@@ -310,7 +310,7 @@ def expected_draws(row_keys, n_samples: int, n_background: int):
     return jax.vmap(one)(row_keys)
 
 
-def _integrated_apply(predictor, out_idx, n_pairs, per_row):
+def _integrated_apply(predictor, out_idx, n_pairs, per_row, by_inputs=True):
     def make():
         def apply(params, Z):
             base, baselines, alphas, weights, which = params
@@ -322,7 +322,7 @@ def _integrated_apply(predictor, out_idx, n_pairs, per_row):
                 b = baselines[which[k]]
                 delta = X - b
                 _, g = gradients(fn, b + alphas[k] * delta)
-                return total + weights[k] * g * delta[None], None
+                return total + weights[k] * (g * delta[None] if by_inputs else g), None
 
             o = _n_out(out_idx, per_row)
             total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_pairs))
@@ -334,10 +334,10 @@ def _integrated_apply(predictor, out_idx, n_pairs, per_row):
         return apply
 
     return stable_apply(("integrated-gradients", predictor.apply, tuple(out_idx), n_pairs,
-                         per_row), make)
+                         per_row, by_inputs), make)
 
 
-def _paired_apply(predictor, out_idx, c, n_steps, per_row):
+def _paired_apply(predictor, out_idx, c, n_steps, per_row, by_inputs=True):
     """Integrated gradients against per-row baselines: rows (m, 2c) hold x, then b."""
     def make():
         def apply(params, Z):
@@ -353,12 +353,12 @@ def _paired_apply(predictor, out_idx, c, n_steps, per_row):
 
             o = _n_out(out_idx, per_row)
             total, _ = jax.lax.scan(step, jnp.zeros((o, *X.shape), X.dtype), jnp.arange(n_steps))
-            return _pack(total * delta[None], fn(X), fn(b))
+            return _pack(total * delta[None] if by_inputs else total, fn(X), fn(b))
 
         return apply
 
     return stable_apply(("paired-integrated-gradients", predictor.apply, tuple(out_idx), c,
-                         n_steps, per_row), make)
+                         n_steps, per_row, by_inputs), make)
 
 
 def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row):
@@ -447,10 +447,12 @@ def _local_apply(predictor, out_idx, kind, per_row):
 # ---------------------------------------------------------------------------------------------
 
 
-@validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag())
+@validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag(),
+                 multiply_by_inputs=Flag())
 def integrated_gradients(
     model, X, *, baselines=None, n_steps: int = 50, method: str = "gausslegendre",
-    paired_baselines: bool = False, output=None, feature_names=None, groups=None,
+    paired_baselines: bool = False, multiply_by_inputs: bool = True, output=None,
+    feature_names=None, groups=None,
     sample_weight=None, variables=None,
     memory_budget: int | None = None, progress: bool | None = None,
 ) -> Attributions:
@@ -470,6 +472,10 @@ def integrated_gradients(
     paired_baselines : bool, default False
         Baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for a
         baseline tensor of the inputs' shape), instead of every row against every baseline.
+    multiply_by_inputs : bool, default True
+        False: the integrated gradient ``int_0^1 df/dx_j(b + alpha (x - b)) d alpha`` alone,
+        without the factor ``x_j - b_j`` (captum's ``multiply_by_inputs=False``, its "local"
+        attribution); completeness then does not hold and is not checked.
     n_steps : int, default 50
         Quadrature nodes per baseline (captum's default).
     method : {"gausslegendre", "riemann_trapezoid", "riemann_left", "riemann_right", \
@@ -521,7 +527,8 @@ def integrated_gradients(
             raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "
                              f"per row of X; got {base.shape[0]} baseline row(s).")
         params = (predictor.params, alphas.astype(dtype), weights.astype(dtype))
-        raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps, by_row), params,
+        raw = run_derived(_paired_apply(predictor, out_idx, c, n_steps, by_row,
+                                        multiply_by_inputs), params,
                           c * o + 2 * o, predictor, engine_rows(dataset, False, per_row, base),
                           Keep(), "integrated gradients", engine)[0]
     else:
@@ -530,12 +537,17 @@ def integrated_gradients(
         params = (predictor.params, np.asarray(base, dtype), np.tile(alphas, b).astype(dtype),
                   (np.tile(weights, b) / b).astype(dtype),
                   np.repeat(np.arange(b), n_steps).astype(np.int32))
-        raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps, by_row), params,
+        raw = run_derived(_integrated_apply(predictor, out_idx, b * n_steps, by_row,
+                                            multiply_by_inputs), params,
                           c * o + 2 * o, predictor, engine_rows(dataset, False, per_row),
                           Keep(), "integrated gradients", engine)[0]
     result = build_attributions(raw, dataset, predictor, out_idx, "integrated_gradients",
-                                {"n_steps": n_steps, "method": method, "baselines": base},
+                                {"n_steps": n_steps, "method": method, "baselines": base,
+                                 "multiply_by_inputs": multiply_by_inputs},
                                 with_baseline=True, per_row=per_row)
+    if not multiply_by_inputs:  # gradients alone sum to no prediction difference
+        del result.info["completeness_gap"]
+        return result
     warn_incomplete(result, "Raise n_steps or use method='gausslegendre'.")
     return result
 
