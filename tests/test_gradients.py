@@ -82,6 +82,31 @@ def test_expected_gradients_equal_a_float64_reference_with_the_same_draws():
     np.testing.assert_array_equal(again.values, eg.values)
 
 
+def test_expected_gradients_with_input_noise_as_captums_gradient_shap():
+    """stdev: each draw explains x + e, e ~ N(0, stdev^2) (captum's GradientShap stdevs);
+    the float64 reference rebuilds the documented draws: row i's key folded with 1, split
+    into one key per draw."""
+    background = RNG.normal(size=(30, 4))
+    rows = X[:6]
+    eg = jaximp.expected_gradients(mlp, rows, background, n_samples=8, random_state=3,
+                                   stdev=0.2)
+    index, alpha = expected_gradient_draws(6, 8, 30, random_state=3)
+    keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(
+        jax.random.fold_in(jax.random.key(3), i), 1), 8))(jnp.arange(6))
+    noise = np.asarray(jax.vmap(jax.vmap(lambda key: jax.random.normal(key, (4,))))(keys),
+                       np.float64) * 0.2
+    b = background[index]
+    delta = rows[:, None] + noise - b
+    grads = mlp_grad_np((b + alpha[..., None] * delta).reshape(-1, 4)).reshape(6, 8, 4, 2)
+    np.testing.assert_allclose(eg.values, (delta[..., None] * grads).mean(axis=1), atol=3e-6)
+    np.testing.assert_array_equal(
+        jaximp.expected_gradients(mlp, rows, background, n_samples=8, random_state=3,
+                                  stdev=0.0).values,
+        jaximp.expected_gradients(mlp, rows, background, n_samples=8, random_state=3).values)
+    with pytest.raises(ValueError, match="stdev must be a number >= 0"):
+        jaximp.expected_gradients(mlp, rows, stdev=-1.0)
+
+
 def test_expected_gradients_estimate_integrated_gradients_averaged_over_the_background():
     background = RNG.normal(size=(8, 4))
     rows = X[:6]

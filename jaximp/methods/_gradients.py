@@ -361,19 +361,27 @@ def _paired_apply(predictor, out_idx, c, n_steps, per_row, by_inputs=True):
                          n_steps, per_row, by_inputs), make)
 
 
-def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row):
+def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row, noisy=False):
     def make():
         def apply(params, Z):
-            base, background, key_data = params
+            base, background, key_data = params[:3]
             Z, row_output = split_row_output(Z, per_row)
             fn = selected(predictor, base, out_idx, row_output)
             X = Z[:, :c].astype(background.dtype)
-            index, alpha = expected_draws(_row_keys(key_data, Z, c), n_samples, n_background)
+            keys = _row_keys(key_data, Z, c)
+            index, alpha = expected_draws(keys, n_samples, n_background)
+            if noisy:  # captum's GradientShap stdevs: x + e at each draw
+                noise_keys = jax.vmap(lambda key: jax.random.split(
+                    jax.random.fold_in(key, 1), n_samples))(keys)
 
             def step(carry, k):
                 total, f_b = carry
                 b = background[index[:, k]]  # (m, c): each row its own baseline
-                delta = X - b
+                x = X
+                if noisy:
+                    x = X + jax.vmap(lambda key: jax.random.normal(key, (c,), X.dtype))(
+                        noise_keys[:, k]) * params[3]
+                delta = x - b
                 _, g = gradients(fn, b + alpha[:, k, None] * delta)
                 return (total + g * delta[None], f_b + fn(b)), None
 
@@ -385,7 +393,7 @@ def _expected_apply(predictor, out_idx, c, n_samples, n_background, per_row):
         return apply
 
     key = ("expected-gradients", predictor.apply, tuple(out_idx), c, n_samples, n_background,
-           per_row)
+           per_row, noisy)
     return stable_apply(key, make)
 
 
@@ -554,8 +562,8 @@ def integrated_gradients(
 
 @validate_params(n_samples=Int(1))
 def expected_gradients(
-    model, X, background=None, *, n_samples: int = 200, random_state=0, output=None,
-    feature_names=None, groups=None, sample_weight=None, variables=None,
+    model, X, background=None, *, n_samples: int = 200, stdev=0.0, random_state=0,
+    output=None, feature_names=None, groups=None, sample_weight=None, variables=None,
     memory_budget: int | None = None, progress: bool | None = None,
 ) -> Attributions:
     """Expected gradients (Erion et al. 2021): integrated gradients averaged over baselines
@@ -571,9 +579,14 @@ def expected_gradients(
         replacement (default: X).
     n_samples : int, default 200
         Draws per row.
+    stdev : float or array of shape (c,), default 0.0
+        Gaussian noise added to the row at each draw, ``x + e``, ``e ~ N(0, stdev^2)``, as
+        captum's ``GradientShap(stdevs=...)`` (0: none, the expected gradients of Erion et
+        al.).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Row ``i``'s draws come from the key folded with ``i`` (:func:`expected_draws`), so
-        they do not depend on the chunking or on the other rows.
+        they do not depend on the chunking or on the other rows; the noise from that key
+        folded with 1, split into ``n_samples`` keys.
     output, feature_names, groups, sample_weight, variables, memory_budget, progress
         As in :func:`integrated_gradients`.
 
@@ -607,15 +620,22 @@ def expected_gradients(
     else:
         bg = (_device_background(dataset, dtype) if background is None
               else resolve_baselines(background, dataset, "background").astype(dtype))
-    params = (predictor.params, bg, jax.random.key_data(key))
+    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
+    if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
+        raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
+                         f"{stdev!r:.60}.")
+    noisy = bool(np.any(sd > 0))
+    params = (predictor.params, bg, jax.random.key_data(key)) + (
+        (sd.astype(dtype),) if noisy else ())
     by_row = per_row is not None
-    apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0], by_row)
+    apply = _expected_apply(predictor, out_idx, c, n_samples, bg.shape[0], by_row, noisy)
     o = _n_out(out_idx, by_row)
     raw = run_derived(apply, params, c * o + 2 * o, predictor,
                       engine_rows(dataset, True, per_row), Keep(), "expected gradients",
                       engine)[0]
     return build_attributions(raw, dataset, predictor, out_idx, "expected_gradients",
-                              {"n_samples": n_samples, "n_background": bg.shape[0]},
+                              {"n_samples": n_samples, "n_background": bg.shape[0],
+                               "stdev": sd.copy()},
                               with_baseline=True, per_row=per_row)
 
 
