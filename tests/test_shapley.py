@@ -492,6 +492,13 @@ def test_text_rows_and_background_share_one_coding_for_a_jax_model():
     np.testing.assert_allclose(ours.values[:, 1, 0], 5 - 5 / 3, rtol=1e-6)
     np.testing.assert_allclose(jaximp.Explainer(model, X).shapley_values(rows).values,
                                ours.values, rtol=1e-6)
+    # a background lacking the rows' label: both coded on the labels of both (blue, green,
+    # red), as a DataFrame and as an object array; red's +5 against a background without it
+    background = X[X.col != "red"]
+    for given_rows, given_background in ((rows, background),
+                                         (rows.to_numpy(object), background.to_numpy(object))):
+        lacking = jaximp.shapley_values(model, given_rows, given_background)
+        np.testing.assert_allclose(lacking.values[:, 1, 0], 5.0, rtol=1e-6)
 
 
 def test_a_model_that_routes_nan_takes_nan_in_an_explicit_background():

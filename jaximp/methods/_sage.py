@@ -520,9 +520,10 @@ def sage_importance(
                    sample_weight=sample_weight, variables=variables,
                    memory_budget=memory_budget, progress=progress)
     dataset, predictor = prepare(model, X, **options)
-    shared = X if predictor.host else labels_shared_with(X, background, feature_names)
-    if shared is not X:
-        dataset, predictor = prepare(model, shared, **options)
+    if not predictor.host:  # text coded alike in the rows and the background
+        shared, background = labels_shared_with(X, background, feature_names)
+        if shared is not X:
+            dataset, predictor = prepare(model, shared, **options)
     players = dataset.resolve(None)
     p = len(players)
     if estimator == "exact" and p > SAGE_EXACT_LIMIT:

@@ -235,18 +235,20 @@ def _labelled_source(dataset: Dataset) -> pd.DataFrame | None:
 
 
 def labels_shared_with(X, background, feature_names=None):
-    """``X`` with each text column that ``background`` also holds as text made categories of
-    the sorted labels of both, where the two differ: a JAX model then sees one code per label
-    on both sides, those the data as a whole would get (coded alone, rows of a few labels
-    would number them afresh). DataFrames (pandas or polars) match columns by name, arrays of
-    text by position (named ``feature_names``). Anything else: ``X`` itself.
+    """``X`` and ``background`` with each text column they both hold made categories of the
+    sorted labels of both, where their labels differ: a JAX model then sees one code per
+    label on both sides, those the data as a whole would get (coded alone, rows of a few
+    labels would number them afresh). DataFrames (pandas or polars) match columns by name,
+    arrays of text by position (named ``feature_names``). Anything else: both as they are.
 
     Examples
     --------
-    >>> X = pd.DataFrame({"c": ["red", "red"]})
-    >>> list(labels_shared_with(X, pd.DataFrame({"c": ["blue", "red"]}))["c"].cat.categories)
-    ['blue', 'red']
+    >>> X, bg = labels_shared_with(pd.DataFrame({"c": ["red", "red"]}),
+    ...                            pd.DataFrame({"c": ["blue", "green"]}))
+    >>> list(X["c"].cat.categories), list(bg["c"].cat.codes)
+    (['blue', 'green', 'red'], [0, 1])
     """
+    given = X, background
     X, background = as_pandas(X), as_pandas(background)
     if is_text_array(X) and is_text_array(background):  # columns by position
         names = [f"x{i}" for i in range(X.shape[1])] if feature_names is None else [
@@ -255,18 +257,21 @@ def labels_shared_with(X, background, feature_names=None):
         background = pd.DataFrame(background, columns=names[:background.shape[1]],
                                   dtype=object)
     if not (isinstance(X, pd.DataFrame) and isinstance(background, pd.DataFrame)):
-        return X
-    shared = X
+        return given
+    changed = False
     for name in X.columns:
         if name not in background.columns or not (is_text(X[name])
                                                    and is_text(background[name])):
             continue
         ours, theirs = set(X[name].dropna()), set(background[name].dropna())
         if ours != theirs:
-            shared = shared.copy() if shared is X else shared
-            shared[name] = pd.Categorical(X[name].astype(object),
-                                          categories=sorted(ours | theirs))
-    return shared
+            if not changed:
+                X, background, changed = X.copy(), background.copy(), True
+            labels = sorted(ours | theirs)
+            X[name] = pd.Categorical(X[name].astype(object), categories=labels)
+            background[name] = pd.Categorical(background[name].astype(object),
+                                              categories=labels)
+    return (X, background) if changed else given
 
 
 def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:

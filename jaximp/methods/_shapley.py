@@ -214,9 +214,10 @@ def _setup(model, X, background, features, background_size, background_weight, s
                    sample_weight=sample_weight, variables=variables,
                    memory_budget=memory_budget, progress=progress)
     dataset, predictor = prepare(model, X, allow_missing=True, reuse=True, **options)
-    shared = X if predictor.host else labels_shared_with(X, background, feature_names)
-    if shared is not X:
-        dataset, predictor = prepare(model, shared, allow_missing=True, **options)
+    if not predictor.host:  # text coded alike in the rows and the background
+        shared, background = labels_shared_with(X, background, feature_names)
+        if shared is not X:
+            dataset, predictor = prepare(model, shared, allow_missing=True, **options)
     players = dataset.resolve(features)
     if background is None:
         if background_weight is not None:
