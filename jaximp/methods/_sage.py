@@ -69,8 +69,7 @@ from ._setup import (
     cached_stage,
     digest,
     keep_layout,
-    labels_shared_with,
-    prepare,
+    prepare_explained,
     rows_of,
 )
 from ._shapley import KEPT_PLAN_BYTES, coalition_masks
@@ -516,14 +515,10 @@ def sage_importance(
         raise ValueError("target='output' uses the model's own output as the target; got y "
                          "as well. Pass y=None, or target='y' to score against y.")
     key_background, key_rest = jax.random.split(as_key(random_state))
-    options = dict(feature_names=feature_names, categorical=categorical, groups=groups,
-                   sample_weight=sample_weight, variables=variables,
-                   memory_budget=memory_budget, progress=progress)
-    dataset, predictor = prepare(model, X, **options)
-    if not predictor.host:  # text coded alike in the rows and the background
-        shared, background = labels_shared_with(X, background, feature_names)
-        if shared is not X:
-            dataset, predictor = prepare(model, shared, **options)
+    dataset, predictor, background = prepare_explained(
+        model, X, background, feature_names=feature_names, categorical=categorical,
+        groups=groups, sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress)
     players = dataset.resolve(None)
     p = len(players)
     if estimator == "exact" and p > SAGE_EXACT_LIMIT:

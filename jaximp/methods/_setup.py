@@ -31,7 +31,7 @@ from ..results import with_input_layout
 
 __all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "column_means",
            "column_medians", "digest", "keep_layout", "labels_shared_with", "prepare",
-           "rows_dataset", "rows_of", "warm_call", "weightings_digest"]
+           "prepare_explained", "rows_dataset", "rows_of", "warm_call", "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
@@ -232,6 +232,20 @@ def _labelled_source(dataset: Dataset) -> pd.DataFrame | None:
     if is_text_array(dataset.source):
         return pd.DataFrame(dataset.source, columns=list(dataset.column_names), dtype=object)
     return None
+
+
+def prepare_explained(model, X, background, **options):
+    """:func:`prepare` of rows explained against a ``background`` (Shapley values, SAGE):
+    for a JAX model, which sees text as codes, the text columns of both are coded on the
+    labels of both (:func:`labels_shared_with`). The dataset, the predictor and the
+    background to use."""
+    dataset, predictor = prepare(model, X, **options)
+    if not predictor.host:
+        shared, background = labels_shared_with(X, background, options.get("feature_names"))
+        if shared is not X:
+            options.pop("reuse", None)
+            dataset, predictor = prepare(model, shared, **options)
+    return dataset, predictor, background
 
 
 def labels_shared_with(X, background, feature_names=None):

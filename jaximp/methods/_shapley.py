@@ -48,14 +48,7 @@ from ..engine import (
     splitmix64,
 )
 from ..results import ShapleyDetails, with_input_layout
-from ._setup import (
-    background_dataset,
-    keep_layout,
-    labels_shared_with,
-    prepare,
-    rows_of,
-    warm_call,
-)
+from ._setup import background_dataset, keep_layout, prepare_explained, rows_of, warm_call
 from ._shapley_results import ShapleyInteractions, ShapleyValues
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -210,14 +203,10 @@ def _setup(model, X, background, features, background_size, background_weight, s
     if background_size is not None:
         background_size = check_int(background_size, "background_size")
     key_background, key_rest = jax.random.split(as_key(random_state))
-    options = dict(feature_names=feature_names, categorical=categorical, groups=groups,
-                   sample_weight=sample_weight, variables=variables,
-                   memory_budget=memory_budget, progress=progress)
-    dataset, predictor = prepare(model, X, allow_missing=True, reuse=True, **options)
-    if not predictor.host:  # text coded alike in the rows and the background
-        shared, background = labels_shared_with(X, background, feature_names)
-        if shared is not X:
-            dataset, predictor = prepare(model, shared, allow_missing=True, **options)
+    dataset, predictor, background = prepare_explained(
+        model, X, background, feature_names=feature_names, categorical=categorical,
+        groups=groups, sample_weight=sample_weight, variables=variables,
+        memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True)
     players = dataset.resolve(features)
     if background is None:
         if background_weight is not None:
