@@ -300,6 +300,15 @@ def _row_keys(key_data, Z, c):
     return jax.vmap(lambda r: jax.random.fold_in(key, r))(rows)
 
 
+def _noise_scale(stdev, c: int) -> np.ndarray:
+    """A Gaussian noise's standard deviation per column (c,), from a number or c of them."""
+    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
+    if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
+        raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
+                         f"{stdev!r:.60}.")
+    return sd
+
+
 def expected_draws(row_keys, n_samples: int, n_background: int):
     """Background indices (m, k) and interpolation points alpha ~ U(0, 1) (m, k) per row."""
     def one(key):
@@ -620,10 +629,7 @@ def expected_gradients(
     else:
         bg = (_device_background(dataset, dtype) if background is None
               else resolve_baselines(background, dataset, "background").astype(dtype))
-    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
-    if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
-        raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
-                         f"{stdev!r:.60}.")
+    sd = _noise_scale(stdev, c)
     noisy = bool(np.any(sd > 0))
     params = (predictor.params, bg, jax.random.key_data(key)) + (
         (sd.astype(dtype),) if noisy else ())
@@ -688,10 +694,7 @@ def smoothgrad(
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress)
     c = dataset.n_columns
-    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
-    if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
-        raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
-                         f"{stdev!r:.60}.")
+    sd = _noise_scale(stdev, c)
     params = (predictor.params, sd.astype(predictor.dtype),
               jax.random.key_data(as_key(random_state)))
     by_row = per_row is not None

@@ -410,13 +410,12 @@ def trends(
         with jax.enable_x64(True):  # float64 data ranked in float64 (float32 makes ties)
             corr = np.asarray(_correlations(*(jnp.asarray(a, jnp.float64) for a in (
                 Xc, yr - yr.mean(), shap))), np.float64)
-        coef = t = np.full(p, np.nan)
+        coef, t = np.full(p, np.nan), np.full(p, np.nan)
         df = 0
+        varies = np.ptp(Xr, axis=0) > 0 if subset else np.ones(p, bool)
         if "linear" in estimators:
             from ._linear import linear_importance
 
-            varies = np.ptp(Xr, axis=0) > 0 if subset else np.ones(p, bool)
-            coef, t = np.full(p, np.nan), np.full(p, np.nan)
             if varies.any():
                 kept = [f for f, v in zip(names, varies) if v]
                 lin = linear_importance(Xr[:, varies], yr, feature_names=kept)
@@ -424,8 +423,7 @@ def trends(
                 t[varies] = [lin.info["statistics"][f] for f in kept]
                 df = lin.info["df_residual"]
         out = np.stack([corr[0], corr[1], coef, corr[2], corr[3], rates[0], rates[1]])
-        if subset:
-            out[:, np.ptp(Xr, axis=0) == 0] = np.nan
+        out[:, ~varies] = np.nan
         return out, t, df
 
     all_rows = np.arange(n)

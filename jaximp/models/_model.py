@@ -277,11 +277,12 @@ def as_predictor(
 
         converted = array_form(model, response_method, sample, n_features)
         if converted is not None:
-            predictor = _finish(converted.apply, converted.params, converted.n_outputs,
-                                output_names, converted.name, classes=converted.output_names)
-            predictor = dataclasses.replace(predictor,
-                                            handles_missing=converted.handles_missing,
-                                            piecewise_constant=True)
+            named = _finish(converted.apply, converted.params, converted.n_outputs,
+                            output_names, converted.name, classes=converted.output_names)
+            # the tree reader's predictor with the names asked for: every flag it set
+            # (missing values, piecewise constant, category recoding) kept
+            predictor = dataclasses.replace(converted, n_outputs=named.n_outputs,
+                                            output_names=named.output_names, classes=None)
             if _is_sklearn_classifier(model):
                 predictor = _with_classes(predictor, getattr(model, "classes_", None))
             return predictor
