@@ -50,14 +50,15 @@ ON_CPU = jax.default_backend() == "cpu"
 on_cpu = pytest.mark.skipif(not ON_CPU, reason="tests the CPU's block geometry")
 
 
-def assert_same_program(actual, desired, cpu_rtol=0.0):
+def assert_same_program(actual, desired, cpu_rtol=0.0, cpu_atol=0.0):
     """Two programs that compute one result (a bound method and its function, a fresh plan
-    and a cached one): equal to ``cpu_rtol`` on the CPU (bit for bit by default); on a GPU,
+    and a cached one): equal to ``cpu_rtol`` and ``cpu_atol`` on the CPU (bit for bit by
+    default); on a GPU,
     XLA may sum float32 values of differently compiled programs in another order, which
     moves their last bits, relative to the array's scale (values near zero included)."""
     actual, desired = np.asarray(actual), np.asarray(desired)
     if ON_CPU:
-        np.testing.assert_allclose(actual, desired, rtol=cpu_rtol, atol=0)
+        np.testing.assert_allclose(actual, desired, rtol=cpu_rtol, atol=cpu_atol)
     else:
         scale = float(np.nanmax(np.abs(desired))) if desired.size else 0.0
         np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=1e-6 * scale)

@@ -5,6 +5,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ON_CPU, assert_same_program
 
 from jaximp.data._checks import as_key
 from jaximp.data._edge import replicate_weights
@@ -331,7 +332,7 @@ def test_ordered_categories_keep_their_declared_order_as_iml():
     np.testing.assert_allclose(result.centred[:, 0],
                                [-1.87020028439, -0.81121635582, 2.17707888228], atol=2e-6)
     # bins="alibi" is accepted for a categorical feature (its levels are its bins)
-    np.testing.assert_array_equal(ale(f, X, "c", bins="alibi").centred, ale(f, X, "c").centred)
+    assert_same_program(ale(f, X, "c", bins="alibi").centred, ale(f, X, "c").centred)
 
 
 def test_onehot_group_matches_integer_coding():
@@ -461,7 +462,9 @@ def test_bins_centring_equals_alibi():
     by_rows = ale(f, X, "x0", bins=q)
     np.testing.assert_allclose(by_bins.uncentred, by_rows.uncentred)
     shift = by_rows.centred - by_bins.centred  # the conventions differ by a constant
-    np.testing.assert_allclose(shift, shift[:1].repeat(len(q), axis=0), atol=1e-12)
+    # two programs: on a GPU equal to float32 rounding of the curves
+    atol = 1e-12 if ON_CPU else 1e-6 * np.abs(by_rows.centred).max()
+    np.testing.assert_allclose(shift, shift[:1].repeat(len(q), axis=0), atol=atol)
     assert abs(shift[0, 0]) > 1e-3
 
 
@@ -478,10 +481,11 @@ def test_bins_centring_of_pairs_bootstrap_and_categorical(data):
     counts = bins.bin_weights.astype(np.float64)  # (k1, k2), the full data's cells
     corners = (u[:-1, :-1] + u[:-1, 1:] + u[1:, :-1] + u[1:, 1:]) / 4
     mean = np.einsum("ab,abo->o", counts, corners) / counts.sum()
-    np.testing.assert_allclose(bins.centred, rows.uncentred - mean, atol=1e-12)
+    atol = 1e-12 if ON_CPU else 1e-6 * np.abs(u).max()  # two programs, as above
+    np.testing.assert_allclose(bins.centred, rows.uncentred - mean, atol=atol)
     np.testing.assert_allclose(bins.info["spread"], rows.info["spread"])
     np.testing.assert_allclose(bins.replicates - bins.replicates[:1, :1],
-                               rows.replicates - rows.replicates[:1, :1], atol=1e-12)
+                               rows.replicates - rows.replicates[:1, :1], atol=atol)
     Xc = np.column_stack([np.arange(len(X)) % 3, X[:, :2]])
     g = lambda Z: Z[:, 0] ** 2 + Z[:, 1]  # noqa: E731
     levels = [ale(g, Xc, "x0", categorical=["x0"], centered=c).centred for c in ("rows", "bins")]

@@ -235,7 +235,8 @@ def test_time_steps_of_one_hot_tokens_are_positions_not_levels():
     """Sequences of one-hot tokens (n, T, V) grouped by time step: each group holds one 1 per
     row, yet in an X of more than two axes it is a position, ablated as captum's
     FeatureAblation ablates a time-step feature_mask (it was refused as categorical)."""
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("captum")
     from captum.attr import FeatureAblation
 
     rng = np.random.default_rng(0)

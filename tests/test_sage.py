@@ -307,6 +307,7 @@ def soft_log_loss_rows(proba_full, proba):
     return -(proba_full * np.log(np.clip(proba, EPS, 1 - EPS))).sum(axis=1)[:, None]
 
 
+@pytest.mark.skipif(not HAVE_SAGE, reason="the sage package is not installed")
 def test_shapley_effects_with_the_cross_entropy_of_the_models_own_probabilities():
     """target='output', loss='log_loss': the game scores each coalition's mean probabilities
     against the full model's (soft labels): exact values equal the float64 game, and the

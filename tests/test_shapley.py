@@ -548,6 +548,7 @@ def test_one_row_as_a_series_or_vector_is_explained_as_one_row():
         jaximp.shapley_values(f, X[0])  # no background: nothing says it is one row
 
 
+@pytest.mark.skipif(not HAVE_SHAP, reason="shap is not installed")
 def test_logit_link_explains_the_log_odds_of_mean_probabilities():
     """link='logit': the game is the log-odds of each coalition's mean probability; exact
     values equal a float64 brute force and shap's ExactExplainer with the logit link

@@ -123,7 +123,8 @@ class DeviceColumnOrder(ColumnOrder):
         self.size, self.n_distinct = (int(v) for v in jax.device_get((present, distinct)))
 
     def at(self, positions) -> np.ndarray:
-        values = self._ordered[jnp.asarray(np.asarray(positions, np.int32))]
+        # sent explicitly: a warm call under a transfer guard sends nothing implicitly
+        values = self._ordered[jax.device_put(np.asarray(positions, np.int32))]
         return np.asarray(jax.device_get(values), np.float64)
 
     def distinct(self) -> np.ndarray:
