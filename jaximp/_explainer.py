@@ -31,6 +31,7 @@ from .methods import (
     permutation_attributions,
     permutation_importance,
     prepare,
+    read_only_copy,
     rows_dataset,
     sage_importance,
     saliency,
@@ -80,7 +81,9 @@ class Explainer:
         The data the methods explain.
     y : array-like of shape (n,) or (n, o), optional
         Targets, for the loss-based methods (permutation importance, LOCO, sensitivity,
-        partial importance).
+        partial importance). Copied, read-only, as ``ex.y``: like ``X``, which is kept on
+        the devices, later changes to the caller's array do not reach the Explainer (make a
+        new one for new targets).
     background : array-like or DataFrame, optional
         Background rows (or examples of X's shape) of Shapley values, SAGE and expected
         gradients (default: ``X``); validated once and kept on the device.
@@ -118,7 +121,9 @@ class Explainer:
         )
         self.dataset.pin()  # its device copy is made once and kept
         self.model = model
-        self.y = None if y is None else check_target(y, self.dataset.n_rows)
+        # a read-only copy: later changes to the caller's array do not reach the Explainer
+        # (as for X, kept on the devices), and a warm call need not hash it again
+        self.y = None if y is None else read_only_copy(check_target(y, self.dataset.n_rows))
         self.background = background
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
         # reuses its plans and sends nothing again (a Dataset given is used as it is)

@@ -260,9 +260,10 @@ def test_a_function_with_a_predict_method_stays_a_host_model():
 
 
 def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets():
-    """An Explainer sets a permutation importance up once per options and targets: each
-    call, repeated or changed (an option, the seed, equal values of another type, targets
-    changed in place, a random state that draws), equals the plain function's fresh call."""
+    """An Explainer sets a permutation importance up once per options: each call, repeated
+    or changed (an option, the seed, equal values of another type, a random state that
+    draws), equals the plain function's fresh call; the Explainer keeps a read-only copy of
+    its targets, which the caller's later changes do not reach."""
     X, model = _data(), _model()
     y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64) + 0.1
     ex = jaximp.Explainer(model, X, y)
@@ -289,7 +290,12 @@ def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets()
     assert mask.feature_names == ("x0", "x2")  # not the positions 1 and 0
     assert ex.permutation_importance(random_state=7).importances.tolist() != \
         first.importances.tolist()
-    y[:] = 2 * y  # the targets the Explainer holds, changed in place
+    kept = y.copy()
+    y[:] = 2 * y  # the caller's targets changed in place: the Explainer holds its own copy
+    again = ex.permutation_importance()
+    np.testing.assert_array_equal(again.importances, first.importances)
+    assert not ex.y.flags.writeable and np.array_equal(ex.y, kept)
+    ex = jaximp.Explainer(model, X, y)  # a new Explainer for the new targets
     changed = check()
     assert not np.allclose(changed.info.baseline, first.info.baseline)
     drawn = ex.permutation_importance(random_state=np.random.default_rng(3))
@@ -341,3 +347,24 @@ def test_a_warm_call_follows_the_float_mode_and_the_default_budget(monkeypatch):
     small = ex.permutation_importance(n_repeats=2).importances
     np.testing.assert_array_equal(small, first)
     assert len(ex.dataset.memo("warm calls", dict)) == 3
+
+
+def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
+    """digest() of a read-only array that owns its data (an Explainer's targets) hashes it
+    once; a writeable array, or a view, is hashed on every call; the kept digest goes with
+    its array."""
+    from jaximp.methods import _setup
+
+    hashed = []
+    sha = _setup._sha
+    monkeypatch.setattr(_setup, "_sha", lambda content: hashed.append(1) or sha(content))
+    big = np.random.default_rng(0).normal(size=(1 << 18) + 1)  # past the small-array memo
+    frozen = _setup.read_only_copy(big)
+    first = _setup.digest(frozen)
+    assert _setup.digest(frozen) == first and len(hashed) == 1
+    assert _setup.digest(big) == first and len(hashed) == 2  # writeable: hashed again
+    assert _setup.digest(frozen[1:]) != first and len(hashed) == 3  # a view: not kept
+    key = id(frozen)
+    assert key in _setup._READ_ONLY_DIGESTS
+    del frozen
+    assert key not in _setup._READ_ONLY_DIGESTS

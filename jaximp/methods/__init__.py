@@ -44,7 +44,8 @@ from ._permutation import permutation_importance
 from ._perturbation_attributions import ablation_attributions, permutation_attributions
 from ._sage import SageImportance, sage_importance
 from ._sensitivity import sensitivity_importance
-from ._setup import background_dataset, bootstrap_weights, prepare, rows_dataset
+from ._setup import (background_dataset, bootstrap_weights, prepare, read_only_copy,
+                     rows_dataset)
 from ._shapley import (
     ShapleyInteractions,
     ShapleyValues,
@@ -115,6 +116,7 @@ __all__ = [
     "permutation_attributions",
     "permutation_importance",
     "prepare",
+    "read_only_copy",
     "rows_dataset",
     "sage_importance",
     "saliency",
