@@ -53,7 +53,8 @@ GPU_TESTS := tests/test_explainer.py tests/test_device_resident.py tests/test_de
 	tests/test_torch.py tests/test_engine.py tests/test_engine_modes.py tests/test_memory_budget.py \
 	tests/test_precision.py tests/test_permutation.py tests/test_pd.py tests/test_pd_importance.py \
 	tests/test_hstat.py tests/test_shapley.py tests/test_gradients.py tests/test_attribution_perturbation.py \
-	tests/test_ale.py tests/test_sage.py tests/test_sensitivity.py tests/test_conditional.py
+	tests/test_ale.py tests/test_sage.py tests/test_sensitivity.py tests/test_conditional.py \
+	tests/test_call_cache.py
 GPU_OUT = $(or $(OUT),build/gpu-check)
 GPU_ARGS ?=
 gpu-check: SHELL := /bin/bash

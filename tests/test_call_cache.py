@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import assert_same_program
 
 import jaximp
 from jaximp.methods._setup import prepare
@@ -145,7 +146,8 @@ def _fresh_pfi(model, X, y, **options):
 
 
 def _assert_same_importances(result, fresh):
-    np.testing.assert_allclose(result.importances, fresh.importances, rtol=1e-6, atol=1e-9)
+    # the fresh call's model (a partial) is compiled apart: on a GPU it rounds otherwise
+    assert_same_program(result.importances, fresh.importances, cpu_rtol=1e-6, cpu_atol=1e-9)
     np.testing.assert_allclose(result.info.baseline, fresh.info.baseline, rtol=1e-6)
 
 

@@ -8,6 +8,7 @@ in float64 on the host."""
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import jax
@@ -92,6 +93,18 @@ class HostColumnOrder(ColumnOrder):
 
 
 @jax.jit
+def _gather(values, positions):
+    """values[positions] on the values' device: (m,), (k,) int32 -> (k,)."""
+    return values[positions]
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _distinct(ordered, first, count: int):
+    """The ``count`` distinct values of a sorted column: (m,), (m,) bool -> (count,)."""
+    return ordered[jnp.nonzero(first, size=count)[0]]
+
+
+@jax.jit
 def _sort_column(column):
     """The column ascending (NaN last), its count of present values, the mask of the first of
     each distinct present value, and their count."""
@@ -123,13 +136,14 @@ class DeviceColumnOrder(ColumnOrder):
         self.size, self.n_distinct = (int(v) for v in jax.device_get((present, distinct)))
 
     def at(self, positions) -> np.ndarray:
-        # sent explicitly: a warm call under a transfer guard sends nothing implicitly
-        values = self._ordered[jax.device_put(np.asarray(positions, np.int32))]
+        # the positions sent explicitly, and gathered in a jitted call (eager indexing sends
+        # its bounds): a warm call under a transfer guard sends nothing implicitly
+        values = _gather(self._ordered, jax.device_put(np.asarray(positions, np.int32)))
         return np.asarray(jax.device_get(values), np.float64)
 
     def distinct(self) -> np.ndarray:
-        where = jnp.nonzero(self._first, size=self.n_distinct)[0]
-        return np.asarray(jax.device_get(self._ordered[where]), np.float64)
+        return np.asarray(jax.device_get(_distinct(self._ordered, self._first,
+                                                   self.n_distinct)), np.float64)
 
 
 def device_column_order(column) -> ColumnOrder:
