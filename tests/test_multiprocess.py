@@ -149,6 +149,27 @@ def test_no_mesh_paths():
     dist.check_same_on_all_processes(X)  # a no-op with one process
 
 
+def test_a_host_copy_starts_early_on_an_accelerator_only():
+    """start_host_copy asks an accelerator's fully addressable output to start its copy to
+    the host; a CPU's output (already there) and a part of a global array are left alone."""
+    import types
+
+    asked = []
+
+    def array(platform, addressable=True):
+        return types.SimpleNamespace(
+            is_fully_addressable=addressable,
+            devices=lambda: [types.SimpleNamespace(platform=platform)],
+            copy_to_host_async=lambda: asked.append(platform))
+
+    for platform, addressable in (("gpu", True), ("cpu", True), ("tpu", False)):
+        dist.start_host_copy(array(platform, addressable))
+    assert asked == ["gpu"]
+    x = jax.device_put(np.arange(4.0))
+    dist.start_host_copy(x)  # a real CPU array: nothing to start, still readable
+    np.testing.assert_array_equal(dist.to_host(x), np.arange(4.0))
+
+
 def test_bad_mesh_is_rejected():
     with pytest.raises(ValueError, match=r"mesh must be a 1-D jax.sharding.Mesh"):
         dist.shard_rows(np.zeros((4, 2)), "rows")

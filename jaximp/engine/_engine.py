@@ -50,6 +50,7 @@ from ._distributed import (
     is_main_process,
     replicate,
     shard_rows,
+    start_host_copy,
     to_host,
 )
 from ._plans import Plan, at_values
@@ -490,6 +491,8 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
         # one chunk (small calls): its items' totals (of one row block), or its predictions
         # on one device, as they come
         out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, *launch.offsets[0])
+        if not keep:  # a few totals: on their way to the host while the caller goes on
+            start_host_copy(out)
 
         def fold():
             block = to_host(out)
@@ -532,6 +535,8 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
 
     for k, (i0, r0) in enumerate(launch.offsets):
         out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, i0, r0)
+        if not keep:
+            start_host_copy(out)
         pending.append(((k // n_row_chunks * sizes.items_per_chunk,
                          k % n_row_chunks * sizes.rows_per_chunk), out))
         if len(pending) > 2:  # keep the devices busy while the host folds
