@@ -192,6 +192,11 @@ def test_scorer_callables_are_scored_on_the_same_permutations(linear_data):
             expected[j, 0, r] = base - scorer(model, Z, y)
     got = permutation_importance(model, X, y, scoring=scorer, n_repeats=R, random_state=1)
     np.testing.assert_allclose(got.importances, expected, rtol=1e-12, atol=1e-14)
+    # a small budget draws the permutations a few items at a time: the same ones
+    assert 1 <= (1 << 16) // (32 * len(X)) < p * R + 1
+    small = permutation_importance(model, X, y, scoring=scorer, n_repeats=R, random_state=1,
+                                   memory_budget=1 << 16)
+    np.testing.assert_array_equal(small.importances, got.importances)
     assert got.output_names == ("score",) and got.info["baseline"][0] == pytest.approx(base)
     # a pipeline on a DataFrame with a category column gets DataFrames
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(p)]).assign(

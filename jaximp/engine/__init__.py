@@ -2,7 +2,7 @@
 batched and sharded evaluation within a memory budget, several processes, precision checks
 and PRNG keys. Imports only the model and data layers and :mod:`jaximp.kernels`."""
 
-from ._device_arrays import plan_source_rows
+from ._device_arrays import plan_source_row_blocks, plan_source_rows
 from ._distributed import is_main_process
 from ._engine import (
     ProgressMeter,
@@ -55,6 +55,7 @@ __all__ = [
     "evaluate",
     "is_main_process",
     "key_bits",
+    "plan_source_row_blocks",
     "plan_source_rows",
     "predict_rows",
     "resolve_budget",

@@ -20,7 +20,7 @@ from ._distributed import replicate, shard_rows, to_host
 from ._plans import Plan
 
 __all__ = ["bucket", "device_rows", "kept_on_device", "layout_rows", "pad_items", "plan_tables",
-           "plan_source_rows", "source_index", "source_rows", "with_drawn_sources"]
+           "plan_source_row_blocks", "plan_source_rows", "source_index", "source_rows", "with_drawn_sources"]
 
 _PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # device tables of recent plans by content, so that an equal plan built again reuses them
@@ -152,14 +152,29 @@ def plan_source_rows(plan: Plan, n: int, memory_budget: int) -> np.ndarray:
     >>> rows.shape, sorted(rows[1].tolist())
     ((2, 5), [0, 1, 2, 3, 4])
     """
+    return np.concatenate(list(plan_source_row_blocks(plan, n, memory_budget)))
+
+
+def plan_source_row_blocks(plan: Plan, n: int, memory_budget: int):
+    """:func:`plan_source_rows` in blocks of consecutive items, (items in the block, n) int32
+    each, made as they are asked for: as many items at a time as fit the budget.
+
+    Examples
+    --------
+    >>> from jaximp.engine import at_permuted_rows
+    >>> plan = at_permuted_rows(np.ones((1, 1), bool), [0] * 3, (0, 7), [(0, 0), (0, 1), (0, 2)])
+    >>> [block.shape for block in plan_source_row_blocks(plan, 4, 2 * 32 * 4)]
+    [(2, 4), (1, 4)]
+    """
     streams = plan.item_stream
     tables = {"key": jax.device_put(np.asarray(plan.key_bits))}
     if plan.draw_cdf is not None:
         tables["cdf"] = jax.device_put(np.asarray(plan.draw_cdf, np.float32))
     step = min(len(streams), max(1, memory_budget // (32 * n)))  # ~8 int32 temporaries a row
-    parts = [source_rows(plan.index, dict(tables, stream=jax.device_put(
-        pad_items(streams[i:i + step], step))), n, n) for i in range(0, len(streams), step)]
-    return np.concatenate([to_host(part) for part in parts])[: len(streams)]
+    for i in range(0, len(streams), step):
+        block = source_rows(plan.index, dict(tables, stream=jax.device_put(
+            pad_items(streams[i:i + step], step))), n, n)
+        yield to_host(block)[: len(streams) - i]
 
 
 @jax.jit

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset
-from ..engine import plan_source_rows, resolve_budget
+from ..engine import plan_source_row_blocks, resolve_budget
 from ..results import FeatureImportance, PermutationDetails, mean_and_std
 from ._setup import keep_layout
 
@@ -81,11 +81,12 @@ def scorer_importances(model, dataset: Dataset, y, chosen, plan, rows, kind: str
         y = y.iloc[rows] if isinstance(y, (pd.Series, pd.DataFrame)) else np.asarray(y)[rows]
     weights = dataset.weights
     n = dataset.n_rows
-    sources = plan_source_rows(plan, n, resolve_budget(memory_budget))  # (items, n)
     columns = [feat.columns for feat in chosen for _ in range(n_repeats)]
     scores = {}  # (scorer name, returned key) -> (items,)
-    for k in range(sources.shape[0]):
-        X = source if k == 0 else _permuted(source, sources[k], columns[k - 1])
+    # the items' source rows, (items, n), drawn a budget's worth at a time
+    blocks = plan_source_row_blocks(plan, n, resolve_budget(memory_budget))
+    for k, rows_k in enumerate(row for block in blocks for row in block):
+        X = source if k == 0 else _permuted(source, rows_k, columns[k - 1])
         for name, scorer in scorers.items():
             for key, value in _call(scorer, model, X, y, weights).items():
                 scores.setdefault((name, key), []).append(value)
