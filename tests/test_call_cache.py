@@ -370,3 +370,41 @@ def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
     assert key in _setup._READ_ONLY_DIGESTS
     del frozen
     assert key not in _setup._READ_ONLY_DIGESTS
+
+
+def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data():
+    """A plain call on an array too large to keep (over 1 MB) keeps only its permutations,
+    by the random state and n: a call on other data with the same state reuses them and
+    still reads its own data (a float64 NumPy reference over the engine's permutations); a
+    new random state draws anew."""
+    from conftest import engine_permutations
+
+    from jaximp.engine import _device_arrays, key_bits
+    from jaximp.methods._permutation import _plan
+
+    n, R = 40_000, 2  # 40,000 x 4 float64: 1.28 MB
+    rng = np.random.default_rng(5)
+    model = _model()
+    _device_arrays._KEPT_SOURCE_ROWS.clear()
+
+    def reference(X, y, seed):
+        plan = _plan(P, tuple((j,) for j in range(P)), tuple(range(P)), R,
+                     tuple(key_bits(jax.random.key(seed))))
+        perms = engine_permutations(plan, n)
+        f = lambda A: A[:, 0] * A[:, 1] + A[:, 2]  # noqa: E731
+        base = np.mean((y - f(X)) ** 2)
+        out = np.empty((P, 1, R))
+        for j in range(P):
+            for r in range(R):
+                Z = X.copy()
+                Z[:, j] = X[perms[1 + j * R + r], j]
+                out[j, 0, r] = np.mean((y - f(Z)) ** 2) - base
+        return out
+
+    for k, seed in enumerate((0, 0, 3)):
+        X = rng.normal(size=(n, P)).astype(np.float32).astype(np.float64)
+        y = X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(size=n)
+        got = jaximp.permutation_importance(model, X, y, n_repeats=R, random_state=seed)
+        np.testing.assert_allclose(got.importances, reference(X, y, seed), rtol=2e-4,
+                                   atol=2e-5)
+        assert len(_device_arrays._KEPT_SOURCE_ROWS) == (1 if k < 2 else 2)

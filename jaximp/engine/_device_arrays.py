@@ -20,12 +20,17 @@ from ._distributed import replicate, shard_rows, to_host
 from ._plans import Plan
 
 __all__ = ["bucket", "device_rows", "kept_on_device", "layout_rows", "pad_items", "plan_tables",
-           "plan_source_row_blocks", "plan_source_rows", "source_index", "source_rows", "with_drawn_sources"]
+           "plan_source_row_blocks", "plan_source_rows", "source_index", "source_rows",
+           "with_drawn_sources", "with_kept_source_rows"]
 
 _PLAN_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # device tables of recent plans by content, so that an equal plan built again reuses them
 _TABLES_BY_CONTENT: "collections.OrderedDict" = collections.OrderedDict()
 _TABLES_BY_CONTENT_SIZE = 64
+# the source rows of the last few permutation and draw plans of plain calls, by what they are
+# drawn from (with_kept_source_rows)
+_KEPT_SOURCE_ROWS: "collections.OrderedDict" = collections.OrderedDict()
+_KEPT_SOURCE_ROWS_SIZE = 2
 
 
 def bucket(size: int, minimum: int = 8) -> int:
@@ -195,6 +200,32 @@ def with_drawn_sources(index: str, tables: dict, X, n: int, single_column: bool)
         return dict(kept, source_values=_source_values_of(X, rows, tables["column"],
                                                           tables["item_mask"]))
     return dict(kept, source_rows=rows)
+
+
+def with_kept_source_rows(plan: Plan, tables: dict, n: int, n_rows: int,
+                          single_column: bool, device=None) -> dict:
+    """The tables of a permutation or draw ``plan`` with its source rows, (items, n_rows),
+    drawn once and kept by what they are drawn from (the key, the items' streams, the draw
+    weights, n): the rows only, never the data, so a plain call on a new array (which keeps
+    nothing of it) repeated with the same random state reuses them for any data or model.
+    The last two are kept. Permutation importance at n = 100,000 on a 2-core CPU spent about
+    12 ms of every call on its permutations."""
+    cdf = (None if plan.draw_cdf is None
+           else hashlib.blake2b(np.ascontiguousarray(plan.draw_cdf).tobytes()).digest())
+    key = (plan.index, tuple(np.asarray(plan.key_bits).tolist()), plan.item_stream.shape,
+           np.ascontiguousarray(plan.item_stream).tobytes(), tables["stream"].shape[0], cdf,
+           n, n_rows, device)
+    rows = _KEPT_SOURCE_ROWS.get(key)
+    if rows is None:
+        rows = _KEPT_SOURCE_ROWS[key] = source_rows(plan.index, tables, n, n_rows)
+        if len(_KEPT_SOURCE_ROWS) > _KEPT_SOURCE_ROWS_SIZE:
+            _KEPT_SOURCE_ROWS.popitem(last=False)
+    else:
+        _KEPT_SOURCE_ROWS.move_to_end(key)
+    kept = {"masks": tables["masks"], "item_mask": tables["item_mask"], "source_rows": rows}
+    if single_column:  # the chunk gathers that column of each source row
+        kept["column"] = tables["column"]
+    return kept
 
 
 def device_rows(data, n_dev: int, n_local: int, n_local_pad: int, dtype, mesh, device=None):

@@ -43,6 +43,7 @@ from ._device_arrays import (
     plan_tables,
     source_index,
     with_drawn_sources,
+    with_kept_source_rows,
 )
 from ._distributed import (
     agree_min,
@@ -447,14 +448,15 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
     counts = np.asarray([n, n_local, plan.n_items, *_streams.feistel_radices(n)], np.int32)
     offsets = [(np.int32(ic * sizes.items_per_chunk), np.int32(rc * sizes.rows_per_chunk))
                for ic in range(n_item_chunks) for rc in range(n_row_chunks)]
+    drawn_once = (plan.index in ("permutation", "draw") and mesh is None
+                  and 4 * items_pad * n_local_pad <= max(_SOURCE_ROWS_BYTES, budget // 16))
     if data.pinned:  # the rows go to the devices once per layout and stay
         rows_key = ("device rows", n_dev, n_local_pad, dtype.str,
                     (target,) if mesh is None else tuple(mesh.devices.flat))
         X_dev = data.memo(rows_key, lambda: device_rows(data, n_dev, n_local, n_local_pad,
                                                         dtype, mesh, target))
         mesh_key = rows_key[-1]
-        if (plan.index in ("permutation", "draw") and mesh is None
-                and 4 * items_pad * n_local_pad <= max(_SOURCE_ROWS_BYTES, budget // 16)):
+        if drawn_once:
             tables = with_drawn_sources(plan.index, tables, X_dev, n, single_column)
         rowdata = kept_on_device(data, ("rows", mesh_key), rowdata,
                                   lambda: shard_rows(rowdata, mesh))
@@ -473,6 +475,8 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         X_dev, rowdata = shard_rows((layout_rows(data.X, n_dev, n_local, n_local_pad, dtype),
                                      rowdata), mesh)
         consts, counts = replicate((consts, counts), mesh)
+    if drawn_once and not data.pinned:  # a plain call: the draws, not the data, are kept
+        tables = with_kept_source_rows(plan, tables, n, n_local_pad, single_column, target)
     drawn = next((name for name in ("source_values", "source_rows") if name in tables), None)
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
                             drawn, reduce_once)
