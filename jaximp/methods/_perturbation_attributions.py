@@ -57,7 +57,8 @@ def _chosen(kept: np.ndarray, out_idx, per_row) -> np.ndarray:
     """Predictions (..., n, O) -> the explained outputs (..., n, o): ``out_idx``, or row
     ``i``'s own output ``per_row[i]`` (o = 1)."""
     if per_row is None:
-        return kept[..., list(out_idx)]
+        every = list(out_idx) == list(range(kept.shape[-1]))
+        return kept if every else kept[..., list(out_idx)]
     index = np.broadcast_to(per_row[:, None], (*kept.shape[:-1], 1))
     return np.take_along_axis(kept, index, axis=-1)
 
@@ -65,10 +66,12 @@ def _chosen(kept: np.ndarray, out_idx, per_row) -> np.ndarray:
 def _result(kept, p, n_repeats, dataset, predictor, out_idx, per_row, method, info):
     """Attributions ``f(x_i) - mean_r f(x_i perturbed)`` from the kept predictions (b, n, O),
     item 0 the intact rows, then ``n_repeats`` items per feature."""
-    chosen = _chosen(np.asarray(kept, np.float64), out_idx, per_row)  # (b, n, o)
-    intact = chosen[0]
-    n, o = intact.shape
-    perturbed = chosen[1:].reshape(p, n_repeats, n, o).mean(axis=1)  # (p, n, o)
+    kept = np.asarray(kept)
+    n, width = kept.shape[1:]
+    intact = _chosen(kept[0].astype(np.float64), out_idx, per_row)  # (n, o)
+    # the repeats' mean first, summed in float64 without a float64 copy of every prediction
+    perturbed = kept[1:].reshape(p, n_repeats, n, width).mean(axis=1, dtype=np.float64)
+    perturbed = _chosen(perturbed, out_idx, per_row)  # (p, n, o)
     values = intact[:, None, :] - perturbed.transpose(1, 0, 2)
     return make_attributions(values, intact, dataset, predictor, out_idx, method, info,
                              per_row=per_row)
