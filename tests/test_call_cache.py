@@ -408,3 +408,43 @@ def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data():
         np.testing.assert_allclose(got.importances, reference(X, y, seed), rtol=2e-4,
                                    atol=2e-5)
         assert len(_device_arrays._KEPT_SOURCE_ROWS) == (1 if k < 2 else 2)
+
+
+def test_a_plain_shapley_call_on_a_small_background_is_set_up_once_per_its_bytes(monkeypatch):
+    """A small background array among the options is kept by its bytes: a repeated plain
+    Shapley call skips its set-up (plans included); the same background changed in place,
+    or another one, sets up again and equals the exact values of the game by hand (a model
+    linear in x0 and x2 plus x0 x1: v(S) is a mean over the background, in float64)."""
+    from jaximp.methods import _shapley
+
+    set_ups = []
+    original = _shapley._set_up_values
+    monkeypatch.setattr(_shapley, "_set_up_values", lambda *a, **k: (
+        set_ups.append(1), original(*a, **k))[1])
+    X, model = _data(12)[:20], _model()
+    B = _data(13)[:30].astype(np.float64)
+
+    def by_hand(B):
+        # f = x0 x1 + x2: phi_0 = (x0 x1 - E[z0 z1] ... ) computed from the four coalition
+        # values of {0, 1}, and phi_2 = x2 - mean(z2); x3 plays no part
+        x, z = X.astype(np.float64), B
+        v = {(): np.mean(z[:, 0] * z[:, 1]), (0,): x[:, 0] * z[:, 1].mean(),
+             (1,): x[:, 1] * z[:, 0].mean(), (0, 1): x[:, 0] * x[:, 1]}
+        phi0 = 0.5 * ((v[(0,)] - v[()]) + (v[(0, 1)] - v[(1,)]))
+        phi1 = 0.5 * ((v[(1,)] - v[()]) + (v[(0, 1)] - v[(0,)]))
+        phi2 = x[:, 2] - z[:, 2].mean()
+        return np.stack([phi0, phi1, phi2, np.zeros(len(x))], axis=1)
+
+    def check(B_, expected_set_ups):
+        before = len(set_ups)
+        values = np.asarray(jaximp.shapley_values(model, X, B_).values)[..., 0]
+        assert len(set_ups) - before == expected_set_ups
+        np.testing.assert_allclose(values, by_hand(B_), rtol=1e-5, atol=1e-5)
+
+    check(B, 1)
+    check(B, 0)  # repeated: kept
+    check(B.copy(), 0)  # equal bytes in another array: kept
+    B[:, 2] += 1.0  # changed in place: set up again
+    check(B, 1)
+    check(B[:25], 1)  # another background
+    check(B.astype(np.float32), 1)  # another dtype

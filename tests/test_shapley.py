@@ -262,13 +262,16 @@ def test_the_device_fold_of_an_accelerator_equals_brute_force_and_the_host_fold(
     """On an accelerator the exact values' coalition values are weighted on the device
     (FoldedMean); the CPU weighs them on the host. Forced here on the CPU: both give the
     float64 brute force, in row groups of a small budget and on an Explainer too."""
-    from jaximp.methods import _shapley
+    from jaximp.data import Recent
+    from jaximp.methods import _setup, _shapley
 
     f_jax, f_np, X, B, w = game
     on_host = [shapley_values(f_jax, X, B, background_weight=w),
                shapley_interactions(f_jax, X[:3], B, background_weight=w),
                shapley_values(f_jax, X, B)]
     monkeypatch.setattr(_shapley, "_folds_on_device", lambda predictor: True)
+    # the plain calls above were set up with the host's fold: set up anew
+    monkeypatch.setattr(_setup, "_PLAIN_CALLS", Recent())
     folds = []
     finalize = FoldedMean.finalize
     monkeypatch.setattr(FoldedMean, "finalize",

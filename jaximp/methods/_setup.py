@@ -536,7 +536,9 @@ _SCALARS = frozenset({int, float, bool, str, type(None)})
 
 def _typed(value):
     """``value`` with the type of each part (so that equal values of other types, ``1`` and
-    ``True`` or ``1.0``, differ); lists, tuples and dicts part by part."""
+    ``True`` or ``1.0``, differ); lists, tuples and dicts part by part; a small numeric array
+    (a background, a feature mask) by its dtype, shape and bytes (:func:`digest`), so that a
+    plain Shapley call repeated on the same background is set up once."""
     if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
         # a call's options are mostly plain scalars: their types side by side
         return dict, tuple(value.items()), tuple(map(type, value.values()))
@@ -544,6 +546,10 @@ def _typed(value):
         return type(value), tuple(_typed(part) for part in value)
     if isinstance(value, dict):
         return dict, tuple((name, _typed(part)) for name, part in value.items())
+    if type(value) is np.ndarray:
+        if value.dtype.kind not in "biuf" or value.nbytes > _DIGESTS_BYTES:
+            raise TypeError("only small numeric arrays are kept")
+        return np.ndarray, digest(value)  # the dtype and shape are part of the digest
     if isinstance(value, np.ndarray):
         raise TypeError("arrays are not kept")
     return type(value), value
