@@ -66,6 +66,8 @@ _LAUNCHES_KEPT = 8  # per pinned dataset: each holds its reducer's per-row array
 # budget (a GPU's 1M rows x 51 permutations, 204 MB), against drawing them in every call
 # (permutation importance at n = 1M on CPU: 330 -> 167 ms per call with a near-free model)
 _SOURCE_ROWS_BYTES = 16 << 20
+# and a plain call keeps its draws (with_kept_source_rows) up to this size, twice at most
+_KEPT_SOURCE_ROWS_BYTES = 64 << 20
 _PROBE_ROWS = 1024
 # On CPU a model evaluated on blocks of about 8-16k rows whose activations stay in cache is
 # several times faster than one huge batch; accelerators take one block per chunk. Within that
@@ -475,7 +477,8 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         X_dev, rowdata = shard_rows((layout_rows(data.X, n_dev, n_local, n_local_pad, dtype),
                                      rowdata), mesh)
         consts, counts = replicate((consts, counts), mesh)
-    if drawn_once and not data.pinned:  # a plain call: the draws, not the data, are kept
+    if drawn_once and not data.pinned and 4 * items_pad * n_local_pad <= _KEPT_SOURCE_ROWS_BYTES:
+        # a plain call: its draws (not the data) are kept, in little memory beyond the call
         tables = with_kept_source_rows(plan, tables, n, n_local_pad, single_column, target)
     drawn = next((name for name in ("source_values", "source_rows") if name in tables), None)
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
