@@ -6,7 +6,8 @@ interleaved rounds (the best of each, every call blocked until its results are r
 
 - jaximp's plain function and a reused :class:`jaximp.Explainer` (its data kept on the device),
   and for PD and permutation importance a loop's cost per call: ten Explainer calls made
-  before any is read, against ten floor calls made the same way;
+  before any is read, against ten floor calls made the same way, and the Explainer against
+  the floor with its one-number sum read on the host (a method's results end there);
 - the floor: the jitted model alone over the same rows and nothing else, the faster of the
   16k-row ``lax.scan`` and one with the largest blocks that fit (up to 2^20 rows);
 - the peers: scikit-learn's ``partial_dependence`` and ``permutation_importance`` calling the
@@ -63,7 +64,7 @@ import jaximp  # noqa: E402
 P, GRID, REPEATS, BACKGROUND = 10, 20, 5, 100
 IN_FLIGHT = 10  # calls made before any is read: a loop's cost per call
 COLUMNS = ["case", "n", "model_rows", "jaximp_s", "explainer_s", "floor_s", "ratio_floor",
-           "explainer_ratio_floor", "in_flight_s", "in_flight_ratio_floor", "peer", "peer_s", "peer_over_jaximp", "check", "note"]
+           "explainer_ratio_floor", "floor_read_s", "explainer_ratio_floor_read", "in_flight_s", "in_flight_ratio_floor", "peer", "peer_s", "peer_over_jaximp", "check", "note"]
 
 
 def floor_of(f, X, rows: int):
@@ -102,6 +103,9 @@ def timed_row(case, n, rows, fns, repeats, rounds=None, peer=None, check="", not
            "note": note, "peer": peer or "-"}
     if "explainer" in t:
         row.update(explainer_s=t["explainer"], explainer_ratio_floor=t["explainer"] / t["floor"])
+    if "floor read" in t:  # the floor's sum read on the host, as a method's results are
+        row.update(floor_read_s=t["floor read"],
+                   explainer_ratio_floor_read=t["explainer"] / t["floor read"])
     if "in flight" in t:  # per call, against the floor's calls made the same way
         row.update(in_flight_s=t["in flight"] / IN_FLIGHT,
                    in_flight_ratio_floor=t["in flight"] / t["floor in flight"])
@@ -113,9 +117,11 @@ def timed_row(case, n, rows, fns, repeats, rounds=None, peer=None, check="", not
 def in_flight(call, read, floor):
     """A loop's cost: ``IN_FLIGHT`` calls made before any result is read, then all read
     (an Explainer's partial dependence and permutation importance return once dispatched),
-    and the floor's calls made the same way."""
+    and the floor's calls made the same way; and the floor with its sum read on the host (a
+    method's results end there: on a GPU the read is a device-to-host copy)."""
     return {"in flight": lambda: [read(r) for r in [call() for _ in range(IN_FLIGHT)]],
-            "floor in flight": lambda: [floor() for _ in range(IN_FLIGHT)]}
+            "floor in flight": lambda: [floor() for _ in range(IN_FLIGHT)],
+            "floor read": lambda: float(floor())}
 
 
 def case_pd(f, n, repeats, rng):
@@ -386,6 +392,9 @@ def main() -> None:
                 said = [f"{row['ratio_floor']:.3g}x floor"]
                 if "explainer_ratio_floor" in row:
                     said.append(f"Explainer {row['explainer_ratio_floor']:.3g}x floor")
+                if "explainer_ratio_floor_read" in row:
+                    said.append(f"Explainer {row['explainer_ratio_floor_read']:.3g}x the floor "
+                                "read")
                 if "in_flight_ratio_floor" in row:
                     said.append(f"{IN_FLIGHT} in flight {row['in_flight_ratio_floor']:.3g}x")
                 if "peer_over_jaximp" in row:
