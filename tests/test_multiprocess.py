@@ -162,11 +162,11 @@ def test_a_host_copy_starts_early_on_an_accelerator_only():
             devices=lambda: [types.SimpleNamespace(platform=platform)],
             copy_to_host_async=lambda: asked.append(platform))
 
-    for platform, addressable in (("gpu", True), ("cpu", True), ("tpu", False)):
-        dist.start_host_copy(array(platform, addressable))
-    assert asked == ["gpu"]
+    started = [dist.start_host_copy(array(platform, addressable))
+               for platform, addressable in (("gpu", True), ("cpu", True), ("tpu", False))]
+    assert asked == ["gpu"] and started == [True, False, False]
     x = jax.device_put(np.arange(4.0))
-    dist.start_host_copy(x)  # a real CPU array: nothing to start, still readable
+    assert not dist.start_host_copy(x)  # a real CPU array: nothing to start, still readable
     np.testing.assert_array_equal(dist.to_host(x), np.arange(4.0))
 
 

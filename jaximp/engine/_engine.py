@@ -540,10 +540,13 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
             result[g0:g0 + block.shape[0]] += block
         meter.update()
 
+    copy_early = None  # whether the chunks' totals start to the host as dispatched
     for k, (i0, r0) in enumerate(launch.offsets):
         out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, i0, r0)
-        if not keep:
-            start_host_copy(out)
+        if copy_early is None:  # asked once: a call may run hundreds of small chunks
+            copy_early = not keep and start_host_copy(out)
+        elif copy_early:
+            out.copy_to_host_async()
         pending.append(((k // n_row_chunks * sizes.items_per_chunk,
                          k % n_row_chunks * sizes.rows_per_chunk), out))
         if len(pending) > 2:  # keep the devices busy while the host folds
