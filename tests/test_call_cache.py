@@ -352,9 +352,9 @@ def test_a_warm_call_follows_the_float_mode_and_the_default_budget(monkeypatch):
 
 
 def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
-    """digest() of a read-only array that owns its data (an Explainer's targets) hashes it
-    once; a writeable array, or a view, is hashed on every call; the kept digest goes with
-    its array."""
+    """digest() of a read_only_copy (an Explainer's targets) hashes it once; a writeable
+    array, a view, or a caller's array marked read-only (a view may still write to it) is
+    hashed on every call; the kept digest goes with its array."""
     from jaximp.methods import _setup
 
     hashed = []
@@ -366,6 +366,12 @@ def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
     assert _setup.digest(frozen) == first and len(hashed) == 1
     assert _setup.digest(big) == first and len(hashed) == 2  # writeable: hashed again
     assert _setup.digest(frozen[1:]) != first and len(hashed) == 3  # a view: not kept
+    marked = big.copy()
+    view = marked[:]
+    marked.flags.writeable = False  # the caller's flag: the view still writes
+    assert _setup.digest(marked) == first and len(hashed) == 4
+    view[0] += 1.0
+    assert _setup.digest(marked) != first and len(hashed) == 5
     key = id(frozen)
     assert key in _setup._READ_ONLY_DIGESTS
     del frozen
@@ -443,8 +449,10 @@ def test_a_plain_shapley_call_on_a_small_background_is_set_up_once_per_its_bytes
 
     check(B, 1)
     check(B, 0)  # repeated: kept
-    check(B.copy(), 0)  # equal bytes in another array: kept
+    kept_bytes = B.copy()
+    check(kept_bytes, 0)  # equal bytes in another array: kept
     B[:, 2] += 1.0  # changed in place: set up again
     check(B, 1)
+    check(kept_bytes, 0)  # the old bytes again: the kept set-up holds a copy of them
     check(B[:25], 1)  # another background
     check(B.astype(np.float32), 1)  # another dtype

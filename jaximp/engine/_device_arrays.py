@@ -215,13 +215,12 @@ def with_kept_source_rows(plan: Plan, tables: dict, n: int, n_rows: int,
     key = (plan.index, tuple(np.asarray(plan.key_bits).tolist()), plan.item_stream.shape,
            np.ascontiguousarray(plan.item_stream).tobytes(), tables["stream"].shape[0], cdf,
            n, n_rows, device)
-    rows = _KEPT_SOURCE_ROWS.get(key)
+    rows = _KEPT_SOURCE_ROWS.pop(key, None)  # taken out and put back last: the most recent
     if rows is None:
-        rows = _KEPT_SOURCE_ROWS[key] = source_rows(plan.index, tables, n, n_rows)
-        if len(_KEPT_SOURCE_ROWS) > _KEPT_SOURCE_ROWS_SIZE:
-            _KEPT_SOURCE_ROWS.popitem(last=False)
-    else:
-        _KEPT_SOURCE_ROWS.move_to_end(key)
+        rows = source_rows(plan.index, tables, n, n_rows)
+    _KEPT_SOURCE_ROWS[key] = rows
+    while len(_KEPT_SOURCE_ROWS) > _KEPT_SOURCE_ROWS_SIZE:
+        _KEPT_SOURCE_ROWS.popitem(last=False)
     kept = {"masks": tables["masks"], "item_mask": tables["item_mask"], "source_rows": rows}
     if single_column:  # the chunk gathers that column of each source row
         kept["column"] = tables["column"]

@@ -46,8 +46,9 @@ _KEPT_WEIGHTINGS_BYTES = 1 << 20
 _DIGESTS = Recent()
 _DIGESTS_KEPT = 8
 _DIGESTS_BYTES = 1 << 20
-# digest(): the digests of read-only arrays that own their data (read_only_copy: an
-# Explainer's targets), by object; hashing 8 MB of targets took 4 ms of every warm call
+# digest(): the digests of the copies read_only_copy made (an Explainer's targets), by object;
+# hashing 8 MB of targets took 4 ms of every warm call. Only those: a caller's array marked
+# read-only may still change through a view or have its flag set back
 _READ_ONLY_DIGESTS: dict = {}
 # a plain function called again on the same small array reuses its validated, pinned dataset
 # (grids, plans and device copies kept): up to this many arrays of at most this many bytes,
@@ -354,9 +355,7 @@ def _recent_dataset(key, X: np.ndarray, **options) -> Dataset:
     first time: built from a read-only copy of ``X``, so that no later change to the
     caller's array reaches it."""
     def make():
-        copy = X.copy()
-        copy.flags.writeable = False
-        return as_dataset(copy, **options).pin(defer_reads=False)
+        return as_dataset(read_only_copy(X), **options).pin(defer_reads=False)
 
     return _RECENT_DATA.get(key, make, keep=_RECENT_DATA_KEPT)
 
@@ -449,14 +448,11 @@ def digest(array) -> bytes | None:
     """
     if array is None:
         return None
-    if _read_only_owner(array):
-        kept = _READ_ONLY_DIGESTS.get(id(array))
-        if kept is not None and kept[0]() is array:
-            return kept[1]
-        value = _sha((array.dtype.str, array.shape, array.tobytes()))
-        forget = functools.partial(_READ_ONLY_DIGESTS.pop, id(array), None)
-        _READ_ONLY_DIGESTS[id(array)] = (weakref.ref(array, lambda _: forget()), value)
-        return value
+    kept = _READ_ONLY_DIGESTS.get(id(array))
+    if kept is not None and kept[0]() is array and not array.flags.writeable:
+        if kept[1] is None:  # a read_only_copy, hashed when first asked
+            kept[1] = _sha((array.dtype.str, array.shape, array.tobytes()))
+        return kept[1]
     array = np.ascontiguousarray(array)
     content = (array.dtype.str, array.shape, array.tobytes())
     if array.nbytes <= _DIGESTS_BYTES:
@@ -472,12 +468,9 @@ def read_only_copy(array: np.ndarray) -> np.ndarray:
     :func:`digest` hashes it once."""
     copy = np.array(array, copy=True, order="C")
     copy.flags.writeable = False
+    forget = functools.partial(_READ_ONLY_DIGESTS.pop, id(copy), None)
+    _READ_ONLY_DIGESTS[id(copy)] = [weakref.ref(copy, lambda _: forget()), None]
     return copy
-
-
-def _read_only_owner(array) -> bool:
-    return (type(array) is np.ndarray and array.base is None and not array.flags.writeable
-            and array.flags.c_contiguous)
 
 
 def _sha(content: tuple) -> bytes:
@@ -498,8 +491,9 @@ def warm_call(method: str, set_up, model, X, y, options: dict):
     if key is None:
         return set_up(model, X, y, **options)
 
-    def make():
-        return set_up(model, X, y, **options)
+    def make():  # kept: made from copies of the arrays its key read the bytes of
+        return set_up(model, X, None if y is None else read_only_copy(y),
+                      **_owned_arrays(options))
 
     if isinstance(X, Dataset):
         return X.recent("warm calls", key, make, _STAGES_KEPT)
@@ -523,7 +517,8 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
         return None
     try:
         # and what a set-up reads besides its arguments: the float mode and the default budget
-        key = (method, model, *data, digest(y), _typed(options), jax.config.jax_enable_x64,
+        key = (method, model, *data, digest(y), _typed(options, arrays=True),
+               jax.config.jax_enable_x64,
                os.environ.get("JAXIMP_MEMORY_BUDGET"))
         hash(key)
     except TypeError:  # an array or another unhashable option
@@ -534,25 +529,32 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
 _SCALARS = frozenset({int, float, bool, str, type(None)})
 
 
-def _typed(value):
+def _typed(value, arrays: bool = False):
     """``value`` with the type of each part (so that equal values of other types, ``1`` and
-    ``True`` or ``1.0``, differ); lists, tuples and dicts part by part; a small numeric array
-    (a background, a feature mask) by its dtype, shape and bytes (:func:`digest`), so that a
-    plain Shapley call repeated on the same background is set up once."""
+    ``True`` or ``1.0``, differ); lists, tuples and dicts part by part. Where ``arrays`` (a
+    call's options, one level down), a small numeric array (a background, a feature mask)
+    by its dtype, shape and bytes (:func:`digest`), so that a plain Shapley call repeated on
+    the same background is set up once: the kept set-up gets a copy of it
+    (:func:`_owned_arrays`), so that a later change to the caller's array cannot reach it."""
     if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
         # a call's options are mostly plain scalars: their types side by side
         return dict, tuple(value.items()), tuple(map(type, value.values()))
     if isinstance(value, (list, tuple)):
         return type(value), tuple(_typed(part) for part in value)
     if isinstance(value, dict):
-        return dict, tuple((name, _typed(part)) for name, part in value.items())
-    if type(value) is np.ndarray:
-        if value.dtype.kind not in "biuf" or value.nbytes > _DIGESTS_BYTES:
-            raise TypeError("only small numeric arrays are kept")
-        return np.ndarray, digest(value)  # the dtype and shape are part of the digest
+        return dict, tuple((name, _typed(part, arrays)) for name, part in value.items())
     if isinstance(value, np.ndarray):
-        raise TypeError("arrays are not kept")
+        if not (arrays and type(value) is np.ndarray and value.dtype.kind in "biuf"
+                and value.nbytes <= _DIGESTS_BYTES):
+            raise TypeError("only small numeric arrays among the options are kept")
+        return np.ndarray, digest(value)  # the dtype and shape are part of the digest
     return type(value), value
+
+
+def _owned_arrays(options: dict) -> dict:
+    """``options`` with read-only copies of its arrays: what a kept set-up is made from."""
+    return {name: read_only_copy(value) if isinstance(value, np.ndarray) else value
+            for name, value in options.items()}
 
 
 def column_medians(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
