@@ -45,9 +45,13 @@ bench-gpu: $(VENV)/.installed
 
 # On a GPU machine whose own Python already has JAX with CUDA, torch and scikit-learn (shap
 # and captum beside them for their cases), offline: jaximp built into build/gpu-site, no venv;
-# the side by side, where a warm call's time goes, and the suite's tests of the engine, the
-# Explainer and foreign models on the GPU (its float32 matmuls at full precision; several test
-# processes share the GPU). OUT=dir keeps the JSON rows and the logs.
+# the side by side, where a warm call's time goes (at n = 10,000), the suite's tests of the
+# engine, the Explainer and foreign models on the GPU (its float32 matmuls at full
+# precision; several test processes share the GPU; every result line logged, so a run cut at
+# its limit still names its failures) and the host overhead. Each step has a time limit
+# (GPU_BENCH_S, GPU_PROFILE_S, GPU_SUITE_S, GPU_OVERHEAD_S seconds: about 8 minutes in all,
+# for a lent machine's short session) and the next runs whatever the last gave. OUT=dir
+# keeps the JSON rows and the logs.
 GPU_SITE := build/gpu-site
 GPU_TESTS := tests/test_explainer.py tests/test_device_resident.py tests/test_device_edge_inputs.py \
 	tests/test_torch.py tests/test_engine.py tests/test_engine_modes.py tests/test_memory_budget.py \
@@ -57,17 +61,26 @@ GPU_TESTS := tests/test_explainer.py tests/test_device_resident.py tests/test_de
 	tests/test_call_cache.py
 GPU_OUT = $(or $(OUT),build/gpu-check)
 GPU_ARGS ?=
+GPU_BENCH_S ?= 180
+GPU_PROFILE_S ?= 45
+GPU_SUITE_S ?= 200
+GPU_OVERHEAD_S ?= 30
+GPU_RUN = PYTHONPATH=$(GPU_SITE):$$PYTHONPATH PYTHONUNBUFFERED=1 timeout
 gpu-check: SHELL := /bin/bash
 gpu-check:
 	$(PYTHON) -m pip install --quiet --no-deps --no-build-isolation --upgrade --target $(GPU_SITE) .
 	mkdir -p $(GPU_OUT)
-	set -o pipefail; PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) benchmarks/gpu.py $(GPU_ARGS) \
-		--json $(GPU_OUT)/gpu.jsonl | tee $(GPU_OUT)/gpu.log
-	set -o pipefail; PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) benchmarks/gpu_profile.py \
-		$(GPU_ARGS) --out $(GPU_OUT)/profile | tee $(GPU_OUT)/profile.log
-	set -o pipefail; XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_DEFAULT_MATMUL_PRECISION=highest \
-		PYTHONPATH=$(GPU_SITE):$$PYTHONPATH $(PYTHON) -P -m pytest -q -n 8 -rfE $(GPU_TESTS) \
-		| tee $(GPU_OUT)/suite.log
+	-$(GPU_RUN) $(GPU_BENCH_S) $(PYTHON) benchmarks/gpu.py $(GPU_ARGS) \
+		--json $(GPU_OUT)/gpu.jsonl > $(GPU_OUT)/gpu.log 2>&1; grep "^#" $(GPU_OUT)/gpu.log
+	-$(GPU_RUN) $(GPU_PROFILE_S) $(PYTHON) benchmarks/gpu_profile.py --cases pfi pd \
+		--sizes $(if $(findstring --quick,$(GPU_ARGS)),1000,10000) --out $(GPU_OUT)/profile \
+		> $(GPU_OUT)/profile.log 2>&1; grep -A14 "^# device time" $(GPU_OUT)/profile.log
+	-XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_DEFAULT_MATMUL_PRECISION=highest \
+		$(GPU_RUN) $(GPU_SUITE_S) $(PYTHON) -P -m pytest -v -n $(or $(GPU_WORKERS),8) -rfE \
+		-p no:cacheprovider $(GPU_TESTS) > $(GPU_OUT)/suite.log 2>&1; \
+		grep -E "FAILED|ERROR| passed| failed" $(GPU_OUT)/suite.log | sort -u | tail -30
+	-$(GPU_RUN) $(GPU_OVERHEAD_S) $(PYTHON) benchmarks/overhead.py > $(GPU_OUT)/overhead.log 2>&1; \
+		grep "^|" $(GPU_OUT)/overhead.log
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[docs]"
