@@ -542,7 +542,9 @@ def _typed(value, arrays: bool = False):
     if isinstance(value, (list, tuple)):
         return type(value), tuple(_typed(part) for part in value)
     if isinstance(value, dict):
-        return dict, tuple((name, _typed(part, arrays)) for name, part in value.items())
+        # arrays only one level down: a kept set-up gets copies of those (_owned_arrays)
+        return dict, tuple((name, _typed(part, arrays and isinstance(part, np.ndarray)))
+                           for name, part in value.items())
     if isinstance(value, np.ndarray):
         if not (arrays and type(value) is np.ndarray and value.dtype.kind in "biuf"
                 and value.nbytes <= _DIGESTS_BYTES):
