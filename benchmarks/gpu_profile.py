@@ -90,18 +90,60 @@ def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
     return rows
 
 
-def kernel_table(trace_dir: str, top: int = 12) -> list[str]:
-    """Device busy time per kernel name from the newest Perfetto trace under ``trace_dir``."""
+def _trace_events(trace_dir: str):
+    """The events of the newest Perfetto trace under ``trace_dir`` and the names of their
+    processes (None when there is no trace)."""
     files = sorted(glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True)
                    + glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"),
                                recursive=True), key=os.path.getmtime)
     if not files:
-        return ["no trace file found"]
+        return None, None
     with gzip.open(files[-1], "rt") as handle:
         events = json.load(handle)
     events = events.get("traceEvents", events) if isinstance(events, dict) else events
     names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
+    return events, names
+
+
+def call_timeline(trace_dir: str) -> list[str]:
+    """One warm call's timeline (the middle one of the trace), in us from the launch of its
+    chunk: when the launch returns, when the device's kernels start and end, and when the
+    result's copy to the host starts and its read ends (a GPU trace; empty on a CPU)."""
+    events, names = _trace_events(trace_dir)
+    if events is None:
+        return []
+    spans = sorted((e for e in events if e.get("ph") == "X" and "dur" in e),
+                   key=lambda e: e["ts"])
+    launches = [e for e in spans if e["name"] == "PjitFunction(chunk)"]
+    launches = [e for i, e in enumerate(launches)  # the outer of nested launch events
+                if i == 0 or e["ts"] >= launches[i - 1]["ts"] + launches[i - 1]["dur"]]
+    if len(launches) < 3:
+        return []
+    call = launches[len(launches) // 2]
+    start, end = call["ts"], launches[len(launches) // 2 + 1]["ts"]
+    window = [e for e in spans if start <= e["ts"] < end]
+    on_device = [e for e in window if "GPU" in names.get(e["pid"], "")
+                 or "device:" in names.get(e["pid"], "")]
+    kernels = [e for e in on_device if "Memcpy" not in e["name"]]
+    marks = {"launch returns": start + call["dur"]}
+    if kernels:
+        marks["kernels start"] = kernels[0]["ts"]
+        marks["kernels end"] = max(e["ts"] + e["dur"] for e in kernels)
+    for label, name in (("copy to host asked", "copy_to_host_async"),
+                        ("read ends", "np.asarray")):
+        found = [e for e in window if name in e["name"]]
+        if found:
+            marks[label] = found[-1]["ts"] + (found[-1]["dur"] if label == "read ends" else 0)
+    return [f"{(at - start):9.1f} us  {label}"
+            for label, at in sorted(marks.items(), key=lambda item: item[1])]
+
+
+def kernel_table(trace_dir: str, top: int = 12) -> list[str]:
+    """Device busy time per kernel name from the newest Perfetto trace under ``trace_dir``."""
+    events, names = _trace_events(trace_dir)
+    if events is None:
+        return ["no trace file found"]
     device = collections.Counter()
     counts = collections.Counter()
     for e in events:
@@ -158,9 +200,13 @@ def profile_calls(n: int, chosen, rng, out: str) -> None:
                 jax.block_until_ready(call(ex))
         try:
             lines = kernel_table(trace_dir)
+            timeline = call_timeline(trace_dir)
         except Exception as err:  # noqa: BLE001 - a trace format this script does not know
-            lines = [f"trace not read: {err!r}"]
+            lines, timeline = [f"trace not read: {err!r}"], []
         print(f"# device time of 10 warm {name} calls at n = {n}:\n  " + "\n  ".join(lines))
+        if timeline:
+            print(f"# one warm {name} call at n = {n}, from its launch (under the profiler, "
+                  "which slows the host):\n  " + "\n  ".join(timeline))
         repeats = 200 if n <= 10_000 and name != "shapley" else 20
         profile = cProfile.Profile()
         profile.enable()
