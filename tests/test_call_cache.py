@@ -419,8 +419,8 @@ def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data():
 def test_a_plain_shapley_call_on_a_small_background_is_set_up_once_per_its_bytes(monkeypatch):
     """A small background array among the options is kept by its bytes: a repeated plain
     Shapley call skips its set-up (plans included); the same background changed in place,
-    or another one, sets up again and equals the exact values of the game by hand (a model
-    linear in x0 and x2 plus x0 x1: v(S) is a mean over the background, in float64)."""
+    or another one, sets up again and equals the exact values of the game by hand (the model
+    x0 x1 + x2, each v(S) a mean over the background, in float64)."""
     from jaximp.methods import _shapley
 
     set_ups = []
@@ -431,8 +431,8 @@ def test_a_plain_shapley_call_on_a_small_background_is_set_up_once_per_its_bytes
     B = _data(13)[:30].astype(np.float64)
 
     def by_hand(B):
-        # f = x0 x1 + x2: phi_0 = (x0 x1 - E[z0 z1] ... ) computed from the four coalition
-        # values of {0, 1}, and phi_2 = x2 - mean(z2); x3 plays no part
+        # x0 and x1 share the game of x0 x1 (its four coalition values); x2 gets
+        # x2 - mean(z2), x3 nothing
         x, z = X.astype(np.float64), B
         v = {(): np.mean(z[:, 0] * z[:, 1]), (0,): x[:, 0] * z[:, 1].mean(),
              (1,): x[:, 1] * z[:, 0].mean(), (0, 1): x[:, 0] * x[:, 1]}
