@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+import jax
+
 from ._explain import explain
 from .data import validate_params
 from .methods import (
@@ -47,6 +49,20 @@ __all__ = ["Explainer"]
 
 # options fixed when the Explainer is made: a method call cannot change them
 _DATA_OPTIONS = frozenset({"feature_names", "categorical", "groups", "sample_weight", "variables"})
+
+
+def _fitted_state(model) -> tuple | None:
+    """What a refit replaces: each of the model's attributes by identity (and a list's
+    length, which warm_start grows in place); None for a model without attributes (a plain
+    function), whose state the Explainer does not hold."""
+    try:
+        attributes = vars(model)
+    except TypeError:
+        return None
+    if not hasattr(model, "predict"):
+        return None
+    return tuple((name, id(value), len(value) if isinstance(value, list) else None)
+                 for name, value in attributes.items())
 
 
 @functools.cache
@@ -135,6 +151,9 @@ class Explainer:
         self.memory_budget = memory_budget
         self.random_state = random_state
         self._categorical, self._groups = categorical, groups  # for new rows to explain
+        # what the kept data and model depend on, checked at every call (_check_unchanged)
+        self._x64 = bool(jax.config.jax_enable_x64)
+        self._read_state = None if self.predictor.host else _fitted_state(model)
 
     def __repr__(self) -> str:
         n = self.dataset.n_rows
@@ -147,6 +166,7 @@ class Explainer:
     def _call(self, function, *args, explained=None, model=None, **options):
         """``function(model, explained, *args, **options)`` with the Explainer's model (or
         ``model``), data (or the rows ``explained``) and defaults."""
+        self._check_unchanged()
         fixed = sorted(_DATA_OPTIONS.intersection(options))
         if fixed:
             raise TypeError(
@@ -165,6 +185,21 @@ class Explainer:
                 options[name] = getattr(self, name)
         return function(self.predictor if model is None else model,
                         self.dataset if explained is None else explained, *args, **options)
+
+    def _check_unchanged(self) -> None:
+        """Refuse a call that the kept data or model would answer wrongly: after a switch of
+        the float mode (the rows and the model are kept in the mode they were made in), or
+        after a refit of a model read into arrays (a tree model's nodes are read once)."""
+        if bool(jax.config.jax_enable_x64) != self._x64:
+            raise RuntimeError(
+                f"this Explainer was made with jax_enable_x64={self._x64}, and its data and "
+                f"model are kept in that float mode; jax_enable_x64 is now "
+                f"{not self._x64}. Make a new Explainer after switching the float mode.")
+        if self._read_state is not None and _fitted_state(self.model) != self._read_state:
+            raise RuntimeError(
+                f"{type(self.model).__name__} changed (refit?) after this Explainer read its "
+                "trees into arrays; they are read once. Make a new Explainer for the new "
+                "model.")
 
     def _estimator(self):
         """The scikit-learn estimator itself, for the options that read its trees (None for

@@ -621,3 +621,42 @@ def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():
     weighted = jaximp.Explainer(boosted, X, y, sample_weight=np.full(60, 2.0))
     with pytest.raises(ValueError, match="sample_weight is not supported"):
         weighted.conditional_importance(test="cpi")
+
+
+def test_a_tree_model_refit_or_a_float_mode_switch_is_refused_not_answered_stale():
+    """A forest's trees are read into arrays once, and the rows and model are kept in the
+    float mode of the Explainer's making: after a refit (in place, warm_start included) or a
+    switch of jax_enable_x64 a call raises, naming the fix, where it answered from the old
+    trees or mode; a host model, called at each evaluation, follows its refit."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    forest = RandomForestRegressor(n_estimators=5, random_state=0).fit(X, X[:, 0])
+    ex = jaximp.Explainer(forest, X)
+    before = ex.partial_dependence(0, grid_resolution=3).average
+    np.testing.assert_array_equal(ex.partial_dependence(0, grid_resolution=3).average, before)
+    forest.fit(X, 3 * X[:, 2])
+    with pytest.raises(RuntimeError, match="RandomForestRegressor changed .* new Explainer"):
+        ex.partial_dependence(2, grid_resolution=3)
+    fresh = jaximp.Explainer(forest, X).partial_dependence(2, grid={"x2": [-1.0, 1.0]})
+    grid_rows = [np.column_stack([X[:, :2], np.full(len(X), v)]) for v in (-1.0, 1.0)]
+    np.testing.assert_allclose(fresh.average[:, 0], [forest.predict(r).mean() for r in grid_rows],
+                               rtol=1e-5)
+    growing = RandomForestRegressor(n_estimators=3, warm_start=True, random_state=0)
+    ex = jaximp.Explainer(growing.fit(X, X[:, 0]), X)
+    growing.set_params(n_estimators=6).fit(X, X[:, 0])  # trees added to the same list
+    with pytest.raises(RuntimeError, match="changed"):
+        ex.h_statistic()
+    linear = LinearRegression().fit(X, X[:, 0])
+    ex = jaximp.Explainer(linear, X)
+    linear.fit(X, 2 * X[:, 1])
+    followed = ex.partial_dependence(1, grid={"x1": [0.0, 1.0]}).average[:, 0]
+    np.testing.assert_allclose(followed, [linear.predict(np.column_stack(
+        [X[:, 0], np.full(80, v), X[:, 2]])).mean() for v in (0.0, 1.0)], rtol=1e-6, atol=1e-9)
+    ex = jaximp.Explainer(lambda A: A[:, 0] * 2.0, X[:, :1].astype(np.float32))
+    with jax.enable_x64(True):
+        with pytest.raises(RuntimeError, match="jax_enable_x64=False.* new Explainer"):
+            ex.partial_dependence(0)
+    ex.partial_dependence(0)  # the mode it was made in again

@@ -448,3 +448,22 @@ def test_text_columns_reach_a_pipeline_as_text():
         importance = jaximp.permutation_importance(pipe, df, y.to_numpy(), n_repeats=2,
                                                    features=[feature])
         assert importance.importances_mean[0, 0] > 0.05
+
+
+def test_each_response_method_of_one_classifier_has_its_own_apply():
+    """Two Predictors of one classifier, by predict_proba then decision_function, each apply
+    their own method (their applies were kept by the model alone: the second evaluated
+    probabilities)."""
+    import jax.numpy as jnp
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    clf = LogisticRegression().fit(X, np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5]))
+    for method in ("predict_proba", "decision_function"):
+        predictor = jaximp.as_predictor(clf, response_method=method)
+        applied = np.asarray(predictor.apply(predictor.params, jnp.asarray(X[:5], jnp.float32)))
+        np.testing.assert_allclose(applied, getattr(clf, method)(X[:5].astype(np.float32)),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(jaximp.predict_rows(predictor, X[:5]),
+                                   getattr(clf, method)(X[:5]), rtol=1e-5, atol=1e-6)

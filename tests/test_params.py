@@ -7,6 +7,7 @@ import pathlib
 import re
 import tempfile
 
+import jax
 import numpy as np
 import pytest
 
@@ -366,3 +367,19 @@ def test_shared_keywords_have_one_docstring():
             elif entry != text and not (name == "explain" and keyword == "progress"):
                 offenders.append(f"{name}: {keyword} reads {entry!r}")
     assert not offenders, offenders
+
+
+def test_an_int_seed_makes_its_key_in_the_float_mode_of_the_call():
+    """An int random_state's key is kept per float mode: a seed of 2**32 or more makes other
+    keys with and without jax_enable_x64, and a call after switching uses the mode's key."""
+    from jaximp.data._checks import as_key
+
+    seed = 2**40
+    data = lambda: np.asarray(jax.random.key_data(as_key(seed)))  # noqa: E731
+    fresh = lambda: np.asarray(jax.random.key_data(jax.random.key(seed)))  # noqa: E731
+    without = data()
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(data(), fresh())
+        assert not np.array_equal(data(), without)
+    np.testing.assert_array_equal(data(), without)
+    np.testing.assert_array_equal(without, fresh())

@@ -142,14 +142,17 @@ def as_key(random_state) -> jax.Array:
     elif isinstance(random_state, np.random.Generator):
         random_state = int(random_state.integers(np.iinfo(np.int32).max + 1))
     if isinstance(random_state, (int, np.integer)):
-        return _int_key(int(random_state))
+        # the float mode and the key type are part of the key's making: a seed of 2**32 or
+        # more makes another key under jax_enable_x64
+        return _int_key(int(random_state), jax.config.jax_enable_x64,
+                        jax.config.jax_default_prng_impl)
     if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
         return random_state
     return jax.random.wrap_key_data(random_state)
 
 
 @functools.lru_cache(maxsize=64)
-def _int_key(seed: int) -> jax.Array:
+def _int_key(seed: int, x64: bool, impl: str) -> jax.Array:
     """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms). On
     an accelerator its data is also made on the CPU, for the draws made on the host: reading
     the key itself would wait for the device's queue (every call made before it)."""

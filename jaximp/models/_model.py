@@ -189,7 +189,11 @@ def as_predictor(
     Parameters
     ----------
     model : callable, flax Module, equinox Module or scikit-learn-like estimator
-        - a JAX function ``f(X) -> (n,) | (n, o)`` (jitted or not);
+        - a JAX function ``f(X) -> (n,) | (n, o)`` (jitted or not). It is traced, as
+          ``jax.jit`` traces it, and the trace kept per function: values it reads from
+          outside (a global, a closure) are constants of that trace, so a later change to
+          them is not seen; pass changing values as arrays of a callable pytree (below) or
+          ``variables``, or wrap a new function;
         - a Flax nnx ``Module`` called on a batch;
         - a Flax linen ``Module``, with its ``variables``;
         - an Equinox ``Module``; Equinox layers take one example, so it is ``vmap``-ped over
@@ -501,7 +505,8 @@ def _host_predictor(model, n_features, output_names, sample=None,
 
         return apply_host
 
-    apply = stable_apply((model, n_outputs), make_host_apply)
+    # by the method too: one model's predict_proba and decision_function are two applies
+    apply = stable_apply((model, name, n_outputs), make_host_apply)
     predictor = _finish(apply, None, n_outputs, output_names, name, classes, host=True)
     predictor = _with_classes(predictor, classes)
     return dataclasses.replace(predictor, host_fn=host_fn, dtype=np.dtype(np.float64))
