@@ -89,6 +89,12 @@ class Explainer:
     its values are read from the device (and finished) when first used, so a loop of calls
     keeps the device busy and waits only where it reads.
 
+    The Explainer holds what it validated: the rows on the devices, a copy of ``y``, and a
+    tree model's nodes, read into arrays once. A call after the model was refit (for a model
+    read into arrays) or after ``jax_enable_x64`` was switched raises rather than answering
+    from the old state: make a new Explainer. A host model (one called through ``predict``)
+    is called at each evaluation and follows a refit that keeps its outputs.
+
     Parameters
     ----------
     model : callable or estimator
