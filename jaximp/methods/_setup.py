@@ -156,8 +156,9 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                 f"background must have the {dataset.n_columns} columns of X{shape}; got "
                 f"shape {np.shape(background)}.")
         background, array = _framed(background, dataset)
-        if isinstance(background, pd.DataFrame) and _labelled_source(dataset) is not None:
-            background = _text_coded_as_x(background, dataset)
+        source = _labelled_source(dataset)
+        if isinstance(background, pd.DataFrame) and source is not None:
+            background = _text_coded_as_x(background, dataset, source)
         try:
             bg = as_dataset(background, feature_names=names, categorical=categorical,
                             groups=groups, sample_weight=weight, allow_missing=allow_missing)
@@ -197,8 +198,9 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
     refused."""
     rows, array = _framed(rows, dataset)
     frame = isinstance(rows, pd.DataFrame)
-    if frame and _labelled_source(dataset) is not None:
-        rows = _text_coded_as_x(rows, dataset)
+    source = _labelled_source(dataset)  # made once: an array of text is framed anew each time
+    if frame and source is not None:
+        rows = _text_coded_as_x(rows, dataset, source)
     explained = as_dataset(rows, feature_names=None if frame else dataset.column_names,
                            categorical=categorical, groups=groups, allow_missing=True)
     if array is not None:
@@ -207,7 +209,6 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
         raise ValueError(
             f"rows must have the columns of the Explainer's data {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
-    source = _labelled_source(dataset)
     for ours, theirs in zip(dataset.features, explained.features):
         labelled = source is not None and len(ours.columns) == 1 and (
             is_text(source.iloc[:, ours.columns[0]])
@@ -294,12 +295,13 @@ def labels_shared_with(X, background, feature_names=None):
     return (X, background) if changed else given
 
 
-def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset) -> pd.DataFrame:
-    """The background with X's text columns as categories that start with X's levels, in
-    X's order, so that a code names the same label on both sides (each side alone codes its
-    own sorted labels); labels X lacks come after them."""
+def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
+                     source: pd.DataFrame) -> pd.DataFrame:
+    """The background with X's text columns (those of ``source``, X's own data framed by
+    :func:`_labelled_source`) as categories that start with X's levels, in X's order, so
+    that a code names the same label on both sides (each side alone codes its own sorted
+    labels); labels X lacks come after them."""
     coded = background
-    source = _labelled_source(dataset)
     levels = {f.columns[0]: f.levels for f in dataset.features
               if len(f.columns) == 1 and f.levels is not None}
     for i, name in enumerate(dataset.column_names):
