@@ -167,7 +167,7 @@ def test_mean_over_chunks_of_several_item_and_row_blocks(monkeypatch):
     monkeypatch.setattr(jaximp.engine._engine, "_chunk_function",
                         lambda *args: built.append(args) or chunk_function(*args))
     means = evaluate(pred, X, plan, Mean(weights))
-    sizes, reduce_once = built[0][3], built[0][-1]
+    sizes, reduce_once = built[0][3], built[0][8]
     assert reduce_once and sizes.row_blocks > 1 and sizes.item_blocks > 1  # what is tested
     X32 = X.astype(np.float32).astype(np.float64)
     for k, value in enumerate(grid[:, 0].astype(np.float32)):

@@ -196,6 +196,44 @@ def test_several_outputs_and_small_budgets(budget):
                                atol=1e-7)
 
 
+@pytest.mark.parametrize("budget", [None, 1 << 16])
+def test_totals_written_to_pinned_host_memory_equal_the_default(monkeypatch, budget):
+    """On an accelerator a chunk's summed totals go to pinned host memory from the program
+    itself. Forced on the CPU, in one chunk and in several, every summing method's numbers are
+    the default path's, its chunks' outputs are in pinned host memory, and kept predictions
+    (ICE) stay where they are."""
+    from jaximp.engine import _engine
+
+    def calls():
+        ex = jaximp.Explainer(F3, X, Y3, sample_weight=WEIGHTS, memory_budget=budget)
+        return [ex.permutation_importance(n_repeats=2).importances,
+                ex.h_statistic().pairwise.values,
+                *(r.average for r in ex.partial_dependence_all(grid_resolution=4).values()),
+                ex.partial_dependence("x1", grid_resolution=4, kind="both").individual,
+                jaximp.permutation_importance(F1, X, Y1, n_repeats=2,
+                                              memory_budget=budget).importances]
+
+    default = calls()
+    kinds = []
+    chunk_function = _engine._chunk_function
+
+    def recording(*args):
+        chunk = chunk_function(*args)
+
+        def call(*inputs):
+            out = chunk(*inputs)
+            kinds.append((args[2].combine, out.sharding.memory_kind))
+            return out
+
+        return call
+
+    monkeypatch.setattr(_engine, "_HOST_OUTPUT_PLATFORM_CPU", True)
+    monkeypatch.setattr(_engine, "_chunk_function", recording)
+    for got, want in zip(calls(), default):
+        np.testing.assert_array_equal(got, want)
+    assert set(kinds) == {("sum", "pinned_host"), ("keep", "device")}
+
+
 def test_host_model_through_the_explainer():
     """A scikit-learn regressor: permutation importance, H and PD equal float64 NumPy (to
     the float32 the engine reduces a host model's predictions in)."""

@@ -156,15 +156,17 @@ def test_a_host_copy_starts_early_on_an_accelerator_only():
 
     asked = []
 
-    def array(platform, addressable=True):
+    def array(platform, addressable=True, memory="device"):
         return types.SimpleNamespace(
             is_fully_addressable=addressable,
             devices=lambda: [types.SimpleNamespace(platform=platform)],
-            copy_to_host_async=lambda: asked.append(platform))
+            sharding=types.SimpleNamespace(memory_kind=memory),
+            copy_to_host_async=lambda: asked.append((platform, memory)))
 
-    started = [dist.start_host_copy(array(platform, addressable))
-               for platform, addressable in (("gpu", True), ("cpu", True), ("tpu", False))]
-    assert asked == ["gpu"] and started == [True, False, False]
+    started = [dist.start_host_copy(array(*how)) for how in (
+        ("gpu",), ("cpu",), ("tpu", False), ("gpu", True, "pinned_host"))]
+    # an output the program wrote to the host's pinned memory is there already
+    assert asked == [("gpu", "device")] and started == [True, False, False, False]
     x = jax.device_put(np.arange(4.0))
     assert not dist.start_host_copy(x)  # a real CPU array: nothing to start, still readable
     np.testing.assert_array_equal(dist.to_host(x), np.arange(4.0))

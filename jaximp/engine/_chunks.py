@@ -10,7 +10,7 @@ import weakref
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
 from ..data import Recent
 from ..models import Predictor
@@ -106,10 +106,12 @@ def _block_pieces(index: str, reducer: Reducer, sizes: _Sizes, mesh, dtype,
 
 def chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _Sizes,
                     mesh, dtype, single_column: bool, drawn: str | None = None,
-                    reduce_once: bool = False):
+                    reduce_once: bool = False, host_output=None):
     """The jitted evaluation of one chunk, cached per model apply function and geometry;
     ``drawn``: the table of draws made once (``with_drawn_sources``), or None;
-    ``reduce_once``: the chunk's predictions reduced together, not block by block. A model on
+    ``reduce_once``: the chunk's predictions reduced together, not block by block;
+    ``host_output``: a device whose pinned host memory takes the chunk's output (its few
+    totals then need no copy of their own when read), or None. A model on
     another framework's arrays gets :func:`_foreign_chunk`, with the same arguments and
     output."""
     if predictor.device_fn is not None:
@@ -117,7 +119,7 @@ def chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _S
     cache = _CHUNK_FUNCTIONS.setdefault(predictor.apply, {})
     key = (index, reducer.key(), reducer.combine, reducer.group, sizes, predictor.n_outputs,
            np.dtype(dtype).str, None if mesh is None else tuple(mesh.devices.flat),
-           single_column, drawn, reduce_once)
+           single_column, drawn, reduce_once, host_output)
     if key in cache:
         return cache[key]
     apply, o = predictor.apply, predictor.n_outputs
@@ -174,7 +176,8 @@ def chunk_function(predictor: Predictor, index: str, reducer: Reducer, sizes: _S
         out = jnp.pad(out, [(0, 0), (0, n_rb - 1)] + [(0, 0)] * (out.ndim - 2))
         return out.reshape(sizes.item_blocks * n_rb, *out.shape[2:])
 
-    cache[key] = jax.jit(chunk)
+    cache[key] = jax.jit(chunk, out_shardings=None if host_output is None else
+                         SingleDeviceSharding(host_output, memory_kind="pinned_host"))
     return cache[key]
 
 

@@ -306,7 +306,8 @@ def start_host_copy(array: jax.Array) -> bool:
     CPU's output is already there), and say whether it did: reading it later then waits for
     the copy only where it has not yet come. An H200 trace of a warm call put the result's
     copy, started at the read, about 0.6 ms after the kernels ended."""
-    if array.is_fully_addressable and next(iter(array.devices())).platform != "cpu":
+    if (array.is_fully_addressable and next(iter(array.devices())).platform != "cpu"
+            and array.sharding.memory_kind != "pinned_host"):  # there already
         array.copy_to_host_async()
         return True
     return False

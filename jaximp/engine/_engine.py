@@ -482,9 +482,38 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
         tables = with_kept_source_rows(plan, tables, n, n_local_pad, single_column, target)
     drawn = next((name for name in ("source_values", "source_rows") if name in tables), None)
     chunk = _chunk_function(predictor, plan.index, reducer, sizes, mesh, dtype, single_column,
-                            drawn, reduce_once)
+                            drawn, reduce_once,
+                            _host_output_device(X_dev, first, mesh, reducer, predictor, devices))
     return _Launch(chunk, sizes, n_row_chunks, n_item_chunks, n_local, n_dev, mesh,
                    (X_dev, tables, rowdata, consts, counts), offsets)
+
+
+_HOST_OUTPUT_PLATFORM_CPU = False  # tests set it: the CPU's outputs are on the host already
+_PINNED_HOST: dict = {}  # device -> whether it has a pinned host memory
+
+
+def _host_output_device(X_dev, first, mesh, reducer, predictor, devices):
+    """The accelerator whose pinned host memory takes a chunk's totals, or None. On an H200 a
+    warm call's read of its few totals took 0.1-0.3 ms after its kernels ended (a separate
+    copy, started by the read or by ``copy_to_host_async``); written to pinned host memory by
+    the program itself, they are read as soon as it ends. Only a single device's summed
+    totals: kept predictions are large, and a model on another framework's arrays has no
+    such program."""
+    if mesh is not None or reducer.combine == "keep" or predictor.device_fn is not None:
+        return None
+    if isinstance(X_dev, jax.Array):
+        if len(X_dev.devices()) != 1:
+            return None
+        device = next(iter(X_dev.devices()))
+    elif devices is not None or jax.config.jax_default_device is None:
+        device = first  # where the host's rows go
+    else:
+        return None
+    if device.platform == "cpu" and not _HOST_OUTPUT_PLATFORM_CPU:
+        return None
+    if device not in _PINNED_HOST:
+        _PINNED_HOST[device] = any(m.kind == "pinned_host" for m in device.addressable_memories())
+    return device if _PINNED_HOST[device] else None
 
 
 def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress, label):
