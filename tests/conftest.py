@@ -83,14 +83,21 @@ def pytest_unconfigure(config):
         shutil.rmtree(os.environ.pop(_CACHE_ENV), ignore_errors=True)
 
 
+def python_command() -> list:
+    """This Python for a child script, with -P: the script's folder (the checkout, for
+    ``-c``) does not come first on its path, so it imports the jaximp this process imports
+    (an installed one, on a machine without the editable install)."""
+    return [sys.executable, "-P"]
+
+
 def run_on_host_devices(script: str, out, devices: int = 4):
     """Run ``script`` (Python source writing an ``.npz`` to the path ``out``, which it names
     ``OUT``) in a process with ``devices`` forced CPU devices and the suite's compile flags;
     returns the loaded arrays."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(
         [os.environ["XLA_FLAGS"], f"--xla_force_host_platform_device_count={devices}"]))
-    subprocess.run([sys.executable, "-c", script.replace("OUT", repr(str(out)))], check=True,
-                   env=env, timeout=300)
+    subprocess.run([*python_command(), "-c", script.replace("OUT", repr(str(out)))],
+                   check=True, env=env, timeout=300)
     return np.load(out)
 
 

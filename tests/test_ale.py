@@ -503,7 +503,7 @@ def test_old_centring_keyword_still_works_and_warns(data):
                                                 r"centered=\.\.\."):
         old = ale(f, X, "x0", bins=5, centring="bins")
     new = ale(f, X, "x0", bins=5, centered="bins")
-    np.testing.assert_array_equal(old.centred, new.centred)
+    assert_same_program(old.centred, new.centred)  # a GPU's scatter-adds vary in order
     assert not np.allclose(new.centred, ale(f, X, "x0", bins=5).centred)  # "bins" took effect
     with pytest.raises(TypeError, match="got both centring= and centered="):
         ale(f, X, "x0", centring="bins", centered="rows")

@@ -172,6 +172,31 @@ def test_a_host_copy_starts_early_on_an_accelerator_only():
     np.testing.assert_array_equal(dist.to_host(x), np.arange(4.0))
 
 
+def test_an_output_in_pinned_host_memory_is_read_explicitly_without_a_copy():
+    """An accelerator's output its program wrote to pinned host memory is read as an explicit
+    transfer (a user's transfer guard allows it) without device_get's copy first."""
+    import types
+
+    guards = []
+
+    class Pinned:
+        sharding = types.SimpleNamespace(memory_kind="pinned_host")
+
+        def devices(self):
+            return [types.SimpleNamespace(platform="gpu")]
+
+        def copy_to_host_async(self):  # device_get's first step, not taken here
+            raise AssertionError("a copy was started")
+
+        def __array__(self, dtype=None, copy=None):
+            guards.append(jax.config.jax_transfer_guard_device_to_host)
+            return np.arange(3.0)
+
+    with jax.transfer_guard("disallow"):
+        np.testing.assert_array_equal(dist._read(Pinned()), np.arange(3.0))
+    assert guards == ["allow"]
+
+
 def test_bad_mesh_is_rejected():
     with pytest.raises(ValueError, match=r"mesh must be a 1-D jax.sharding.Mesh"):
         dist.shard_rows(np.zeros((4, 2)), "rows")

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import random_mlp
+from conftest import python_command, random_mlp
 
 import jaximp
 
@@ -173,11 +173,10 @@ def _shap_exact(X, B, tmp_path):
     import os
     import pathlib
     import subprocess
-    import sys
 
     path = tmp_path / "shap_exact.npz"
     np.savez(path, X=X, B=B)
-    subprocess.run([sys.executable, "-c", _SHAP_EXACT, str(pathlib.Path(__file__).parent),
+    subprocess.run([*python_command(), "-c", _SHAP_EXACT, str(pathlib.Path(__file__).parent),
                     str(path)], check=True, env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
                    timeout=300)
     return np.load(path)
