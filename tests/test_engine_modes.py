@@ -227,7 +227,7 @@ def test_totals_written_to_pinned_host_memory_equal_the_default(monkeypatch, bud
 
         return call
 
-    monkeypatch.setattr(_engine, "_HOST_OUTPUT_PLATFORM_CPU", True)
+    monkeypatch.setattr(_engine, "_HOST_OUTPUT_ON_CPU", True)
     monkeypatch.setattr(_engine, "_chunk_function", recording)
     for got, want in zip(calls(), default):
         np.testing.assert_array_equal(got, want)

@@ -488,13 +488,13 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
                    (X_dev, tables, rowdata, consts, counts), offsets)
 
 
-_HOST_OUTPUT_PLATFORM_CPU = False  # tests set it: the CPU's outputs are on the host already
+_HOST_OUTPUT_ON_CPU = False  # tests set it: the CPU's outputs are on the host already
 _PINNED_HOST: dict = {}  # device -> whether it has a pinned host memory
 
 
 def _host_output_device(X_dev, first, mesh, reducer, predictor, devices):
     """The accelerator whose pinned host memory takes a chunk's totals, or None. On an H200 a
-    warm call's read of its few totals took 0.1-0.3 ms after its kernels ended (a separate
+    warm call's read of its few totals took 0.15-0.5 ms after its kernels ended (a separate
     copy, started by the read or by ``copy_to_host_async``); written to pinned host memory by
     the program itself, they are read as soon as it ends. Only a single device's summed
     totals: kept predictions are large, and a model on another framework's arrays has no
@@ -509,7 +509,7 @@ def _host_output_device(X_dev, first, mesh, reducer, predictor, devices):
         device = first  # where the host's rows go
     else:
         return None
-    if device.platform == "cpu" and not _HOST_OUTPUT_PLATFORM_CPU:
+    if device.platform == "cpu" and not _HOST_OUTPUT_ON_CPU:
         return None
     if device not in _PINNED_HOST:
         _PINNED_HOST[device] = any(m.kind == "pinned_host" for m in device.addressable_memories())
