@@ -49,7 +49,7 @@ bench-gpu: $(VENV)/.installed
 # engine, the Explainer and foreign models on the GPU (its float32 matmuls at full
 # precision; several test processes share the GPU; every result line logged, so a run cut at
 # its limit still names its failures) and the host overhead. Each step has a time limit
-# (GPU_BENCH_S, GPU_PROFILE_S, GPU_SUITE_S, GPU_OVERHEAD_S seconds: about 8 minutes in all,
+# (GPU_BENCH_S, GPU_PROFILE_S, GPU_SUITE_S, GPU_OVERHEAD_S seconds: 8.5 minutes in all,
 # for a lent machine's short session) and the next runs whatever the last gave. OUT=dir
 # keeps the JSON rows and the logs.
 GPU_SITE := build/gpu-site
@@ -62,7 +62,7 @@ GPU_TESTS := tests/test_explainer.py tests/test_device_resident.py tests/test_de
 GPU_OUT = $(or $(OUT),build/gpu-check)
 GPU_ARGS ?=
 GPU_BENCH_S ?= 180
-GPU_PROFILE_S ?= 45
+GPU_PROFILE_S ?= 60
 GPU_SUITE_S ?= 240
 GPU_OVERHEAD_S ?= 30
 GPU_RUN = PYTHONPATH=$(GPU_SITE):$$PYTHONPATH PYTHONUNBUFFERED=1 timeout
@@ -74,7 +74,8 @@ gpu-check:
 		--json $(GPU_OUT)/gpu.jsonl > $(GPU_OUT)/gpu.log 2>&1; grep "^#" $(GPU_OUT)/gpu.log
 	-$(GPU_RUN) $(GPU_PROFILE_S) $(PYTHON) benchmarks/gpu_profile.py --cases pfi pd \
 		--sizes $(if $(findstring --quick,$(GPU_ARGS)),1000,10000) --out $(GPU_OUT)/profile \
-		> $(GPU_OUT)/profile.log 2>&1; grep -A14 "^# device time" $(GPU_OUT)/profile.log
+		> $(GPU_OUT)/profile.log 2>&1; grep "^# phases" $(GPU_OUT)/profile.log; \
+		grep -A14 "^# device time" $(GPU_OUT)/profile.log
 	-XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_DEFAULT_MATMUL_PRECISION=highest \
 		$(GPU_RUN) $(GPU_SUITE_S) $(PYTHON) -P -m pytest -v -n $(or $(GPU_WORKERS),8) -rfE \
 		-p no:cacheprovider $(GPU_TESTS) > $(GPU_OUT)/suite.log 2>&1; \

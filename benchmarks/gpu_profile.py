@@ -4,7 +4,9 @@ For permutation importance (5 repeats), partial dependence of every feature (20 
 exact Shapley values (100 background rows) with a reused :class:`jaximp.Explainer`, on the
 [10, 64, 64, 1] MLP of ``gpu.py``:
 
-1. the time of a warm call and the engine's block geometry at several memory budgets (the
+1. the phases of a warm call (until it returns, until its chunk is done, the read of its
+   result), next to the floor blocked and read and the chunk alone with the call's arguments;
+   the time of a warm call and the engine's block geometry at several memory budgets (the
    budget sets how many items and rows one block holds), next to the floor;
 2. the device's busy time per kernel over a few warm calls, from a JAX profiler trace;
 3. the host's time per function over many warm calls (cProfile), which shows the calls that
@@ -27,6 +29,7 @@ import os
 import pstats
 import sys
 import tempfile
+import time
 
 import jax
 import numpy as np
@@ -42,16 +45,21 @@ P, GRID, REPEATS, BACKGROUND = 10, 20, 5, 100
 CASES = ("pfi", "pd", "shapley")
 
 
+# the calls that return before their result is read, and the reads
+UNREAD = {"pfi": lambda ex: ex.permutation_importance(n_repeats=REPEATS),
+          "pd": lambda ex: ex.partial_dependence_all(grid="sklearn", grid_resolution=GRID)}
+READ = {"pfi": lambda result: result.importances,
+        "pd": lambda results: [r.average for r in results.values()]}
+
+
 def cases(n: int, rng, chosen=CASES):
     f = jax_mlp(random_relu_mlp([P, 64, 64, 1]))
     X = rng.uniform(size=(n, P))
     y = np.asarray(f(X.astype(np.float32)), np.float64).reshape(n) + 0.1 * rng.normal(size=n)
     B = rng.uniform(size=(BACKGROUND, P))
     calls = {
-        "pfi": (lambda ex: ex.permutation_importance(n_repeats=REPEATS).importances,
-                (P * REPEATS + 1) * n),
-        "pd": (lambda ex: [r.average for r in ex.partial_dependence_all(
-            grid="sklearn", grid_resolution=GRID).values()], n * GRID * P),
+        "pfi": (lambda ex: READ["pfi"](UNREAD["pfi"](ex)), (P * REPEATS + 1) * n),
+        "pd": (lambda ex: READ["pd"](UNREAD["pd"](ex)), n * GRID * P),
         "shapley": (lambda ex: ex.shapley_values().values, n * (2 ** P - 1) * BACKGROUND),
     }
     return f, X, y, B, {name: calls[name] for name in chosen}
@@ -88,6 +96,67 @@ def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
     finally:
         engine._chunk_function = chunk_function
     return rows
+
+
+def _median_ms(fn, calls: int = 300) -> float:
+    """Median wall time of ``calls`` calls of ``fn`` (after 20 unmeasured), in ms."""
+    for _ in range(20):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(times))
+
+
+def phases(n: int, rng, chosen=CASES) -> list[str]:
+    """A warm call split into the time until it returns, the wait for its (last) chunk and
+    the read of its result (medians of calls each finished before the next), beside the
+    floor blocked and with its sum read, and the chunk alone on the call's arguments."""
+    f, X, y, B, calls = cases(n, rng, chosen)
+    chunk_function = engine._chunk_function
+    last = {}
+
+    def recording(*args):
+        chunk = chunk_function(*args)
+
+        def call(*inputs):
+            last.update(chunk=chunk, inputs=inputs, out=chunk(*inputs))
+            return last["out"]
+
+        return call
+
+    lines = []
+    engine._chunk_function = recording
+    try:
+        for name, (call, model_rows) in calls.items():
+            if name not in UNREAD:
+                continue
+            ex = jaximp.Explainer(f, X, y, background=B)
+            floor = floor_of(f, X, model_rows)
+            call(ex)
+            marks = []  # per call: start, returned, chunk done, read
+            for _ in range(320):
+                start = time.perf_counter()
+                pending = UNREAD[name](ex)
+                returned = time.perf_counter()
+                jax.block_until_ready(last["out"])
+                done = time.perf_counter()
+                READ[name](pending)
+                marks.append((start, returned, done, time.perf_counter()))
+            spans = 1e3 * np.median(np.diff(np.array(marks[20:]), axis=1), axis=0)
+            chunk, inputs = last["chunk"], last["inputs"]
+            lines.append(
+                f"{name} n={n}: returns {spans[0]:.3f}, chunk done {spans[1]:.3f}, read "
+                f"{spans[2]:.3f} ms; floor "
+                f"blocked {_median_ms(lambda: floor().block_until_ready()):.3f}, read "
+                f"{_median_ms(lambda: np.asarray(floor())):.3f} ms; the chunk alone blocked "
+                f"{_median_ms(lambda: jax.block_until_ready(chunk(*inputs))):.3f}, read "
+                f"{_median_ms(lambda: np.asarray(chunk(*inputs))):.3f} ms")
+    finally:
+        engine._chunk_function = chunk_function
+    return lines
 
 
 def _trace_events(trace_dir: str):
@@ -178,6 +247,8 @@ def main() -> None:
     for n, chosen in runs:
         if not chosen:
             continue
+        for line in phases(n, rng, chosen):
+            print(f"# phases of a warm call (ms, medians): {line}", flush=True)
         for row in geometry_sweep(n, budgets, rng, chosen):
             print(f"# {row['case']} n={row['n']} budget={row['budget']}: {row['ms']:.3f} ms, "
                   f"{row['ratio']:.2f}x floor ({row['floor_ms']:.3f} ms); {row['sizes']}",
