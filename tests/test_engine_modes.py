@@ -234,6 +234,41 @@ def test_totals_written_to_pinned_host_memory_equal_the_default(monkeypatch, bud
     assert set(kinds) == {("sum", "pinned_host"), ("keep", "device")}
 
 
+def test_which_calls_write_their_totals_to_pinned_host_memory(monkeypatch):
+    """One accelerator's summed totals, on a JAX where that was measured; not kept
+    predictions, meshes, models on another framework's arrays, a device without pinned host
+    memory, an older JAX, or the CPU (unless a test forces it)."""
+    import types
+
+    from jaximp.engine import _engine
+
+    class Device:  # hashable, as a device is
+        def __init__(self, platform="gpu", kinds=("device", "pinned_host")):
+            self.platform, self.kinds = platform, kinds
+
+        def addressable_memories(self):
+            return [types.SimpleNamespace(kind=kind) for kind in self.kinds]
+
+
+    summing, kept = types.SimpleNamespace(combine="sum"), types.SimpleNamespace(combine="keep")
+    jax_model = types.SimpleNamespace(device_fn=None)
+    gpu, bare, cpu = Device(), Device(kinds=("device",)), Device("cpu")
+    monkeypatch.setattr(_engine, "_HOST_OUTPUT_JAX", True)
+
+    def chosen(first, reducer=summing, mesh=None, predictor=jax_model, devices=[None]):
+        return _engine._host_output_device(np.zeros(3), first, mesh, reducer, predictor,
+                                           devices)
+
+    assert chosen(gpu) is gpu
+    assert chosen(bare) is None and chosen(cpu) is None
+    assert chosen(gpu, reducer=kept) is None and chosen(gpu, mesh="rows") is None
+    assert chosen(gpu, predictor=types.SimpleNamespace(device_fn=abs)) is None
+    monkeypatch.setattr(_engine, "_HOST_OUTPUT_ON_CPU", True)
+    assert chosen(cpu) is cpu
+    monkeypatch.setattr(_engine, "_HOST_OUTPUT_JAX", False)
+    assert chosen(Device()) is None and chosen(cpu) is cpu
+
+
 def test_host_model_through_the_explainer():
     """A scikit-learn regressor: permutation importance, H and PD equal float64 NumPy (to
     the float32 the engine reduces a host model's predictions in)."""
