@@ -249,7 +249,6 @@ def test_which_calls_write_their_totals_to_pinned_host_memory(monkeypatch):
         def addressable_memories(self):
             return [types.SimpleNamespace(kind=kind) for kind in self.kinds]
 
-
     summing, kept = types.SimpleNamespace(combine="sum"), types.SimpleNamespace(combine="keep")
     jax_model = types.SimpleNamespace(device_fn=None)
     gpu, bare, cpu = Device(), Device(kinds=("device",)), Device("cpu")
