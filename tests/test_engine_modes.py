@@ -235,9 +235,11 @@ def test_totals_written_to_pinned_host_memory_equal_the_default(monkeypatch, bud
 
 
 def test_which_calls_write_their_totals_to_pinned_host_memory(monkeypatch):
-    """One accelerator's summed totals, on a JAX where that was measured; not kept
-    predictions, meshes, models on another framework's arrays, a device without pinned host
-    memory, an older JAX, or the CPU (unless a test forces it)."""
+    """One GPU's summed totals, on a JAX where that was measured: the device of rows given on
+    it, else the first one asked for or the default one; not kept predictions, meshes,
+    models on another framework's arrays or with parameters committed to another device, a
+    device without pinned host memory, another accelerator, an older JAX, a default device
+    set by the user (for rows on the host), or the CPU (unless a test forces it)."""
     import types
 
     from jaximp.engine import _engine
@@ -250,20 +252,27 @@ def test_which_calls_write_their_totals_to_pinned_host_memory(monkeypatch):
             return [types.SimpleNamespace(kind=kind) for kind in self.kinds]
 
     summing, kept = types.SimpleNamespace(combine="sum"), types.SimpleNamespace(combine="keep")
-    jax_model = types.SimpleNamespace(device_fn=None)
+    jax_model = types.SimpleNamespace(device_fn=None, params={})
     gpu, bare, cpu = Device(), Device(kinds=("device",)), Device("cpu")
     monkeypatch.setattr(_engine, "_HOST_OUTPUT_JAX", True)
 
-    def chosen(first, reducer=summing, mesh=None, predictor=jax_model, devices=[None]):
-        return _engine._host_output_device(np.zeros(3), first, mesh, reducer, predictor,
-                                           devices)
+    def chosen(first, reducer=summing, mesh=None, predictor=jax_model, devices=(None,),
+               rows=np.zeros(3)):
+        return _engine._host_output_device(rows, first, mesh, reducer, predictor, devices)
 
     assert chosen(gpu) is gpu
-    assert chosen(bare) is None and chosen(cpu) is None
+    assert chosen(bare) is None and chosen(cpu) is None and chosen(Device("tpu")) is None
     assert chosen(gpu, reducer=kept) is None and chosen(gpu, mesh="rows") is None
     assert chosen(gpu, predictor=types.SimpleNamespace(device_fn=abs)) is None
     monkeypatch.setattr(_engine, "_HOST_OUTPUT_ON_CPU", True)
-    assert chosen(cpu) is cpu
+    host = jax.devices("cpu")[0]
+    assert chosen(cpu) is cpu and chosen(gpu, rows=jnp.zeros(3)) == host  # where the rows are
+    with jax.default_device(host):  # the user's default: rows on the host go there
+        assert chosen(gpu, devices=None) is None and chosen(gpu) is gpu
+    assert chosen(gpu, devices=None) is gpu
+    committed = types.SimpleNamespace(device_fn=None,
+                                      params={"w": jax.device_put(jnp.ones(2), host)})
+    assert chosen(gpu, predictor=committed) is None and chosen(host, predictor=committed) == host
     monkeypatch.setattr(_engine, "_HOST_OUTPUT_JAX", False)
     assert chosen(Device()) is None and chosen(cpu) is cpu
 

@@ -489,18 +489,19 @@ def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
 
 
 _HOST_OUTPUT_ON_CPU = False  # tests set it: the CPU's outputs are on the host already
-# measured on JAX 0.11 (an H200); an older JAX keeps the copy after the program
+# measured on JAX 0.11 and a GPU (an H200); elsewhere the copy follows the program
 _HOST_OUTPUT_JAX = jax.__version_info__ >= (0, 11)
 _PINNED_HOST: dict = {}  # device -> whether it has a pinned host memory
 
 
 def _host_output_device(X_dev, first, mesh, reducer, predictor, devices):
-    """The accelerator whose pinned host memory takes a chunk's totals, or None. On an H200 a
-    warm call's read of its few totals took 0.15-0.5 ms after its kernels ended (a separate
-    copy, started by the read or by ``copy_to_host_async``); written to pinned host memory by
-    the program itself, they are read as soon as it ends. Only a single device's summed
-    totals: kept predictions are large, and a model on another framework's arrays has no
-    such program."""
+    """The GPU whose pinned host memory takes a chunk's totals, or None. On an H200 a warm
+    call's read of its few totals took 0.18-0.49 ms after its kernels ended (a separate copy,
+    started by the read or by ``copy_to_host_async``); written to pinned host memory by the
+    program itself, they are read as soon as it ends. Only a single device's summed totals
+    (kept predictions are large; a model on another framework's arrays has no such program),
+    and only where the model's parameters are not committed to another device, where the
+    program then runs."""
     if mesh is not None or reducer.combine == "keep" or predictor.device_fn is not None:
         return None
     if isinstance(X_dev, jax.Array):
@@ -511,7 +512,11 @@ def _host_output_device(X_dev, first, mesh, reducer, predictor, devices):
         device = first  # where the host's rows go
     else:
         return None
-    if not (_HOST_OUTPUT_ON_CPU if device.platform == "cpu" else _HOST_OUTPUT_JAX):
+    if not (_HOST_OUTPUT_ON_CPU if device.platform == "cpu"
+            else _HOST_OUTPUT_JAX and device.platform == "gpu"):
+        return None
+    if any(isinstance(leaf, jax.Array) and leaf.committed and leaf.devices() != {device}
+           for leaf in jax.tree_util.tree_leaves(predictor.params)):
         return None
     if device not in _PINNED_HOST:
         _PINNED_HOST[device] = any(m.kind == "pinned_host" for m in device.addressable_memories())
