@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import cProfile
 import glob
 import gzip
@@ -65,19 +66,37 @@ def cases(n: int, rng, chosen=CASES):
     return f, X, y, B, {name: calls[name] for name in chosen}
 
 
-def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
-    """Time and block geometry of each case at each memory budget (None: the default)."""
-    f, X, y, B, calls = cases(n, rng, chosen)
-    built = []
+@contextlib.contextmanager
+def recorded_chunks():
+    """The engine's chunks recorded while inside: ``built``, the block sizes of each chunk
+    function built; ``last``, the last chunk called, its inputs and its output."""
+    record = {"built": [], "last": {}}
     chunk_function = engine._chunk_function
 
     def recording(*args):
-        built.append(args[3])
-        return chunk_function(*args)
+        record["built"].append(args[3])
+        chunk = chunk_function(*args)
+
+        def call(*inputs):
+            out = chunk(*inputs)
+            record["last"].update(chunk=chunk, inputs=inputs, out=out)
+            return out
+
+        return call
 
     engine._chunk_function = recording
-    rows = []
     try:
+        yield record
+    finally:
+        engine._chunk_function = chunk_function
+
+
+def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
+    """Time and block geometry of each case at each memory budget (None: the default)."""
+    f, X, y, B, calls = cases(n, rng, chosen)
+    rows = []
+    with recorded_chunks() as record:
+        built = record["built"]
         for name, (call, model_rows) in calls.items():
             fns = {"floor": floor_of(f, X, model_rows)}
             sizes = {}
@@ -93,8 +112,6 @@ def geometry_sweep(n: int, budgets, rng, chosen=CASES) -> list[dict]:
                              "sizes": str(sizes[budget]), "ms": 1e3 * best[budget],
                              "floor_ms": 1e3 * best["floor"],
                              "ratio": best[budget] / best["floor"]})
-    finally:
-        engine._chunk_function = chunk_function
     return rows
 
 
@@ -115,21 +132,9 @@ def phases(n: int, rng, chosen=CASES) -> list[str]:
     the read of its result (medians of calls each finished before the next), beside the
     floor blocked and with its sum read, and the chunk alone on the call's arguments."""
     f, X, y, B, calls = cases(n, rng, chosen)
-    chunk_function = engine._chunk_function
-    last = {}
-
-    def recording(*args):
-        chunk = chunk_function(*args)
-
-        def call(*inputs):
-            last.update(chunk=chunk, inputs=inputs, out=chunk(*inputs))
-            return last["out"]
-
-        return call
-
     lines = []
-    engine._chunk_function = recording
-    try:
+    with recorded_chunks() as record:
+        last = record["last"]
         for name, (call, model_rows) in calls.items():
             if name not in UNREAD:
                 continue
@@ -154,8 +159,6 @@ def phases(n: int, rng, chosen=CASES) -> list[str]:
                 f"{_median_ms(lambda: np.asarray(floor())):.3f} ms; the chunk alone blocked "
                 f"{_median_ms(lambda: jax.block_until_ready(chunk(*inputs))):.3f}, read "
                 f"{_median_ms(lambda: np.asarray(chunk(*inputs))):.3f} ms")
-    finally:
-        engine._chunk_function = chunk_function
     return lines
 
 

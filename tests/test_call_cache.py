@@ -382,7 +382,7 @@ def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
     assert key not in _setup._READ_ONLY_DIGESTS
 
 
-def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data():
+def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data(monkeypatch):
     """A plain call on an array too large to keep (over 1 MB) keeps only its permutations,
     by the random state and n: a call on other data with the same state reuses them and
     still reads its own data (a float64 NumPy reference over the engine's permutations); a
@@ -395,7 +395,7 @@ def test_a_plain_call_on_a_large_array_keeps_its_draws_not_its_data():
     n, R = 40_000, 2  # 40,000 x 4 float64: 1.28 MB
     rng = np.random.default_rng(5)
     model = _model()
-    _device_arrays._KEPT_SOURCE_ROWS.clear()
+    monkeypatch.setattr(_device_arrays, "_KEPT_SOURCE_ROWS", jaximp.data.Recent())
 
     def reference(X, y, seed):
         plan = _plan(P, tuple((j,) for j in range(P)), tuple(range(P)), R,

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaximp.kernels import _streams
 
+from ..data import Recent
 from ._distributed import replicate, shard_rows, to_host
 from ._plans import Plan
 
@@ -29,7 +30,7 @@ _TABLES_BY_CONTENT: "collections.OrderedDict" = collections.OrderedDict()
 _TABLES_BY_CONTENT_SIZE = 64
 # the source rows of the last few permutation and draw plans of plain calls, by what they are
 # drawn from (with_kept_source_rows)
-_KEPT_SOURCE_ROWS: "collections.OrderedDict" = collections.OrderedDict()
+_KEPT_SOURCE_ROWS = Recent()
 _KEPT_SOURCE_ROWS_SIZE = 2
 
 
@@ -215,12 +216,8 @@ def with_kept_source_rows(plan: Plan, tables: dict, n: int, n_rows: int,
     key = (plan.index, tuple(np.asarray(plan.key_bits).tolist()), plan.item_stream.shape,
            np.ascontiguousarray(plan.item_stream).tobytes(), tables["stream"].shape[0], cdf,
            n, n_rows, device)
-    rows = _KEPT_SOURCE_ROWS.pop(key, None)  # taken out and put back last: the most recent
-    if rows is None:
-        rows = source_rows(plan.index, tables, n, n_rows)
-    _KEPT_SOURCE_ROWS[key] = rows
-    while len(_KEPT_SOURCE_ROWS) > _KEPT_SOURCE_ROWS_SIZE:
-        _KEPT_SOURCE_ROWS.popitem(last=False)
+    rows = _KEPT_SOURCE_ROWS.get(key, lambda: source_rows(plan.index, tables, n, n_rows),
+                                 keep=_KEPT_SOURCE_ROWS_SIZE)
     kept = {"masks": tables["masks"], "item_mask": tables["item_mask"], "source_rows": rows}
     if single_column:  # the chunk gathers that column of each source row
         kept["column"] = tables["column"]
