@@ -305,6 +305,48 @@ def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets()
     np.testing.assert_array_equal(drawn.importances, fresh.importances)
 
 
+def test_an_explainers_repeated_bound_call_is_its_first_calls_run(monkeypatch):
+    """A bound call repeated with the same options, seed and default budget skips its
+    function (its validation and set-up look-up) and evaluates the run the first call set
+    up; a new option, a new default seed or budget, or a seed that draws goes through the
+    function again, and every answer equals the plain function's."""
+    import jaximp._explainer as explainer_module
+
+    X, model = _data(), _model()
+    y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64)
+    ex = jaximp.Explainer(model, X, y)
+    calls = []
+    original = explainer_module.permutation_importance
+
+    @functools.wraps(original)
+    def counted(*args, **options):
+        calls.append(options)
+        return original(*args, **options)
+
+    monkeypatch.setattr(explainer_module, "permutation_importance", counted)
+
+    def check(expected_calls, **options):
+        result = ex.permutation_importance(n_repeats=3, **options).importances
+        fresh = jaximp.permutation_importance(
+            model, X, y, n_repeats=3, **{"random_state": ex.random_state, **options})
+        np.testing.assert_array_equal(result, fresh.importances)
+        assert len(calls) == expected_calls
+        return result
+
+    first = check(1)
+    np.testing.assert_array_equal(check(1), first)  # repeated: the kept run
+    check(2, loss="mae")
+    check(2, loss="mae")
+    ex.random_state = 5  # a new default seed: a new call, then kept
+    assert not np.array_equal(check(3), first)
+    check(3)
+    monkeypatch.setenv("JAXIMP_MEMORY_BUDGET", str(1 << 16))  # a new default budget
+    check(4)
+    drawn = [ex.permutation_importance(n_repeats=3, random_state=None).importances
+             for _ in range(2)]
+    assert len(calls) == 6 and not np.array_equal(*drawn)  # a draw each call
+
+
 def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
     """An Explainer sets an H-statistic up once per options: each call, repeated or changed,
     equals the plain function's fresh call, and a product of two features interacts."""

@@ -45,7 +45,7 @@ from ._perturbation_attributions import ablation_attributions, permutation_attri
 from ._sage import SageImportance, sage_importance
 from ._sensitivity import sensitivity_importance
 from ._setup import (background_dataset, bootstrap_weights, prepare, read_only_copy,
-                     rows_dataset)
+                     recorded_runs, repeated_call_key, rows_dataset)
 from ._shapley import (
     ShapleyInteractions,
     ShapleyValues,
@@ -117,6 +117,8 @@ __all__ = [
     "permutation_importance",
     "prepare",
     "read_only_copy",
+    "recorded_runs",
+    "repeated_call_key",
     "rows_dataset",
     "sage_importance",
     "saliency",

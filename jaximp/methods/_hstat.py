@@ -44,7 +44,7 @@ from ._hstat_plan import (
     set_statistics,
 )
 from ._hstat_result import HStatistic, RawStatistic, check_eps
-from ._setup import cached_stage, prepare, rows_of, warm_call
+from ._setup import cached_stage, prepare, rows_of, warm_call, warm_function
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -88,6 +88,7 @@ def _resolve_triples(dataset, three_way):
 # ---------------------------------------------------------------------------------------------
 
 
+@warm_function
 @validate_params(overall=Flag(), normalized=Flag(), squared=Flag(),
                  n_bootstrap=Replicates())
 def h_statistic(

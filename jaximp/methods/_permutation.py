@@ -50,7 +50,8 @@ from ._loss import (
     weighted_loss_metrics,
 )
 from ._scorers import has_scorer, scorer_importances
-from ._setup import bootstrap_weights, cached_stage, digest, keep_layout, prepare, warm_call
+from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepare, warm_call,
+                     warm_function)
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -85,6 +86,7 @@ def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
     return np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
 
 
+@warm_function
 @validate_params(kind=Choice(*_KINDS), n_repeats=Int(1), response=Choice(*RESPONSES),
                  n_bootstrap=Replicates())
 def permutation_importance(

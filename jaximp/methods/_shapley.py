@@ -48,7 +48,8 @@ from ..engine import (
     splitmix64,
 )
 from ..results import ShapleyDetails, with_input_layout
-from ._setup import background_dataset, keep_layout, prepare_explained, rows_of, warm_call
+from ._setup import (background_dataset, keep_layout, prepare_explained, rows_of, warm_call,
+                     warm_function)
 from ._shapley_results import ShapleyInteractions, ShapleyValues
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -265,6 +266,7 @@ def _player_positions(bits: list[int], rows: np.ndarray, m: int, p: int) -> np.n
     return splitmix64(counter ^ base).argsort(axis=-1).argsort(axis=-1)
 
 
+@warm_function
 @validate_params(method=Choice(*_METHODS), link=Choice(*_LINKS))
 def shapley_values(
     model,
@@ -563,6 +565,7 @@ def _sampled(game: _Game, p: int, n_permutations: int, key, link: str = "identit
     return run
 
 
+@warm_function
 @validate_params(link=Choice(*_LINKS))
 def shapley_interactions(
     model,
