@@ -397,6 +397,32 @@ def test_a_warm_call_follows_the_default_budget_and_refuses_another_float_mode(m
     assert len(ex.dataset.memo("warm calls", dict)) == 2
 
 
+def test_an_explainers_repeated_evaluation_is_planned_once_per_default_budget(monkeypatch):
+    """A PD repeated on an Explainer reuses its evaluation (its checks, chunk plan and device
+    arrays: the kept plan and reducer are the same objects) until the default memory budget
+    from the environment changes; then it is planned again, in blocks that fit the new
+    budget, and gives the same numbers."""
+    from jaximp.engine import _engine
+
+    launched = []
+    launch = _engine._launch
+    monkeypatch.setattr(_engine, "_launch", lambda *args: launched.append(launch(*args))
+                        or launched[-1])
+    X = _data()
+    ex = jaximp.Explainer(_model(), X)
+    result = ex.partial_dependence(0, grid_resolution=20)
+    first = result.average
+    np.testing.assert_array_equal(ex.partial_dependence(0, grid_resolution=20).average, first)
+    assert len(launched) == 1
+    monkeypatch.setenv("JAXIMP_MEMORY_BUDGET", str(1 << 16))
+    small = ex.partial_dependence(0, grid_resolution=20).average
+    assert len(launched) == 2
+    assert launched[1].sizes.items_per_block < launched[0].sizes.items_per_block
+    np.testing.assert_allclose(small, first, rtol=1e-6)
+    np.testing.assert_allclose(first[:, 0], _pd_reference(X, result.grid_values[0]),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_a_read_only_copy_is_hashed_once_and_forgotten_with_it(monkeypatch):
     """digest() of a read_only_copy (an Explainer's targets) hashes it once; a writeable
     array, a view, or a caller's array marked read-only (a view may still write to it) is

@@ -228,7 +228,7 @@ def test_ice_too_large_is_refused_before_evaluation(monkeypatch):
     def no_evaluation(*args, **kwargs):
         raise AssertionError("the engine evaluated the model before refusing the result")
 
-    monkeypatch.setattr(jaximp.engine._engine, "_run_jax", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_jax_run", no_evaluation)
     monkeypatch.setattr(jaximp.engine._engine, "_run_host", no_evaluation)
     monkeypatch.setattr(jaximp.engine._engine, "_bytes_per_row", no_evaluation)
     with pytest.raises(MemoryError) as info:

@@ -260,7 +260,7 @@ def _evaluations_refused(monkeypatch):
     def no_evaluation(*args, **kwargs):
         raise AssertionError("the model was evaluated before the bad option was refused")
 
-    monkeypatch.setattr(jaximp.engine._engine, "_run_jax", no_evaluation)
+    monkeypatch.setattr(jaximp.engine._engine, "_jax_run", no_evaluation)
     monkeypatch.setattr(jaximp.engine._engine, "_run_host", no_evaluation)
 
 

@@ -281,6 +281,23 @@ def evaluate(
     """
     if not isinstance(data, Dataset):
         data = as_dataset(np.asarray(data, dtype=np.float64))
+    if data.pinned:  # an Explainer's data: a call repeated with the same plan, reducer and
+        # model objects (a method's kept plan) checks, plans and sends nothing again
+        key = (id(plan), id(reducer), id(predictor), memory_budget,
+               os.environ.get("JAXIMP_MEMORY_BUDGET"), None if devices is None else tuple(devices))
+        # the entry holds the three objects, so their ids are not reused while it is kept
+        run = data.recent("evaluations", key, lambda: (plan, reducer, predictor, _prepared(
+            predictor, data, plan, reducer, memory_budget, devices, label, result_hint)),
+            _LAUNCHES_KEPT)[3]
+    else:
+        run = _prepared(predictor, data, plan, reducer, memory_budget, devices, label,
+                        result_hint)
+    out = run(progress).then(lambda values: _checked_finite(values, predictor, reducer))
+    return out if defer else out.get()
+
+
+def _prepared(predictor, data, plan, reducer, memory_budget, devices, label, result_hint):
+    """The evaluation checked and planned: ``run(progress) -> Deferred`` of the totals."""
     n, c = data.n_rows, data.n_columns
     if plan.n_columns != c:
         raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
@@ -288,7 +305,8 @@ def evaluate(
     if plan.n_items == 0:
         raise ValueError("the plan has no items to evaluate.")
     if reducer.combine == "items":
-        return _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, label)
+        return lambda progress: Deferred.ready(_evaluate_items(
+            predictor, data, plan, reducer, budget, progress, devices, label))
     o = predictor.n_outputs
     if reducer.combine == "keep":
         check_result_fits(4.0 * plan.n_items * n * o,
@@ -300,11 +318,9 @@ def evaluate(
     if predictor.device_fn is not None:  # another framework's model: on one device
         devices = [_foreign_device(data, devices, predictor.device)]
     if predictor.host and predictor.device_fn is None:
-        out = Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress, label))
-    else:
-        out = _run_jax(predictor, data, plan, reducer, budget, progress, devices, label)
-    out = out.then(lambda values: _checked_finite(values, predictor, reducer))
-    return out if defer else out.get()
+        return lambda progress: Deferred.ready(_run_host(predictor, data, plan, reducer, budget,
+                                                         progress, label))
+    return _jax_run(predictor, data, plan, reducer, budget, devices, label)
 
 
 def _foreign_device(data, devices, model_device):
@@ -366,24 +382,16 @@ class _Launch:
     offsets: list  # (first item, first row) of each chunk, as int32 scalars
 
 
-def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
+def _jax_run(predictor, data, plan, reducer, budget, devices, label):
+    """``run(progress)``: the launch's chunks dispatched (on the one device asked for, where
+    that is not the default one: everything sent goes there)."""
     asked = list(devices) if devices is not None else []
-    # one device asked for, not the default one: everything sent goes there
-    place = (jax.default_device(asked[0]) if len(asked) == 1
-             and asked[0] != jax.local_devices()[0] else contextlib.nullcontext())
-    with place:
+    place = (functools.partial(jax.default_device, asked[0]) if len(asked) == 1
+             and asked[0] != jax.local_devices()[0] else contextlib.nullcontext)
+    with place():
         # The plan is a pure function of global shapes and a budget agreed by every process.
         budget = agree_min(budget)
-        if data.pinned:  # an Explainer's data: a call repeated with the same plan and reducer
-            # objects (a method's cached plan) sends nothing and plans nothing again
-            key = (id(plan), id(reducer), id(predictor), budget,
-                   None if devices is None else tuple(devices))
-            # the entry holds the three objects, so their ids are not reused while it is kept
-            launch = data.recent("launches", key, lambda: (
-                plan, reducer, predictor, _launch(predictor, data, plan, reducer, budget, devices)),
-                _LAUNCHES_KEPT)[3]
-        else:
-            launch = _launch(predictor, data, plan, reducer, budget, devices)
+        launch = _launch(predictor, data, plan, reducer, budget, devices)
         params = predictor.params
         if data.pinned and (launch.mesh is not None or not all(
                 isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
@@ -393,8 +401,13 @@ def _run_jax(predictor, data, plan, reducer, budget, progress, devices, label):
         elif not data.pinned:
             params = (params if launch.mesh is None and len(launch.offsets) == 1
                       else replicate(params, launch.mesh))
-        return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
-                         reducer, progress, label)
+
+    def run(progress):
+        with place():
+            return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
+                             reducer, progress, label)
+
+    return run
 
 
 def _launch(predictor, data, plan, reducer, budget, devices) -> _Launch:
