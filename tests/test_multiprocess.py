@@ -181,6 +181,7 @@ def test_an_output_in_pinned_host_memory_is_read_explicitly_without_a_copy():
 
     class Pinned:
         sharding = types.SimpleNamespace(memory_kind="pinned_host")
+        is_fully_addressable = True
 
         def devices(self):
             return [types.SimpleNamespace(platform="gpu")]
@@ -192,9 +193,38 @@ def test_an_output_in_pinned_host_memory_is_read_explicitly_without_a_copy():
             guards.append(jax.config.jax_transfer_guard_device_to_host)
             return np.arange(3.0)
 
+    read, early = dist.host_reader(Pinned())  # as a launch reads it: once placed, no copy
     with jax.transfer_guard("disallow"):
         np.testing.assert_array_equal(dist._read(Pinned()), np.arange(3.0))
-    assert guards == ["allow"]
+        np.testing.assert_array_equal(read(Pinned()), np.arange(3.0))
+    assert guards == ["allow", "allow"] and not early
+
+
+def test_a_launchs_reader_follows_its_outputs_placement():
+    """host_reader picks, from a chunk's first output, how every output of its launch is
+    read: a CPU's with np.asarray, pinned host memory's explicitly without a copy, an
+    accelerator's device memory through to_host with its copy started early, and an array
+    over several devices or processes through to_host."""
+    import types
+
+    asked = []
+
+    def array(platforms, addressable=True, memory="device"):
+        return types.SimpleNamespace(
+            is_fully_addressable=addressable,
+            devices=lambda: [types.SimpleNamespace(platform=p) for p in platforms],
+            sharding=types.SimpleNamespace(memory_kind=memory),
+            copy_to_host_async=lambda: asked.append((platforms, memory)))
+
+    x = jax.device_put(np.arange(4.0))
+    read, early = dist.host_reader(x)
+    assert read is np.asarray and not early
+    np.testing.assert_array_equal(read(x), np.arange(4.0))
+    assert dist.host_reader(array(["gpu"], memory="pinned_host"))[1] is False
+    assert dist.host_reader(array(["gpu"])) == (dist.to_host, True)
+    assert dist.host_reader(array(["gpu", "gpu"])) == (dist.to_host, True)
+    assert dist.host_reader(array(["gpu"], addressable=False)) == (dist.to_host, False)
+    assert asked == [(["gpu"], "device"), (["gpu", "gpu"], "device")]
 
 
 def test_bad_mesh_is_rejected():

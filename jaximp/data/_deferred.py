@@ -29,10 +29,11 @@ class Deferred:
     (42, 42, [1])
     """
 
-    __slots__ = ("_compute", "_value")
+    __slots__ = ("_compute", "_source", "_value")
 
-    def __init__(self, compute):
-        self._compute, self._value = compute, _PENDING
+    def __init__(self, compute, source: Deferred | None = None):
+        # compute(), or compute(source.get()): a chain is one call per link, read once
+        self._compute, self._source, self._value = compute, source, _PENDING
 
     @classmethod
     def ready(cls, value) -> Deferred:
@@ -43,13 +44,14 @@ class Deferred:
 
     def get(self):
         if self._value is _PENDING:
-            self._value = self._compute()
-            self._compute = None  # the device buffers it held can go
+            source = self._source
+            self._value = self._compute() if source is None else self._compute(source.get())
+            self._compute = self._source = None  # the device buffers they held can go
         return self._value
 
     def then(self, function) -> Deferred:
         """``function(value)``, deferred too (computed at most once)."""
-        return Deferred(lambda: function(self.get()))
+        return Deferred(function, self)
 
     @staticmethod
     def apply(function, value):

@@ -24,6 +24,7 @@ __all__ = [
     "agree_min",
     "check_same_on_all_processes",
     "global_mesh",
+    "host_reader",
     "is_main_process",
     "process_count",
     "process_index",
@@ -313,6 +314,26 @@ def start_host_copy(array: jax.Array) -> bool:
     return False
 
 
+def host_reader(array: jax.Array):
+    """How to read arrays placed as ``array`` is (every output of one jitted chunk function
+    on the same arguments is): ``(read, copy_early)``, the read (``np.asarray`` for one CPU
+    device or pinned host memory, else :func:`to_host`) and whether to start each one's copy
+    to the host as it is made (:func:`start_host_copy`). Deciding once per launch spares a
+    call's read its placement checks (~3 us of a warm CPU call's 22 us after the wait)."""
+    if len(array.devices()) == 1 and array.is_fully_addressable:
+        if next(iter(array.devices())).platform == "cpu":
+            return np.asarray, False
+        if array.sharding.memory_kind == "pinned_host":
+            return _read_pinned, False
+    return to_host, start_host_copy(array)
+
+
+def _read_pinned(array: jax.Array) -> np.ndarray:
+    """An output its program wrote to pinned host memory, read explicitly."""
+    with jax.transfer_guard_device_to_host("allow"):
+        return np.asarray(array)
+
+
 def _read(array: jax.Array) -> np.ndarray:
     """An array read to the host, explicitly (``jax.device_get``) from an accelerator, so that
     a user's transfer guard flags only implicit copies (of the rows, say); from the CPU by
@@ -322,8 +343,7 @@ def _read(array: jax.Array) -> np.ndarray:
     if next(iter(array.devices())).platform == "cpu":
         return np.asarray(array)
     if array.sharding.memory_kind == "pinned_host":
-        with jax.transfer_guard_device_to_host("allow"):
-            return np.asarray(array)
+        return _read_pinned(array)
     return jax.device_get(array)
 
 

@@ -48,6 +48,7 @@ from ._device_arrays import (
 from ._distributed import (
     agree_min,
     global_mesh,
+    host_reader,
     is_main_process,
     replicate,
     shard_rows,
@@ -367,9 +368,10 @@ def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, l
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Launch:
-    """Everything a JAX evaluation sends to the devices, and how its chunks are cut."""
+    """Everything a JAX evaluation sends to the devices, and how its chunks are cut; ``read``:
+    how its one chunk's output is read (:func:`host_reader`), found at its first call."""
 
     chunk: Any
     sizes: Any
@@ -380,6 +382,7 @@ class _Launch:
     mesh: Any
     arrays: tuple  # (X_dev, tables, rowdata, consts, counts): the chunks' arguments
     offsets: list  # (first item, first row) of each chunk, as int32 scalars
+    read: Any = None
 
 
 def _jax_run(predictor, data, plan, reducer, budget, devices, label):
@@ -547,11 +550,14 @@ def _dispatch(launch: _Launch, params, o: int, n: int, b: int, reducer, progress
         # one chunk (small calls): its items' totals (of one row block), or its predictions
         # on one device, as they come
         out = launch.chunk(params, X_dev, tables, rowdata, consts, counts, *launch.offsets[0])
-        if not keep:  # a few totals: on their way to the host while the caller goes on
-            start_host_copy(out)
+        if launch.read is None:
+            launch.read = host_reader(out)
+        read, copy_early = launch.read
+        if copy_early and not keep:  # a few totals: on their way to the host while the
+            out.copy_to_host_async()  # caller goes on
 
         def fold():
-            block = to_host(out)
+            block = read(out)
             if keep:
                 result = np.zeros((b, n, o), block.dtype)
                 _write_kept(result, block, sizes, 0, 0, n, launch.n_local, launch.n_dev)
