@@ -347,6 +347,34 @@ def test_an_explainers_repeated_bound_call_is_its_first_calls_run(monkeypatch):
     assert len(calls) == 6 and not np.array_equal(*drawn)  # a draw each call
 
 
+def test_an_explainers_repeated_pd_is_its_first_calls_run(monkeypatch):
+    """A PD repeated on an Explainer with the same features and options is its first call's
+    run; new features or options go through the function again; every curve equals the
+    plain function's and a float64 reference."""
+    import jaximp._explainer as explainer_module
+
+    X, model = _data(), _model()
+    ex = jaximp.Explainer(model, X)
+    calls = []
+    original = explainer_module.partial_dependence
+
+    @functools.wraps(original)
+    def counted(*args, **options):
+        calls.append(options)
+        return original(*args, **options)
+
+    monkeypatch.setattr(explainer_module, "partial_dependence", counted)
+    for feature, resolution, expected_calls in ((0, 8, 1), (0, 8, 1), ("x0", 8, 2),
+                                                (0, 5, 3), (0, 8, 3)):
+        result = ex.partial_dependence(feature, grid_resolution=resolution)
+        fresh = jaximp.partial_dependence(model, X, feature, grid_resolution=resolution)
+        np.testing.assert_array_equal(result.average, fresh.average)
+        np.testing.assert_allclose(result.average[:, 0],
+                                   _pd_reference(X, result.grid_values[0]), rtol=1e-5,
+                                   atol=1e-6)
+        assert len(result.grid_values[0]) == resolution and len(calls) == expected_calls
+
+
 def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
     """An Explainer sets an H-statistic up once per options: each call, repeated or changed,
     equals the plain function's fresh call, and a product of two features interacts."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ from ..data import (
 )
 from ..engine import Keep, Mean, at_values, check_collapse, evaluate
 from ..models import Predictor
-from ._setup import cached_stage, prepare, weightings_digest
+from ._setup import cached_stage, prepare, warm_call, warm_function, weightings_digest
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
@@ -358,7 +359,13 @@ def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, default_re
     return plan, Keep() if keep else Mean(np.atleast_2d(w)), grids, shapes
 
 
-def compute_pd(
+def compute_pd(*args, **options):
+    """:func:`planned_pd` evaluated at once: PDs of several feature sets in one engine call
+    (internal; inputs already validated)."""
+    return planned_pd(*args, **options)()
+
+
+def planned_pd(
     dataset: Dataset,
     predictor: Predictor,
     feature_sets: Sequence[Sequence[Feature]],
@@ -375,8 +382,9 @@ def compute_pd(
     weightings=None,
     default_resolution: int = 100,
     pdp_points: int = 51,
-) -> list[PartialDependence]:
-    """PDs of several feature sets in ONE engine call (internal; inputs already validated).
+):
+    """PDs of several feature sets planned for ONE engine call (internal; inputs already
+    validated): ``run()`` evaluates them, each call anew, and returns their results.
     ``grid_resolution=None`` gives each grid strategy its default (``default_resolution``
     points; for ``"pdp"`` pdp's rule, ``min(n_unique, pdp_points)``).
 
@@ -404,39 +412,40 @@ def compute_pd(
         uncached=weightings is not None and weighted is None)
     plan, reducer, grids, shapes = stage
     weightings = reducer.weights if not keep else w[None]
-    out = evaluate(
-        predictor, dataset, plan, reducer,
-        memory_budget=memory_budget, progress=progress, devices=devices,
-        label="partial dependence",
-        result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
-        defer=True,
-    )
-    if not dataset.defers_reads:  # a plain call reads now (bad predictions refused at the call);
-        out.get()  # an Explainer's returns before the device finishes
-    per_set = []
-    if not keep and weightings.shape[0] > 1:
-        replicated, start = out.get(), 0
-        for shape in shapes:
-            size = math.prod(shape)
-            per_set.append(replicated[start : start + size][..., out_idx].reshape(
-                *shape, replicated.shape[1], len(out_idx)))
-            start += size
-    values = out.then(lambda totals: _read_pds(totals, shapes, out_idx, kind, centered, w,
-                                                 dataset.n_rows))
-    results = [
-        PartialDependence(
-            feature_names=tuple(f.name for f in features),
-            grid_values=tuple(grids[f.name][1] for f in features),
-            output_names=tuple(predictor.output_names[i] for i in out_idx),
-            average=values.then(lambda parts, s=s: parts[s][0]),
-            individual=values.then(lambda parts, s=s: parts[s][1]),
-            centered=centered,
-            feature_kinds=tuple(f.kind for f in features),
-            deciles=tuple(_deciles(dataset, f) for f in features),
+    described = [dict(feature_names=tuple(f.name for f in features),
+                      grid_values=tuple(grids[f.name][1] for f in features),
+                      output_names=tuple(predictor.output_names[i] for i in out_idx),
+                      centered=centered, feature_kinds=tuple(f.kind for f in features),
+                      deciles=tuple(_deciles(dataset, f) for f in features))
+                 for features in feature_sets]
+
+    def run():
+        out = evaluate(
+            predictor, dataset, plan, reducer,
+            memory_budget=memory_budget, progress=progress, devices=devices,
+            label="partial dependence",
+            result_hint="use kind='average', fewer grid points (grid_resolution) or fewer rows",
+            defer=True,
         )
-        for s, features in enumerate(feature_sets)
-    ]
-    return results if weightings.shape[0] == 1 or keep else (results, per_set)
+        if not dataset.defers_reads:  # a plain call reads now (bad predictions refused at
+            out.get()  # the call); an Explainer's returns before the device finishes
+        per_set = []
+        if not keep and weightings.shape[0] > 1:
+            replicated, start = out.get(), 0
+            for shape in shapes:
+                size = math.prod(shape)
+                per_set.append(replicated[start : start + size][..., out_idx].reshape(
+                    *shape, replicated.shape[1], len(out_idx)))
+                start += size
+        values = out.then(lambda totals: _read_pds(totals, shapes, out_idx, kind, centered,
+                                                     w, dataset.n_rows))
+        results = [PartialDependence(average=values.then(lambda parts, s=s: parts[s][0]),
+                                     individual=values.then(lambda parts, s=s: parts[s][1]),
+                                     **description)
+                   for s, description in enumerate(described)]
+        return results if weightings.shape[0] == 1 or keep else (results, per_set)
+
+    return run
 
 
 def _read_pds(out, shapes, out_idx, kind, centered, w, n) -> list[tuple]:
@@ -465,6 +474,7 @@ def _check_kind(kind) -> None:
         raise ValueError(f"kind must be one of {_KINDS}; got {kind!r}.")
 
 
+@warm_function
 @validate_params(centered=Flag(), method=Choice(*_METHODS), derivative=Flag())
 def partial_dependence(
     model,
@@ -574,6 +584,20 @@ def partial_dependence(
     >>> bool(np.allclose(np.diff(pd_x0.average[:, 0]) / np.diff(pd_x0.grid_values[0]), 3))
     True
     """
+    options = dict(features=features, kind=kind, grid=grid, grid_resolution=grid_resolution,
+                   percentiles=percentiles, centered=centered, output=output,
+                   sample_weight=sample_weight, feature_names=feature_names,
+                   categorical=categorical, groups=groups, variables=variables,
+                   memory_budget=memory_budget, progress=progress, method=method,
+                   derivative=derivative)
+    # a repeated call (an Explainer's, or on the same small array) reuses its set-up
+    return warm_call("partial dependence", _set_up, model, X, None, options)()
+
+
+def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, centered,
+            output, sample_weight, feature_names, categorical, groups, variables,
+            memory_budget, progress, method, derivative):
+    """Validate and plan a partial dependence; returns ``run()``, which evaluates it."""
     _check_kind(kind)
     validate_grid_options(grid, grid_resolution, percentiles)
     if derivative and method != "brute":
@@ -584,8 +608,8 @@ def partial_dependence(
         method = "recursion" if _recursion_by_default(model) and kind == "average" and \
             weights is None else "brute"
     if method == "recursion":
-        return _recursion(model, X, features, kind, grid, grid_resolution, percentiles,
-                          centered, output, weights, feature_names)
+        return functools.partial(_recursion, model, X, features, kind, grid, grid_resolution,
+                                 percentiles, centered, output, weights, feature_names)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
@@ -594,12 +618,12 @@ def partial_dependence(
     chosen = dataset.resolve(features)
     if derivative:
         predictor = _derivative_predictor(dataset, predictor, chosen)
-    (result,) = compute_pd(
+    run = planned_pd(
         dataset, predictor, [chosen], kind=kind, grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
         output=output, memory_budget=memory_budget, progress=progress,
     )
-    return result
+    return lambda: run()[0]
 
 
 def _derivative_predictor(dataset, predictor, chosen):
@@ -622,6 +646,7 @@ def _derivative_predictor(dataset, predictor, chosen):
     return dataclasses.replace(gradient, output_names=predictor.output_names)
 
 
+@warm_function
 @validate_params(centered=Flag())
 def partial_dependence_all(
     model,
@@ -661,6 +686,19 @@ def partial_dependence_all(
     >>> list(pds), pds["x2"].average.shape
     (['x0', 'x1', 'x2'], (4, 1))
     """
+    options = dict(features=features, kind=kind, grid=grid, grid_resolution=grid_resolution,
+                   percentiles=percentiles, centered=centered, output=output,
+                   sample_weight=sample_weight, feature_names=feature_names,
+                   categorical=categorical, groups=groups, variables=variables,
+                   memory_budget=memory_budget, progress=progress)
+    return warm_call("partial dependence of every feature", _set_up_all, model, X, None,
+                     options)()
+
+
+def _set_up_all(model, X, y, *, features, kind, grid, grid_resolution, percentiles, centered,
+                output, sample_weight, feature_names, categorical, groups, variables,
+                memory_budget, progress):
+    """Validate and plan the PDs of every feature; returns ``run()``, which evaluates them."""
     _check_kind(kind)
     validate_grid_options(grid, grid_resolution, percentiles)
     dataset, predictor = prepare(
@@ -669,9 +707,10 @@ def partial_dependence_all(
         memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
-    results = compute_pd(
+    run = planned_pd(
         dataset, predictor, [[f] for f in chosen], kind=kind, grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
         output=output, memory_budget=memory_budget, progress=progress,
     )
-    return PartialDependences({f.name: r for f, r in zip(chosen, results)})
+    names = [f.name for f in chosen]
+    return lambda: PartialDependences(dict(zip(names, run())))

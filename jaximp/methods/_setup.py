@@ -560,7 +560,7 @@ def _warm_key(method: str, model, X, y, options: dict) -> tuple | None:
         data = (digest(X),)  # a plain call on data that prepare() reuses
     else:
         return None
-    if type(options.get("random_state")) is not int:  # a draw or an array: set up anew
+    if type(options.get("random_state", 0)) is not int:  # a draw or an array: set up anew
         return None
     if y is not None and not (type(y) is np.ndarray and y.dtype.kind in "biuf"):
         return None
