@@ -375,6 +375,64 @@ def test_an_explainers_repeated_pd_is_its_first_calls_run(monkeypatch):
         assert len(result.grid_values[0]) == resolution and len(calls) == expected_calls
 
 
+def test_explainers_sharing_a_dataset_answer_with_their_own_models():
+    """Two Explainers made on one Dataset object (the data validated once, two models
+    compared on it) keep their repeated calls apart: each answers with its own model, as
+    the plain function of that model does."""
+    X = _data()
+    y = np.asarray(X[:, 0], np.float64)
+    dataset = jaximp.as_dataset(X)
+    first, second = _model(), _model(scale=100.0)
+    ex_first, ex_second = jaximp.Explainer(first, dataset, y), jaximp.Explainer(second, dataset, y)
+    assert ex_first.dataset is ex_second.dataset
+    for _ in range(2):  # the second round repeats each call
+        for ex, model, scale in ((ex_first, first, 1.0), (ex_second, second, 100.0)):
+            result = ex.partial_dependence(0, grid_resolution=5)
+            np.testing.assert_allclose(result.average[:, 0], _pd_reference(
+                X, result.grid_values[0], scale=scale), rtol=1e-5, atol=1e-5 * scale)
+            np.testing.assert_array_equal(
+                ex.permutation_importance(n_repeats=2).importances,
+                jaximp.permutation_importance(model, X, y, n_repeats=2).importances)
+            np.testing.assert_array_equal(ex.shapley_values().values,
+                                          jaximp.shapley_values(model, X, X).values)
+
+
+def test_a_repeated_call_follows_model_parameters_changed_in_place():
+    """A model whose parameters are NumPy arrays (a callable pytree, Flax variables read
+    from a file) may have them changed in place between calls: an Explainer's repeated call,
+    and a plain call repeated on the same small array and Predictor, answer with the new
+    values, as a fresh call does."""
+    import dataclasses
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Linear:
+        w: np.ndarray
+
+        def __call__(self, A):
+            return A @ self.w
+
+    X = _data(dtype=np.float64)
+    y = X @ np.arange(1.0, P + 1)
+    model = Linear(np.arange(1.0, P + 1).astype(np.float32))
+    ex = jaximp.Explainer(model, X, y)
+    predictor = jaximp.as_predictor(model, n_features=P)
+    for scale in (1.0, 10.0, 1.0):
+        model.w[:] = scale * np.arange(1.0, P + 1)
+        fresh_model = Linear(model.w.copy())
+        pd = ex.partial_dependence(0, grid_resolution=4)
+        np.testing.assert_allclose(pd.average, jaximp.partial_dependence(
+            fresh_model, X, 0, grid_resolution=4).average, rtol=1e-6)
+        np.testing.assert_allclose(pd.average[:, 0], scale * (np.asarray(pd.grid_values[0])
+                                   + (X[:, 1:] @ np.arange(2.0, P + 1)).mean()), rtol=1e-5)
+        np.testing.assert_allclose(
+            jaximp.partial_dependence(predictor, X, 0, grid_resolution=4).average, pd.average,
+            rtol=1e-6)
+        np.testing.assert_array_equal(
+            ex.permutation_importance(n_repeats=2).importances,
+            jaximp.permutation_importance(fresh_model, X, y, n_repeats=2).importances)
+
+
 def test_an_explainers_repeated_h_statistic_follows_every_option_and_seed():
     """An Explainer sets an H-statistic up once per options: each call, repeated or changed,
     equals the plain function's fresh call, and a product of two features interacts."""

@@ -293,12 +293,13 @@ def evaluate(
     else:
         run = _prepared(predictor, data, plan, reducer, memory_budget, devices, label,
                         result_hint)
-    out = run(progress).then(lambda values: _checked_finite(values, predictor, reducer))
+    out = run(progress, label).then(lambda values: _checked_finite(values, predictor, reducer))
     return out if defer else out.get()
 
 
 def _prepared(predictor, data, plan, reducer, memory_budget, devices, label, result_hint):
-    """The evaluation checked and planned: ``run(progress) -> Deferred`` of the totals."""
+    """The evaluation checked and planned: ``run(progress, label) -> Deferred`` of the
+    totals, which checks again that the result fits the host's memory (it may have shrunk)."""
     n, c = data.n_rows, data.n_columns
     if plan.n_columns != c:
         raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
@@ -306,22 +307,27 @@ def _prepared(predictor, data, plan, reducer, memory_budget, devices, label, res
     if plan.n_items == 0:
         raise ValueError("the plan has no items to evaluate.")
     if reducer.combine == "items":
-        return lambda progress: Deferred.ready(_evaluate_items(
+        return lambda progress, label: Deferred.ready(_evaluate_items(
             predictor, data, plan, reducer, budget, progress, devices, label))
     o = predictor.n_outputs
     if reducer.combine == "keep":
-        check_result_fits(4.0 * plan.n_items * n * o,
-                          f"{plan.n_items} items x {n} rows x {o} outputs of predictions",
-                          result_hint + ".")
+        fits = functools.partial(
+            check_result_fits, 4.0 * plan.n_items * n * o,
+            f"{plan.n_items} items x {n} rows x {o} outputs of predictions", result_hint + ".")
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
-        check_result_fits(size, "reduced values", result_hint + ".")
+        fits = functools.partial(check_result_fits, size, "reduced values", result_hint + ".")
+    fits()
     if predictor.device_fn is not None:  # another framework's model: on one device
         devices = [_foreign_device(data, devices, predictor.device)]
     if predictor.host and predictor.device_fn is None:
-        return lambda progress: Deferred.ready(_run_host(predictor, data, plan, reducer, budget,
-                                                         progress, label))
-    return _jax_run(predictor, data, plan, reducer, budget, devices, label)
+        def run_host(progress, label):
+            fits()
+            return Deferred.ready(_run_host(predictor, data, plan, reducer, budget, progress,
+                                            label))
+
+        return run_host
+    return _jax_run(predictor, data, plan, reducer, budget, devices, fits)
 
 
 def _foreign_device(data, devices, model_device):
@@ -385,28 +391,30 @@ class _Launch:
     read: Any = None
 
 
-def _jax_run(predictor, data, plan, reducer, budget, devices, label):
-    """``run(progress)``: the launch's chunks dispatched (on the one device asked for, where
-    that is not the default one: everything sent goes there)."""
+def _jax_run(predictor, data, plan, reducer, budget, devices, fits):
+    """``run(progress, label)``: the launch's chunks dispatched (on the one device asked for,
+    where that is not the default one: everything sent goes there). The model's parameters
+    are placed at each run: host leaves may have changed in place, and large ones are not
+    kept on the devices (:func:`kept_on_device`)."""
     asked = list(devices) if devices is not None else []
     place = (functools.partial(jax.default_device, asked[0]) if len(asked) == 1
              and asked[0] != jax.local_devices()[0] else contextlib.nullcontext)
     with place():
         # The plan is a pure function of global shapes and a budget agreed by every process.
-        budget = agree_min(budget)
-        launch = _launch(predictor, data, plan, reducer, budget, devices)
-        params = predictor.params
-        if data.pinned and (launch.mesh is not None or not all(
-                isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
-            mesh_key = None if launch.mesh is None else tuple(launch.mesh.devices.flat)
-            params = kept_on_device(data, ("params", mesh_key), params,
-                                     lambda: replicate(params, launch.mesh))
-        elif not data.pinned:
-            params = (params if launch.mesh is None and len(launch.offsets) == 1
-                      else replicate(params, launch.mesh))
+        launch = _launch(predictor, data, plan, reducer, agree_min(budget), devices)
 
-    def run(progress):
+    def run(progress, label):
+        fits()
         with place():
+            params = predictor.params
+            if data.pinned and (launch.mesh is not None or not all(
+                    isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(params))):
+                mesh_key = None if launch.mesh is None else tuple(launch.mesh.devices.flat)
+                params = kept_on_device(data, ("params", mesh_key), params,
+                                         lambda: replicate(params, launch.mesh))
+            elif not data.pinned:
+                params = (params if launch.mesh is None and len(launch.offsets) == 1
+                          else replicate(params, launch.mesh))
             return _dispatch(launch, params, predictor.n_outputs, data.n_rows, plan.n_items,
                              reducer, progress, label)
 

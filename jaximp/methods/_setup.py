@@ -538,7 +538,8 @@ def recorded_runs():
 def repeated_call_key(function, args: tuple, options: dict, *defaults) -> tuple | None:
     """What a bound call of ``function`` on an Explainer's data is repeated by: the function,
     its arguments (arrays by their contents), the options given, the Explainer's
-    ``defaults`` and the default budget (None where something is not hashable)."""
+    ``defaults`` (its Predictor, by identity, among them) and the default budget (None where
+    something is not hashable)."""
     try:
         key = (function, tuple(digest(arg) if isinstance(arg, np.ndarray) else _typed(arg)
                                for arg in args),
