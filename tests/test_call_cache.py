@@ -305,25 +305,31 @@ def test_an_explainers_repeated_call_follows_every_option_seed_and_its_targets()
     np.testing.assert_array_equal(drawn.importances, fresh.importances)
 
 
+def _counted_calls(monkeypatch, name: str) -> list:
+    """The calls an Explainer's bound method makes of the function ``name`` (the options of
+    each), counted from now on."""
+    import jaximp._explainer as explainer_module
+
+    calls, original = [], getattr(explainer_module, name)
+
+    @functools.wraps(original)  # keeps its marks (a warm function)
+    def counted(*args, **options):
+        calls.append(options)
+        return original(*args, **options)
+
+    monkeypatch.setattr(explainer_module, name, counted)
+    return calls
+
+
 def test_an_explainers_repeated_bound_call_is_its_first_calls_run(monkeypatch):
     """A bound call repeated with the same options, seed and default budget skips its
     function (its validation and set-up look-up) and evaluates the run the first call set
     up; a new option, a new default seed or budget, or a seed that draws goes through the
     function again, and every answer equals the plain function's."""
-    import jaximp._explainer as explainer_module
-
     X, model = _data(), _model()
     y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64)
     ex = jaximp.Explainer(model, X, y)
-    calls = []
-    original = explainer_module.permutation_importance
-
-    @functools.wraps(original)
-    def counted(*args, **options):
-        calls.append(options)
-        return original(*args, **options)
-
-    monkeypatch.setattr(explainer_module, "permutation_importance", counted)
+    calls = _counted_calls(monkeypatch, "permutation_importance")
 
     def check(expected_calls, **options):
         result = ex.permutation_importance(n_repeats=3, **options).importances
@@ -351,19 +357,9 @@ def test_an_explainers_repeated_pd_is_its_first_calls_run(monkeypatch):
     """A PD repeated on an Explainer with the same features and options is its first call's
     run; new features or options go through the function again; every curve equals the
     plain function's and a float64 reference."""
-    import jaximp._explainer as explainer_module
-
     X, model = _data(), _model()
     ex = jaximp.Explainer(model, X)
-    calls = []
-    original = explainer_module.partial_dependence
-
-    @functools.wraps(original)
-    def counted(*args, **options):
-        calls.append(options)
-        return original(*args, **options)
-
-    monkeypatch.setattr(explainer_module, "partial_dependence", counted)
+    calls = _counted_calls(monkeypatch, "partial_dependence")
     for feature, resolution, expected_calls in ((0, 8, 1), (0, 8, 1), ("x0", 8, 2),
                                                 (0, 5, 3), (0, 8, 3)):
         result = ex.partial_dependence(feature, grid_resolution=resolution)
