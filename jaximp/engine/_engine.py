@@ -283,21 +283,20 @@ def evaluate(
     if not isinstance(data, Dataset):
         data = as_dataset(np.asarray(data, dtype=np.float64))
     if data.pinned:  # an Explainer's data: a call repeated with the same plan, reducer and
-        # model objects (a method's kept plan) checks, plans and sends nothing again
+        # model objects (a method's kept plan) plans and sends nothing again
         key = (id(plan), id(reducer), id(predictor), memory_budget,
                os.environ.get("JAXIMP_MEMORY_BUDGET"), None if devices is None else tuple(devices))
         # the entry holds the three objects, so their ids are not reused while it is kept
         run = data.recent("evaluations", key, lambda: (plan, reducer, predictor, _prepared(
-            predictor, data, plan, reducer, memory_budget, devices, label, result_hint)),
+            predictor, data, plan, reducer, memory_budget, devices, result_hint)),
             _LAUNCHES_KEPT)[3]
     else:
-        run = _prepared(predictor, data, plan, reducer, memory_budget, devices, label,
-                        result_hint)
+        run = _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hint)
     out = run(progress, label).then(lambda values: _checked_finite(values, predictor, reducer))
     return out if defer else out.get()
 
 
-def _prepared(predictor, data, plan, reducer, memory_budget, devices, label, result_hint):
+def _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hint):
     """The evaluation checked and planned: ``run(progress, label) -> Deferred`` of the
     totals, which checks again that the result fits the host's memory (it may have shrunk)."""
     n, c = data.n_rows, data.n_columns
