@@ -25,7 +25,6 @@ from .methods import (
     PartialDependences,
     ale_importance,
     bootstrap_weights,
-    compute_pd,
     extract_weights,
     garson_importance,
     h_statistic,
@@ -34,6 +33,7 @@ from .methods import (
     loco_importance,
     olden_importance,
     permutation_importance,
+    planned_pd,
     prepare,
     sensitivity_importance,
     shapley_values,
@@ -536,11 +536,11 @@ def _pd_methods(results, dataset, predictor, chosen, pair_list, listed, options,
                 grid_resolution, n_bootstrap, key, output, engine) -> PartialDependences:
     """PD importance and PD interaction from one engine call over every 1-D and 2-D PD."""
     weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
-    evaluated = compute_pd(
+    evaluated = planned_pd(
         dataset, predictor, [[f] for f in chosen] + [list(pair) for pair in pair_list],
         kind="average", grid="pdp", grid_resolution=None, pdp_points=grid_resolution,
         percentiles=(0.0, 1.0), output=output, weightings=weights, **engine,
-    )
+    )()
     replicated = None
     if isinstance(evaluated, tuple):
         evaluated, replicated = evaluated

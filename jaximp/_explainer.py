@@ -49,7 +49,9 @@ from .methods import (
 
 __all__ = ["Explainer"]
 
-_REPEATED_CALLS_KEPT = 16  # the runs of this many bound calls (method and options) are kept
+# the runs of this many bound calls (method and options) are kept, each holding its set-up
+# (with the dataset's 16 warm calls, at most 24 set-ups are kept)
+_REPEATED_CALLS_KEPT = 8
 # options fixed when the Explainer is made: a method call cannot change them
 _DATA_OPTIONS = frozenset({"feature_names", "categorical", "groups", "sample_weight", "variables"})
 
@@ -175,8 +177,8 @@ class Explainer:
     def _call(self, function, *args, explained=None, model=None, **options):
         """``function(model, explained, *args, **options)`` with the Explainer's model (or
         ``model``), data (or the rows ``explained``) and defaults. A call of a warm function
-        on the Explainer's own model and data is kept by its arguments, options and model (an
-        other Explainer may share the data): repeated, it is the run its first call set up
+        on the Explainer's own model and data is kept by its arguments, options and model (another
+        Explainer may share the data): repeated, it is the run its first call set up
         (:func:`recorded_runs`)."""
         self._check_unchanged()
         key = (repeated_call_key(function, args, options, self.predictor, self.memory_budget,
@@ -199,7 +201,6 @@ class Explainer:
 
     def _answer(self, function, args, explained, model, options):
         """The function called on the Explainer's model, data and defaults, options checked."""
-        options = dict(options)
         fixed = sorted(_DATA_OPTIONS.intersection(options))
         if fixed:
             raise TypeError(

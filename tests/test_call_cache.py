@@ -371,6 +371,40 @@ def test_an_explainers_repeated_pd_is_its_first_calls_run(monkeypatch):
         assert len(result.grid_values[0]) == resolution and len(calls) == expected_calls
 
 
+def test_a_repeated_loss_of_whole_items_plans_its_groups_once(monkeypatch):
+    """A permutation importance with a loss that needs each item's predictions whole (a
+    callable loss, evaluated a group of items at a time) plans and launches its groups once on
+    an Explainer, here in three groups under a small budget; each repeat equals the plain
+    function's call and a NumPy reference of its baseline."""
+    from jaximp.engine import _engine
+
+    launched = []
+    launch = _engine._launch
+    monkeypatch.setattr(_engine, "_launch", lambda *args: launched.append(launch(*args))
+                        or launched[-1])
+    X, model = np.random.default_rng(1).normal(size=(2730, P)).astype(np.float32), _model()
+    y = np.asarray(X[:, 0] * X[:, 1] + X[:, 2], np.float64) + 0.5
+
+    def mean_absolute(y_true, y_pred):
+        return np.mean(np.abs(np.asarray(y_true) - np.asarray(y_pred)))
+
+    # 9 items of 2,730 float32 predictions, 3 to half of a 64 KiB budget
+    options = dict(loss=mean_absolute, n_repeats=2, memory_budget=1 << 16)
+    ex = jaximp.Explainer(model, X, y)
+    first = ex.permutation_importance(**options)
+    groups = len(launched)
+    assert groups == 3
+    for _ in range(2):
+        again = ex.permutation_importance(**options)
+        np.testing.assert_array_equal(again.importances, first.importances)
+    assert len(launched) == groups
+    np.testing.assert_array_equal(
+        first.importances, jaximp.permutation_importance(model, X, y, **options).importances)
+    prediction = np.asarray(X[:, 0], np.float64) * X[:, 1] + X[:, 2]
+    np.testing.assert_allclose(first.info.baseline, [np.mean(np.abs(y - prediction))],
+                               rtol=1e-5)
+
+
 def test_explainers_sharing_a_dataset_answer_with_their_own_models():
     """Two Explainers made on one Dataset object (the data validated once, two models
     compared on it) keep their repeated calls apart: each answers with its own model, as

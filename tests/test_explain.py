@@ -82,7 +82,7 @@ def test_results_equal_each_method_run_on_its_own(bootstrapped):
 
 
 def test_pd_methods_share_one_engine_call_and_h_is_computed_once(monkeypatch, capsys):
-    pd_calls = counting(monkeypatch, "compute_pd")
+    pd_calls = counting(monkeypatch, "planned_pd")
     h_calls = counting(monkeypatch, "h_statistic")
     ex = explain(model, X, methods=["pd_importance", "pd_interaction", "h_statistic"],
                  grid_resolution=3, options={"h_statistic": {"n_max": 20}}, progress=True)

@@ -418,6 +418,7 @@ def test_max_samples_subsamples_rows_once(linear_data, ols):
         rows = result.info["sample_rows"]
         assert result.info["n_samples"] == m and rows.shape == (m,)
         assert np.all(np.diff(rows) > 0)
+        assert not rows.flags.writeable  # shared by the repeats of a kept set-up
         pred = np.asarray(ols[0](jnp.asarray(X[rows], jnp.float32)))
         np.testing.assert_allclose(result.info["baseline"], [np.mean((y[rows] - pred) ** 2)],
                                    rtol=1e-5)

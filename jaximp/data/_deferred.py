@@ -31,9 +31,9 @@ class Deferred:
 
     __slots__ = ("_compute", "_source", "_value")
 
-    def __init__(self, compute, source: Deferred | None = None):
-        # compute(), or compute(source.get()): a chain is one call per link, read once
-        self._compute, self._source, self._value = compute, source, _PENDING
+    def __init__(self, compute):
+        # compute(), or compute(source.get()) for a link of then(): one call per link
+        self._compute, self._source, self._value = compute, None, _PENDING
 
     @classmethod
     def ready(cls, value) -> Deferred:
@@ -51,7 +51,9 @@ class Deferred:
 
     def then(self, function) -> Deferred:
         """``function(value)``, deferred too (computed at most once)."""
-        return Deferred(function, self)
+        link = Deferred(function)
+        link._source = self
+        return link
 
     @staticmethod
     def apply(function, value):

@@ -62,7 +62,7 @@ __all__ = ["evaluate", "predict_rows", "default_memory_budget", "resolve_budget"
            "check_result_fits"]
 
 _BYTES_PER_ROW: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LAUNCHES_KEPT = 8  # per pinned dataset: each holds its reducer's per-row arrays on the devices
+_EVALUATIONS_KEPT = 8  # per pinned dataset: each holds its reducer's per-row arrays on the devices
 # the largest table of drawn source rows an Explainer keeps: this, or a sixteenth of the
 # budget (a GPU's 1M rows x 51 permutations, 204 MB), against drawing them in every call
 # (permutation importance at n = 1M on CPU: 330 -> 167 ms per call with a near-free model)
@@ -289,7 +289,7 @@ def evaluate(
         # the entry holds the three objects, so their ids are not reused while it is kept
         run = data.recent("evaluations", key, lambda: (plan, reducer, predictor, _prepared(
             predictor, data, plan, reducer, memory_budget, devices, result_hint)),
-            _LAUNCHES_KEPT)[3]
+            _EVALUATIONS_KEPT)[3]
     else:
         run = _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hint)
     out = run(progress, label).then(lambda values: _checked_finite(values, predictor, reducer))
@@ -298,7 +298,8 @@ def evaluate(
 
 def _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hint):
     """The evaluation checked and planned: ``run(progress, label) -> Deferred`` of the
-    totals, which checks again that the result fits the host's memory (it may have shrunk)."""
+    totals. A run checks again that the result fits the host's memory (it may have shrunk); a
+    reducer of whole items runs its groups, planned here, each as such an evaluation."""
     n, c = data.n_rows, data.n_columns
     if plan.n_columns != c:
         raise ValueError(f"the plan's masks have {plan.n_columns} columns but X has {c}.")
@@ -306,8 +307,9 @@ def _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hin
     if plan.n_items == 0:
         raise ValueError("the plan has no items to evaluate.")
     if reducer.combine == "items":
+        groups = _item_groups(predictor, data, plan, budget)
         return lambda progress, label: Deferred.ready(_evaluate_items(
-            predictor, data, plan, reducer, budget, progress, devices, label))
+            predictor, data, groups, reducer, budget, progress, devices, label))
     o = predictor.n_outputs
     if reducer.combine == "keep":
         fits = functools.partial(
@@ -316,7 +318,7 @@ def _prepared(predictor, data, plan, reducer, memory_budget, devices, result_hin
     else:
         size = 8.0 * math.ceil(plan.n_items / reducer.group) * math.prod(reducer.partial_shape(o))
         fits = functools.partial(check_result_fits, size, "reduced values", result_hint + ".")
-    fits()
+    fits()  # before planning (and compiling) a result that cannot fit
     if predictor.device_fn is not None:  # another framework's model: on one device
         devices = [_foreign_device(data, devices, predictor.device)]
     if predictor.host and predictor.device_fn is None:
@@ -353,16 +355,23 @@ def _checked_finite(out: np.ndarray, predictor: Predictor, reducer: Reducer) -> 
     return out
 
 
-def _evaluate_items(predictor, data, plan, reducer, budget, progress, devices, label):
-    """Whole items, as many at a time as fit half the budget, through ``reducer.fn``."""
-    n = data.n_rows
-    per_item = 4.0 * n * predictor.n_outputs
+def _item_groups(predictor, data, plan, budget) -> list:
+    """The plan in groups of whole items, as many as fit half the budget, each with its
+    reducer: made once per kept evaluation, so that a repeat finds each group's evaluation."""
+    per_item = 4.0 * data.n_rows * predictor.n_outputs
     group = max(1, min(plan.n_items, int(budget // 2 // per_item)))
+    if group == plan.n_items:
+        return [(plan, Keep())]
+    return [(plan.items(start, min(plan.n_items, start + group)), Keep())
+            for start in range(0, plan.n_items, group)]
+
+
+def _evaluate_items(predictor, data, groups, reducer, budget, progress, devices, label):
+    """Whole items, a group at a time, through ``reducer.fn``."""
     outputs = []
-    for start in range(0, plan.n_items, group):
-        kept = evaluate(predictor, data, plan.items(start, min(plan.n_items, start + group)),
-                        Keep(), memory_budget=max(budget // 2, 1 << 16), progress=progress,
-                        devices=devices, label=label)
+    for items, keep in groups:
+        kept = evaluate(predictor, data, items, keep, memory_budget=max(budget // 2, 1 << 16),
+                        progress=progress, devices=devices, label=label)
         outputs.append(np.asarray(reducer.fn(kept)))
         del kept
     return np.concatenate(outputs, axis=0)

@@ -34,9 +34,9 @@ from ._partial_importance import PartialImportance, partial_importance
 from ._pd import (
     PartialDependence,
     PartialDependences,
-    compute_pd,
     partial_dependence,
     partial_dependence_all,
+    planned_pd,
 )
 from ._pd_importance import pd_importance, pd_interaction
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
@@ -88,7 +88,6 @@ __all__ = [
     "bootstrap_weights",
     "booster_importance",
     "check_target",
-    "compute_pd",
     "conditional_importance",
     "decorrelation_importance",
     "dgsm",
@@ -115,6 +114,7 @@ __all__ = [
     "pd_interaction",
     "permutation_attributions",
     "permutation_importance",
+    "planned_pd",
     "prepare",
     "read_only_copy",
     "recorded_runs",

@@ -359,12 +359,6 @@ def _pd_plan(dataset, predictor, feature_sets, grid, grid_resolution, default_re
     return plan, Keep() if keep else Mean(np.atleast_2d(w)), grids, shapes
 
 
-def compute_pd(*args, **options):
-    """:func:`planned_pd` evaluated at once: PDs of several feature sets in one engine call
-    (internal; inputs already validated)."""
-    return planned_pd(*args, **options)()
-
-
 def planned_pd(
     dataset: Dataset,
     predictor: Predictor,

@@ -1,6 +1,6 @@
 """PD-based variable importance and the PD interaction statistic (Greenwell et al. 2018).
 
-Both are thin methods: the engine (through ``compute_pd`` of :mod:`jaximp.methods._pd`)
+Both are thin methods: the engine (through ``planned_pd`` of :mod:`jaximp.methods._pd`)
 evaluates every PD or ICE curve in one batched call, and the flatness algebra lives in
 ``jaximp.kernels``. Bootstrap replicates over the background rows re-weight the stored ICE
 curves; the model is not evaluated again.
@@ -26,7 +26,7 @@ from ..results import (
     FeatureImportance,
     FeatureInteraction,
 )
-from ._pd import compute_pd
+from ._pd import planned_pd
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._setup import bootstrap_weights, keep_layout, prepare
 
@@ -184,12 +184,12 @@ def pd_importance(
     # PD re-weights rows inside the engine (O(replicates x grid) memory).
     keep_ice = bool(ice) or average != "mean"
     weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
-    results = compute_pd(
+    results = planned_pd(
         dataset, predictor, [[f] for f in chosen], kind="individual" if keep_ice else "average",
         grid=grid, grid_resolution=grid_resolution, percentiles=percentiles, output=output,
         memory_budget=memory_budget, progress=progress, default_resolution=_VIP_POINTS,
         weightings=None if keep_ice else weights,
-    )
+    )()
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results
@@ -284,13 +284,13 @@ def pd_interaction(
     pair_list = resolve_pairs(dataset, chosen, pairs, reference)
     keep_ice = average != "mean"
     weights, counts = bootstrap_weights(dataset, n_bootstrap, key)
-    results = compute_pd(
+    results = planned_pd(
         dataset, predictor, [list(pair) for pair in pair_list],
         kind="individual" if keep_ice else "average", grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, output=output,
         memory_budget=memory_budget, progress=progress, default_resolution=_VIP_POINTS,
         weightings=None if keep_ice else weights,
-    )
+    )()
     replicated = None
     if isinstance(results, tuple):
         results, replicated = results

@@ -114,7 +114,7 @@ def _batched(estimates: list, batches: dict, kernel) -> None:
 
 def importance_from_pds(chosen, results, replicated, weights, counts, *, ice, measure,
                         average, trim, n_bootstrap) -> FeatureImportance:
-    """PD importance from 1-D PDs already evaluated (:func:`jaximp.methods._pd.compute_pd` with one
+    """PD importance from 1-D PDs already evaluated (:func:`jaximp.methods._pd.planned_pd`, one
     set per feature): ``results`` with ICE curves where ``ice`` or a non-mean ``average``
     needs them, ``replicated`` (one (g, r, o) array per feature) under bootstrap weightings.
     Used by :func:`pd_importance` and by ``explain``, which shares the PDs with other methods.

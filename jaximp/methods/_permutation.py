@@ -83,7 +83,9 @@ def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
         m = int(max_samples)
     if m == n:
         return None
-    return np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
+    rows = np.sort(rng_stream(bits, 2).choice(n, m, replace=False))
+    rows.flags.writeable = False  # shared by every run of a kept set-up and its results
+    return rows
 
 
 @warm_function

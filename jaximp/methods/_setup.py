@@ -494,22 +494,20 @@ def warm_call(method: str, set_up, model, X, y, options: dict):
     calls. Options that draw (a Generator, ``random_state=None``), arrays among the options
     and targets that are not numeric arrays set up each call."""
     key = _warm_key(method, model, X, y, options)
-    recorded = _RECORDED_RUNS.get()
-    if key is None:
-        run = set_up(model, X, y, **options)
-        if recorded is not None:
-            recorded.append(None)  # a run made for this call alone: not to be repeated
-        return run
 
     def make():  # kept: made from copies of the arrays its key read the bytes of
         return set_up(model, X, None if y is None else read_only_copy(y),
                       **_owned_arrays(options))
 
-    if not isinstance(X, Dataset):
-        return _PLAIN_CALLS.get(key, make, keep=_PLAIN_CALLS_KEPT)
-    run = X.recent("warm calls", key, make, _STAGES_KEPT)
-    if recorded is not None:
-        recorded.append(run)
+    if key is None:
+        run = set_up(model, X, y, **options)
+    elif isinstance(X, Dataset):
+        run = X.recent("warm calls", key, make, _STAGES_KEPT)
+    else:
+        run = _PLAIN_CALLS.get(key, make, keep=_PLAIN_CALLS_KEPT)
+    recorded = _RECORDED_RUNS.get()
+    if recorded is not None:  # a run made for this call alone is not to be repeated
+        recorded.append(None if key is None else run)
     return run
 
 
@@ -523,8 +521,8 @@ def warm_function(function):
 
 @contextlib.contextmanager
 def recorded_runs():
-    """A list of the runs :func:`warm_call` hands out inside the block (None for one it did
-    not keep): an Explainer keeps the run of a bound call of a :func:`warm_function` that
+    """A list of the runs :func:`warm_call` hands out inside the block (None for one set up
+    for that call alone): an Explainer keeps the run of a bound call of a :func:`warm_function` that
     made exactly one, so that the call repeated with the same options skips the function's
     validation and set-up look-up (12 us of a 48 us warm permutation importance on CPU)."""
     runs: list = []
