@@ -177,9 +177,9 @@ class Explainer:
     def _call(self, function, *args, explained=None, model=None, **options):
         """``function(model, explained, *args, **options)`` with the Explainer's model (or
         ``model``), data (or the rows ``explained``) and defaults. A call of a warm function
-        on the Explainer's own model and data is kept by its arguments, options and model (another
-        Explainer may share the data): repeated, it is the run its first call set up
-        (:func:`recorded_runs`)."""
+        on the Explainer's own model and data is kept by its arguments, options and model
+        (another Explainer may share the data): repeated, it is the run its first call set
+        up (:func:`recorded_runs`)."""
         self._check_unchanged()
         key = (repeated_call_key(function, args, options, self.predictor, self.memory_budget,
                                  self.random_state)

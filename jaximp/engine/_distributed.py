@@ -307,11 +307,17 @@ def start_host_copy(array: jax.Array) -> bool:
     CPU's output is already there), and say whether it did: reading it later then waits for
     the copy only where it has not yet come. An H200 trace of a warm call put the result's
     copy, started at the read, about 0.6 ms after the kernels ended."""
-    if (array.is_fully_addressable and next(iter(array.devices())).platform != "cpu"
-            and array.sharding.memory_kind != "pinned_host"):  # there already
+    if _copied_to_host(array):
         array.copy_to_host_async()
         return True
     return False
+
+
+def _copied_to_host(array: jax.Array) -> bool:
+    """Whether reading ``array`` here copies it from an accelerator's memory (a CPU's output,
+    and one its program wrote to pinned host memory, are on the host already)."""
+    return (array.is_fully_addressable and next(iter(array.devices())).platform != "cpu"
+            and array.sharding.memory_kind != "pinned_host")
 
 
 def host_reader(array: jax.Array):
@@ -321,12 +327,12 @@ def host_reader(array: jax.Array):
     host may start as it is made (where :func:`start_host_copy` would start it). Deciding once
     per launch spares a call's read its placement checks (~3 us of a warm CPU call's 22 us
     after the wait)."""
-    addressable = array.is_fully_addressable
-    platform = next(iter(array.devices())).platform
-    pinned = array.sharding.memory_kind == "pinned_host"
-    if addressable and len(array.devices()) == 1 and (platform == "cpu" or pinned):
-        return (np.asarray if platform == "cpu" else _read_pinned), False
-    return to_host, addressable and platform != "cpu" and not pinned
+    if len(array.devices()) == 1 and array.is_fully_addressable:
+        if next(iter(array.devices())).platform == "cpu":
+            return np.asarray, False
+        if array.sharding.memory_kind == "pinned_host":
+            return _read_pinned, False
+    return to_host, _copied_to_host(array)
 
 
 def _read_pinned(array: jax.Array) -> np.ndarray:

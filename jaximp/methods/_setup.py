@@ -522,9 +522,10 @@ def warm_function(function):
 @contextlib.contextmanager
 def recorded_runs():
     """A list of the runs :func:`warm_call` hands out inside the block (None for one set up
-    for that call alone): an Explainer keeps the run of a bound call of a :func:`warm_function` that
-    made exactly one, so that the call repeated with the same options skips the function's
-    validation and set-up look-up (12 us of a 48 us warm permutation importance on CPU)."""
+    for that call alone): an Explainer keeps the run of a bound call of a
+    :func:`warm_function` that made exactly one, so that the call repeated with the same
+    options skips the function's validation and set-up look-up (12 us of a 48 us warm
+    permutation importance on CPU)."""
     runs: list = []
     token = _RECORDED_RUNS.set(runs)
     try:
