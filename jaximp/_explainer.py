@@ -6,6 +6,7 @@ import functools
 import inspect
 
 import jax
+import numpy as np
 
 from ._explain import explain
 from .data import validate_params
@@ -70,6 +71,16 @@ def _fitted_state(model) -> tuple | None:
                  for name, value in attributes.items())
 
 
+def _copy_of_mutable(value):
+    """A read-only copy of a NumPy array, a deep copy of a DataFrame; other values as given
+    (a ``jax.Array`` cannot change; a Dataset is validated data the caller hands over)."""
+    if isinstance(value, np.ndarray):
+        return read_only_copy(value)
+    if hasattr(value, "iloc") and hasattr(value, "copy"):
+        return value.copy(deep=True)
+    return value
+
+
 @functools.cache
 def _parameters(function) -> frozenset | None:
     """The keyword options of ``function`` (None when it takes any keyword)."""
@@ -105,7 +116,8 @@ class Explainer:
     model : callable or estimator
         Anything :func:`jaximp.as_predictor` accepts.
     X : array-like of shape (n, c), DataFrame or Dataset
-        The data the methods explain.
+        The data the methods explain. A NumPy array or DataFrame is copied, so later changes
+        to the caller's do not reach the Explainer; a ``jax.Array`` is used in place.
     y : array-like of shape (n,) or (n, o), optional
         Targets, for the loss-based methods (permutation importance, LOCO, sensitivity,
         partial importance). Copied, read-only, as ``ex.y``: like ``X``, which is kept on
@@ -113,7 +125,8 @@ class Explainer:
         new one for new targets).
     background : array-like or DataFrame, optional
         Background rows (or examples of X's shape) of Shapley values, SAGE and expected
-        gradients (default: ``X``); validated once and kept on the device.
+        gradients (default: ``X``); copied as ``X`` is, validated once and kept on the
+        device.
     sample_weight, feature_names, categorical, groups
         As in :func:`jaximp.as_dataset`; fixed for every method call.
     variables : pytree, optional
@@ -141,6 +154,9 @@ class Explainer:
     def __init__(self, model, X, y=None, *, background=None, sample_weight=None,
                  feature_names=None, categorical=None, groups=None, variables=None,
                  memory_budget=None, random_state=0):
+        # X and background are copied, as y is: later changes to the caller's arrays (which
+        # the host rows would otherwise share) do not reach the Explainer's calls
+        X, background = _copy_of_mutable(X), _copy_of_mutable(background)
         self.dataset, self.predictor = prepare(
             model, X, feature_names=feature_names, categorical=categorical, groups=groups,
             sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
@@ -151,7 +167,7 @@ class Explainer:
         # a read-only copy: later changes to the caller's array do not reach the Explainer
         # (as for X, kept on the devices), and a warm call need not hash it again
         self.y = None if y is None else read_only_copy(check_target(y, self.dataset.n_rows))
-        self.background = background
+        self.background = background  # as given, for a call that weights it
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
         # reuses its plans and sends nothing again (a Dataset given is used as it is)
         self._background_data = None if background is None else background_dataset(

@@ -286,6 +286,36 @@ def test_a_reused_explainer_never_returns_stale_shapley_values():
               jaximp.shapley_interactions(model, FRAME.iloc[:4], FRAME.iloc[:30], **options))
 
 
+def test_later_changes_to_the_callers_arrays_do_not_reach_the_explainer():
+    """The Explainer copies X and its background, as it copies y: changing the caller's
+    arrays or frames in place after it was made (even before its first call, while its
+    device copy is not made yet) changes none of its results, weighted Shapley calls (which
+    validate the background again) included."""
+    from sklearn.neighbors import KNeighborsRegressor
+
+    numeric = FRAME[["a", "b", "d"]]
+    host_model = KNeighborsRegressor(5).fit(numeric, Y[:, 0])  # called through predict
+    cases = [(smooth_model, NUMERIC[:60], NUMERIC[:30]), (model, FRAME, FRAME.iloc[:30]),
+             (host_model, numeric, None)]
+    for f, X, background in cases:
+        X = X.copy()
+        background = None if background is None else background.copy()
+        original = X.copy(), None if background is None else background.copy()
+        ex = jaximp.Explainer(f, X, background=background)
+        for given in (X, background):
+            if isinstance(given, np.ndarray):
+                given[:] = 0.0
+            elif given is not None:
+                given.loc[:, "a"] = 0.0
+        X, background = original
+        _same(ex.partial_dependence(ex.dataset.feature_names[0], grid_resolution=4),
+              jaximp.partial_dependence(f, X, ex.dataset.feature_names[0], grid_resolution=4))
+        if background is not None:
+            _same(ex.shapley_values(X[:4]), jaximp.shapley_values(f, X[:4], background))
+            _same(ex.shapley_values(X[:4], background_weight=WEIGHTS[:30]),
+                  jaximp.shapley_values(f, X[:4], background, background_weight=WEIGHTS[:30]))
+
+
 def test_the_explainers_random_state_is_the_default_of_every_call():
     ex = jaximp.Explainer(model, FRAME, Y, random_state=5)
     _same(ex.permutation_importance(),
