@@ -644,3 +644,25 @@ def test_a_plain_shapley_call_on_a_small_background_is_set_up_once_per_its_bytes
     check(kept_bytes, 0)  # the old bytes again: the kept set-up holds a copy of them
     check(B[:25], 1)  # another background
     check(B.astype(np.float32), 1)  # another dtype
+
+
+def test_an_evaluation_on_an_explainers_data_cannot_go_stale_through_its_reducer():
+    """``evaluate`` keeps an evaluation per plan and reducer object on an Explainer's data (its
+    arrays on the devices). A reducer holds read-only copies of its arrays, as a plan does: the
+    caller's weights changed in place afterwards leave its result as it was, and its own
+    arrays refuse a change, so a kept evaluation never answers with stale weights."""
+    X = _data()
+    ex = jaximp.Explainer(_model(), X)
+    weights = np.ones((1, X.shape[0]))
+    reducer = jaximp.Mean(weights)
+    plan = jaximp.at_values([[True] + [False] * (X.shape[1] - 1)], [0], X[:1], [0])
+    first = jaximp.evaluate(ex.predictor, ex.dataset, plan, reducer)
+    weights[:, : X.shape[0] // 2] = 0.0
+    np.testing.assert_array_equal(jaximp.evaluate(ex.predictor, ex.dataset, plan, reducer),
+                                  first)
+    with pytest.raises(ValueError, match="read-only"):
+        reducer.weights[0, 0] = 2.0
+    changed = jaximp.evaluate(ex.predictor, ex.dataset, plan, jaximp.Mean(weights))
+    kept = np.asarray(X[X.shape[0] // 2:], np.float64)  # the rows still weighted
+    np.testing.assert_allclose(changed[0, 0, 0], np.mean(X[0, 0] * kept[:, 1] + kept[:, 2]),
+                               rtol=1e-5)

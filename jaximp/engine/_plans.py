@@ -74,10 +74,7 @@ class Plan:
             if value is not None and value.shape[0] != b:
                 raise ValueError(f"{name} must have {b} entries, one per item; got {value.shape}.")
         # immutable, so that the engine may keep a plan's device tables for its lifetime
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, np.ndarray):
-                object.__setattr__(self, field.name, _read_only(value))
+        freeze_arrays(self)
 
     @property
     def n_items(self) -> int:
@@ -94,6 +91,15 @@ class Plan:
             self, item_mask=self.item_mask[start:stop], item_index=cut(self.item_index),
             item_stream=cut(self.item_stream), item_code=cut(self.item_code),
         )
+
+
+def freeze_arrays(instance) -> None:
+    """Make every array field of a frozen dataclass read-only, in its ``__post_init__``
+    (copying those that others could still write to)."""
+    for field in dataclasses.fields(instance):
+        value = getattr(instance, field.name)
+        if isinstance(value, np.ndarray):
+            object.__setattr__(instance, field.name, _read_only(value))
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

@@ -21,6 +21,8 @@ from typing import Callable
 import jax
 import numpy as np
 
+from ._plans import freeze_arrays
+
 __all__ = ["Reducer", "Mean", "FoldedMean", "Keep", "LossSums", "Spread", "GroupedMean",
            "Itemwise", "Stacked"]
 
@@ -58,6 +60,11 @@ class Reducer:
     # on CPU, one reduction of all the predictions of a chunk rather than one per block: for
     # reducers whose many small operations per block cost more than keeping the predictions
     at_once = False
+
+    def __post_init__(self):  # for the dataclass reducers
+        # immutable, as a Plan is: an Explainer's data keeps an evaluation per reducer object,
+        # its arrays on the devices, which a change in place would leave stale
+        freeze_arrays(self)
 
     def row_arrays(self) -> dict[str, np.ndarray]:
         """Arrays with one entry per data row (weights, targets...), sliced per block."""
@@ -404,6 +411,7 @@ class Stacked(Reducer):
     n_outputs: int
 
     def __post_init__(self):
+        super().__post_init__()
         if not self.parts or any(p.combine != "sum" or p.group != 1 for p in self.parts):
             raise ValueError("Stacked reducers must be summing reducers of single items.")
 
