@@ -36,22 +36,74 @@ def _t_reference(x, y, weights=None):
     return abs(beta[1]) / np.sqrt(cov[1, 1])
 
 
-def _loess_fitted(x, y, span=0.75, weights=None):
-    """Direct LOESS (degree 2, tricube) at every point, float64 loop. The quadratic is in the
-    globally standardized feature, only to keep [1, z, z^2] well conditioned."""
+def _local_fits(x, y, at, span=0.75, weights=None):
+    """LOESS (degree 2, tricube) value and slope at each of ``at``, float64 loop: the
+    quadratic in ``x - x0`` scaled by the radius, for conditioning. ``span > 1``: the radius
+    times sqrt(span) (R's Fortran scales squared distances by the span)."""
     n = len(y)
     w = np.ones(n) if weights is None else weights
     q = min(n, int(np.floor(span * n)))
-    z = (x - x.mean()) / x.std()
-    design = np.column_stack([np.ones(n), z, z**2])
-    fitted = np.empty(n)
-    for i in range(n):
-        d = np.abs(x - x[i])
-        dmax = np.sort(d)[q - 1] * max(1.0, span)
+    fits = np.empty((len(at), 2))
+    for i, x0 in enumerate(at):
+        d = np.abs(x - x0)
+        dmax = np.sort(d)[q - 1] * np.sqrt(max(1.0, span))
         root = np.sqrt(np.where(d < dmax, (1 - (d / dmax) ** 3) ** 3, 0.0) * w)
+        u = (x - x0) / dmax
+        design = np.column_stack([np.ones(n), u, u**2])
         beta, _, _, _ = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)
-        fitted[i] = design[i] @ beta
-    return fitted
+        fits[i] = beta[0], beta[1] / dmax
+    return fits
+
+
+def _kd_ends(x, span, cell=0.2):
+    """The cell ends of R's loess kd-tree for one predictor (loessf.f: ehg126 widens the
+    range by 0.5%, ehg124 cuts a cell of more than floor(n * span * cell) rows at its median
+    row, moved off ties in the order 0, +1, -1, +2, ...; a cut at an end leaves the cell
+    whole), recursively, with 1-based row numbers as in the Fortran."""
+    xs = np.concatenate([[np.nan], np.sort(x)])  # xs[1..n]
+    n = len(x)
+    limit = int(np.floor(n * span * cell))
+    low, high = xs[1], xs[n]
+    margin = 0.005 * max(high - low, 1e-10 * max(abs(low), abs(high)) + 1e-30)
+    ends = {low - margin, high + margin}
+
+    def cut(first, last, left, right):
+        if last - first + 1 <= limit or right - left <= 0:
+            return
+        m = (first + last) // 2
+        for step in range(2 * n):
+            offset = (step + 1) // 2 * (1 if step % 2 else -1) if step else 0
+            if not first <= m + offset < last:
+                break
+            if xs[m + offset] != xs[m + offset + 1]:
+                m += offset
+                break
+        if xs[m] in (left, right):
+            return
+        ends.add(xs[m])
+        cut(first, m, left, xs[m])
+        cut(m + 1, last, xs[m], right)
+
+    cut(1, n, low - margin, high + margin)
+    return np.array(sorted(ends))
+
+
+def _loess_fitted(x, y, span=0.75, weights=None, surface="interpolate", at=None):
+    """The LOESS surface at ``at`` (default: the rows): a local fit there (``"direct"``), or
+    the cubic Hermite interpolant of the fits at the kd-tree's cell ends (R's default)."""
+    at = x if at is None else np.asarray(at, float)
+    if surface == "direct":
+        return _local_fits(x, y, at, span, weights)[:, 0]
+    ends = _kd_ends(x, span)
+    fits = _local_fits(x, y, ends, span, weights)
+    out = np.empty(len(at))
+    for i, z in enumerate(at):
+        k = max(1, int(np.searchsorted(ends, z, side="left")))  # ends[k-1] < z <= ends[k]
+        a, b = ends[k - 1], ends[k]
+        h = (z - a) / (b - a)
+        out[i] = ((2 * h**3 - 3 * h**2 + 1) * fits[k - 1, 0] + (3 * h**2 - 2 * h**3) * fits[k, 0]
+                  + ((h**3 - 2 * h**2 + h) * fits[k - 1, 1] + (h**3 - h**2) * fits[k, 1]) * (b - a))
+    return out
 
 
 def _line_reference(x, y, weights=None):
@@ -63,17 +115,17 @@ def _line_reference(x, y, weights=None):
     return 1.0 - rss / np.sum(w * (y - np.average(y, weights=w)) ** 2)
 
 
-def _caret_reference(x, y, span, weights=None):
+def _caret_reference(x, y, span, weights=None, surface="interpolate"):
     """caret's nonpara filter: a line's R^2 below 20% distinct values, else LOESS's."""
     if 100 * np.unique(x).size < 20 * len(x):
         return max(0.0, _line_reference(x, y, weights))
-    return _loess_reference(x, y, span, weights)
+    return _loess_reference(x, y, span, weights, surface=surface)
 
 
-def _loess_reference(x, y, span=0.75, weights=None, clip=True):
+def _loess_reference(x, y, span=0.75, weights=None, clip=True, surface="interpolate"):
     """Pseudo R^2 of the reference LOESS fit (weighted sums with case weights)."""
     w = np.ones(len(y)) if weights is None else weights
-    rss = np.sum(w * (y - _loess_fitted(x, y, span, weights)) ** 2)
+    rss = np.sum(w * (y - _loess_fitted(x, y, span, weights, surface)) ** 2)
     tss = np.sum(w * (y - np.average(y, weights=w)) ** 2)
     return max(0.0, 1.0 - rss / tss) if clip else 1.0 - rss / tss
 
@@ -118,6 +170,32 @@ def test_auc_three_classes_is_max_over_pairs(weighted):
     assert result.top(1, output="a") == ["x0"]
 
 
+def test_auc_with_four_classes_offers_carets_pairs():
+    """From four classes caret's code (``outStat[, j] <- apply(Stat[, CombsN[, j]], 1, max)``,
+    caret's R/filterVarImp.R) takes, for class j, the class pairs numbered by the two classes
+    of the j-th pair in ``combn`` order; ``class_pairs="caret"`` gives that, the default the
+    maximum over the pairs holding class j. Three classes: both agree."""
+    rng, X, _ = _data(8)
+    labels = np.digitize(X[:, 0] + rng.normal(size=N), [-1.0, 0.0, 1.0])  # classes 0..3
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]  # combn(4, 2) order
+    stat = np.array([[_oriented_auc(labels[np.isin(labels, pair)] == pair[1],
+                                    X[np.isin(labels, pair), j]) for pair in pairs]
+                     for j in range(X.shape[1])])  # features x pairs
+    carets = np.stack([stat[:, list(pairs[k])].max(axis=1) for k in range(4)], axis=1)
+    holding = np.stack([stat[:, [m for m, pair in enumerate(pairs) if k in pair]].max(axis=1)
+                        for k in range(4)], axis=1)
+    assert np.abs(carets - holding).max() > 0.05  # the conventions differ here
+    np.testing.assert_allclose(filter_importance(X, labels, method="auc").importances_mean,
+                               holding, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        filter_importance(X, labels, method="auc", class_pairs="caret").importances_mean,
+        carets, rtol=1e-5, atol=1e-6)
+    three = np.minimum(labels, 2)
+    np.testing.assert_array_equal(
+        filter_importance(X, three, method="auc", class_pairs="caret").importances_mean,
+        filter_importance(X, three, method="auc").importances_mean)
+
+
 # ----------------------------------------------------------------------------- t
 
 
@@ -135,18 +213,59 @@ def test_t_matches_lstsq(weighted):
 # ----------------------------------------------------------------------------- LOESS
 
 
+@pytest.mark.parametrize("surface", ["interpolate", "direct"])
 @pytest.mark.parametrize("weighted,span", [(False, 0.75), (True, 0.75), (False, 0.3),
                                            (True, 1.5)])
-def test_loess_matches_direct_reference(weighted, span):
+def test_loess_matches_reference(weighted, span, surface):
     rng, X, weights = _data(4)
     w = weights if weighted else None
     y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + rng.normal(scale=0.5, size=N)
-    result = filter_importance(X, y, method="loess", sample_weight=w, span=span)
+    options = {} if surface == "interpolate" else {"surface": surface}
+    result = filter_importance(X, y, method="loess", sample_weight=w, span=span, **options)
     # the rounded column has fewer than 20% distinct values: a line's R^2, as caret's
-    expected = [_caret_reference(X[:, j], y, span, w) for j in range(X.shape[1])]
+    expected = [_caret_reference(X[:, j], y, span, w, surface) for j in range(X.shape[1])]
     assert result.method == "filter_loess" and result.info["span"] == span
+    assert result.info.surface == surface
     assert result.info.linear == ("x1",)
     np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
+
+
+# R's documented output of ``predict(loess(dist ~ speed, cars), data.frame(speed = 5:25))``
+# (the example of ?predict.loess, R's stats package), the default surface "interpolate"
+_CARS_SPEED = np.array([4, 4, 7, 7, 8, 9, 10, 10, 10, 11, 11, 12, 12, 12, 12, 13, 13, 13, 13, 14,
+                        14, 14, 14, 15, 15, 15, 16, 16, 17, 17, 17, 18, 18, 18, 18, 19, 19, 19,
+                        20, 20, 20, 20, 20, 22, 23, 24, 24, 24, 24, 25], float)
+_CARS_DIST = np.array([2, 10, 4, 22, 16, 10, 18, 26, 34, 17, 28, 14, 20, 24, 28, 26, 34, 34, 46,
+                       26, 36, 60, 80, 20, 26, 54, 32, 40, 32, 40, 50, 42, 56, 76, 84, 36, 46,
+                       68, 32, 48, 52, 56, 64, 66, 54, 70, 92, 93, 120, 85], float)
+_CARS_PREDICTED = [7.797353, 10.002308, 12.499786, 15.281082, 18.446568, 21.865315, 25.517015,
+                   29.350386, 33.230660, 37.167935, 41.205226, 45.055736, 48.355889, 49.824812,
+                   51.986702, 56.461318, 61.959729, 68.569313, 76.316068, 85.212121, 95.324047]
+
+
+def test_the_interpolated_loess_surface_is_rs():
+    """The kd-tree, the fits at its cell ends and the interpolation reproduce R's documented
+    predictions on the cars data (to its 6 decimals; the direct surface differs by up to
+    0.73 there), and so does the float64 reference of these tests."""
+    import jax.numpy as jnp
+
+    from jaximp.methods import _filters
+
+    speed, dist, at = _CARS_SPEED, _CARS_DIST, np.arange(5.0, 26.0)
+    ends = _filters._cell_ends(speed, int(np.floor(50 * 0.75 * 0.2)))
+    np.testing.assert_array_equal(ends, _kd_ends(speed, 0.75))
+    value, slope, _ = _filters._loess_kernel(
+        jnp.asarray(speed[:, None], jnp.float32), jnp.asarray(dist, jnp.float32),
+        jnp.ones(50, jnp.float32), jnp.asarray(ends[:, None], jnp.float32), q=37, stretch=1.0,
+        batch=ends.size)
+    surface = _filters._hermite(at, ends, np.asarray(value[0], np.float64),
+                                np.asarray(slope[0], np.float64))
+    np.testing.assert_allclose(surface, _CARS_PREDICTED, atol=2e-5)  # float32 fits
+    np.testing.assert_allclose(_loess_fitted(speed, dist, at=at), _CARS_PREDICTED, atol=6e-7)
+    assert np.abs(_loess_fitted(speed, dist, at=at, surface="direct") - _CARS_PREDICTED).max() > 0.5
+    expected = _loess_reference(speed, dist)
+    assert filter_importance(speed[:, None], dist, method="loess").importances_mean[0, 0] == (
+        pytest.approx(expected, rel=1e-6))
 
 
 def test_loess_known_cases():
@@ -168,14 +287,15 @@ def test_loess_clipped_at_zero():
     # (I - L)(I - 11'/n) has RSS > TSS, i.e. a negative pseudo R^2 before clipping
     rng = np.random.default_rng(6)
     x = rng.uniform(size=40)
-    smoother = np.column_stack([_loess_fitted(x, e, 0.75) for e in np.eye(40)])
+    smoother = np.column_stack([_loess_fitted(x, e, 0.75, surface="direct") for e in np.eye(40)])
     residual_maker = (np.eye(40) - smoother) @ (np.eye(40) - 1 / 40)
     y = np.linalg.svd(residual_maker)[2][0]
-    assert _loess_reference(x, y, clip=False) < -0.01
+    assert _loess_reference(x, y, clip=False, surface="direct") < -0.01
     X = np.column_stack([x, y + 0.01 * rng.normal(size=40)])
-    result = filter_importance(X, y, method="loess")
+    result = filter_importance(X, y, method="loess", surface="direct")
     assert result.importances_mean[0, 0] == 0.0
-    assert result.importances_mean[1, 0] == pytest.approx(_loess_reference(X[:, 1], y), 1e-4)
+    assert result.importances_mean[1, 0] == pytest.approx(
+        _loess_reference(X[:, 1], y, surface="direct"), 1e-4)
 
 
 def test_loess_where_ties_leave_a_neighbourhood_empty_is_a_lines_r2():

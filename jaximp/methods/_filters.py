@@ -10,8 +10,10 @@ No model is involved: every feature is scored by how well it alone relates to th
   frequencies: ``sum_i w_i [W_neg(x < x_i) + W_neg(x == x_i) / 2] / (W_pos W_neg)`` over the
   positive rows ``i``. With more than two classes, class ``k`` gets one output column: the
   maximum over the other classes ``j`` of the oriented AUC on the rows of classes ``j`` and
-  ``k`` only (caret's documented convention; from four classes caret's code takes the k-th
-  class pair instead of the pairs holding class ``k``, which jaximp does not copy).
+  ``k`` only (caret's documented convention). From four classes caret's code differs from
+  its documentation: class ``k`` gets the maximum over the two class pairs numbered by the
+  classes of the ``k``-th pair (in ``combn`` order); ``class_pairs="caret"`` reproduces that
+  (the same numbers for three classes).
 - ``"t"`` (regression): ``|t|`` of the slope ``b`` of the least-squares line
   ``y ~ a + b x_j``, ``t = b / se(b)`` with the residual variance on ``n - 2`` degrees of freedom
   (weighted least squares with case weights; ``n`` then counts the rows of positive weight, as
@@ -21,12 +23,16 @@ No model is involved: every feature is scored by how well it alone relates to th
   than 20% distinct values or a LOESS neighbourhood has zero width (too many ties for the
   span). The fit has the defaults of R's ``loess``: local quadratic (degree 2),
   tricube weights ``(1 - (d / d_max)^3)^3`` on the ``q = floor(span * n)`` nearest rows, ``d_max``
-  the ``q``-th smallest distance (``span > 1``: every row, ``d_max = span * max d``). The local
-  fit is evaluated directly at every row, as
-  ``loess(..., control = loess.control(surface = "direct"))``; R's default
-  ``surface = "interpolate"`` (a kd-tree plus interpolation) is not reproduced, so values differ
-  slightly from a default R call. Case weights multiply the tricube weights (R's ``weights``)
-  and weight the sums ``RSS = sum w (y - fit)^2`` and ``TSS = sum w (y - mean_w y)^2``.
+  the ``q``-th smallest distance (``span > 1``: every row, ``d_max = sqrt(span) * max d``, as
+  R's Fortran scales squared distances by the span). R's default surface, ``"interpolate"``, is
+  reproduced: the range of the feature, widened by 0.5% at each end, is cut into cells at
+  medians of their rows (ties kept on one side) until a cell holds at most
+  ``floor(n * span * 0.2)`` rows (``loess.control(cell = 0.2)``); the local fit and its slope
+  are computed at the cells' ends, and the fitted value at a row is the cubic Hermite
+  interpolant between the ends of its cell. ``surface="direct"`` fits at every row instead
+  (``loess.control(surface = "direct")``). Case weights multiply the tricube weights (R's
+  ``weights``) and weight the sums ``RSS = sum w (y - fit)^2`` and
+  ``TSS = sum w (y - mean_w y)^2``.
 
 Precision: every statistic is a ``jax.numpy`` kernel for one feature, batched over the features
 with ``jax.vmap`` and run in float32 (the project default). Before that, ``X`` and ``y`` are
@@ -41,7 +47,9 @@ gives ``|t| = inf`` (or a very large value, from float32 rounding).
 
 from __future__ import annotations
 
+import collections
 import functools
+import math
 import numbers
 
 import jax
@@ -60,9 +68,11 @@ METHODS = ("auto", "auc", "t", "loess")
 _MAX_CLASSES = 100
 _RCOND = 1e-5
 _BATCH_ELEMENTS = 1 << 22  # floats per LOESS batch (points x features x neighbours)
+_CELL = 0.2  # R's loess.control(cell = 0.2): a kd-tree cell holds at most n * span * cell rows
 
 
-@validate_params(method=Choice(*METHODS))
+@validate_params(method=Choice(*METHODS), surface=Choice("interpolate", "direct"),
+                 class_pairs=Choice("holding", "caret"))
 def filter_importance(
     X,
     y,
@@ -74,6 +84,8 @@ def filter_importance(
     groups=None,
     sample_weight=None,
     span: float = 0.75,
+    surface: str = "interpolate",
+    class_pairs: str = "holding",
 ) -> FeatureImportance:
     """Model-free importance of each feature used alone (R's ``caret::filterVarImp``).
 
@@ -87,9 +99,9 @@ def filter_importance(
         ``"auc"``: ROC AUC of the feature as a score, oriented to be >= 0.5; one column per class
         when there are more than two classes (the maximum one-vs-one AUC against the other
         classes). ``"t"``: ``|t|`` of the slope of a straight-line fit of ``y`` on the feature.
-        ``"loess"``: pseudo R^2 (clipped at 0) of a LOESS fit (R's defaults, degree 2, surface
-        evaluated directly). ``"auto"`` picks ``"t"`` when ``y`` has a floating-point dtype and
-        ``"auc"`` otherwise (integers, booleans, strings, objects, pandas categories): pass
+        ``"loess"``: pseudo R^2 (clipped at 0) of a LOESS fit (R's defaults: degree 2, the
+        surface interpolated from a kd-tree). ``"auto"`` picks ``"t"`` when ``y`` has a
+        floating-point dtype and ``"auc"`` otherwise (integers, booleans, strings, objects, pandas categories): pass
         ``method="t"`` for an integer-valued regression target such as counts.
     features : str, int, or list of them, optional
         Features to score (default all).
@@ -100,14 +112,24 @@ def filter_importance(
         every statistic (weighted Mann-Whitney, weighted least squares, LOESS prior weights).
     span : float, default 0.75
         LOESS neighbourhood: the ``floor(span * n)`` nearest rows (``span > 1``: all rows, with
-        the maximum distance stretched by ``span``). Used by ``"loess"`` only.
+        the maximum distance stretched by ``sqrt(span)``, as R's code does). Used by
+        ``"loess"`` only.
+    surface : {"interpolate", "direct"}, default "interpolate"
+        How the LOESS fit is evaluated at the rows, as R's ``loess.control(surface=)``:
+        interpolated between local fits at the ends of kd-tree cells (R's default, which
+        ``caret::filterVarImp(nonpara = TRUE)`` uses), or a local fit at every row.
+    class_pairs : {"holding", "caret"}, default "holding"
+        With more than two classes, the pairs of classes whose AUCs class ``k``'s score is the
+        maximum of: every pair holding class ``k`` (caret's documentation), or, from four
+        classes, the pairs caret's code picks (see the module notes).
 
     Returns
     -------
     FeatureImportance
         ``method="filter_<method>"``, ``importances_mean`` of shape (p, o): ``o = 1`` (output
         ``"y"``) for regression and two classes, else one column per class named by its label.
-        ``info`` holds ``"method"``, ``"task"`` and ``"classes"`` (AUC) or ``"span"`` (LOESS).
+        ``info`` holds ``"method"``, ``"task"`` and ``"classes"`` (AUC) or ``"span"`` and
+        ``"surface"`` (LOESS).
 
     Notes
     -----
@@ -150,13 +172,14 @@ def filter_importance(
     X_sel = dataset.X[:, columns]
     weights = np.ones(n) if dataset.weights is None else dataset.weights
     if method == "auc":
-        values, output_names, info = _auc_importance(X_sel, target, weights)
+        values, output_names, info = _auc_importance(X_sel, target, weights, class_pairs)
     else:
         y_num = _numeric_target(target, method)
         if method == "t":
             values, info = _t_importance(X_sel, y_num, weights)
         else:
-            values, info = _loess_importance(X_sel, y_num, weights, _check_span(span, n), names)
+            values, info = _loess_importance(X_sel, y_num, weights, _check_span(span, n),
+                                             surface, names)
         output_names = ("y",)
     info = FilterDetails(method=method, weighted=dataset.weights is not None, **info)
     return FeatureImportance(
@@ -266,7 +289,7 @@ def _dense_ranks(values: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- AUC
 
 
-def _auc_importance(X: np.ndarray, target: np.ndarray, weights: np.ndarray):
+def _auc_importance(X: np.ndarray, target: np.ndarray, weights: np.ndarray, class_pairs: str):
     """Oriented AUC of every column: (p, 1) for two classes, (p, K) for K > 2."""
     classes, codes = np.unique(target, return_inverse=True)
     codes = codes.reshape(-1)
@@ -300,6 +323,10 @@ def _auc_importance(X: np.ndarray, target: np.ndarray, weights: np.ndarray):
     info = {"task": "classification", "classes": classes}
     if k == 2:
         return oriented, ("y",), info
+    if class_pairs == "caret":  # caret's outStat[, j] <- max(Stat[, CombsN[, j]]): the j-th
+        # pair's two class numbers taken as pair numbers (the pairs holding j for 3 classes)
+        return (np.stack([np.maximum(oriented[:, a], oriented[:, b]) for a, b in pairs[:k]], 1),
+                tuple(str(c) for c in classes), info)
     per_class = np.full((X.shape[1], k), -np.inf)
     for m, (a, b) in enumerate(pairs):
         per_class[:, a] = np.maximum(per_class[:, a], oriented[:, m])
@@ -378,33 +405,99 @@ def _t_kernel(X: Array, y: Array, w: Array, df: Array) -> Array:
 
 
 def _loess_importance(
-    X: np.ndarray, y: np.ndarray, weights: np.ndarray, span: float, names: tuple[str, ...]
+    X: np.ndarray, y: np.ndarray, weights: np.ndarray, span: float, surface: str,
+    names: tuple[str, ...],
 ):
     """LOESS pseudo R^2 of every column, shape (p, 1)."""
     n, p = X.shape
     q = _neighbours(span, n)
     w = weights / weights.mean()
     Xs = _standardize(X, w)
+    ys = _standardize(y[:, None], w)[:, 0]
     constant = np.ptp(X, axis=0) == 0
-    batch = max(1, min(n, _BATCH_ELEMENTS // (p * q)))
-    r2, radius = _loess_kernel(
-        jnp.asarray(Xs, jnp.float32),
-        jnp.asarray(_standardize(y[:, None], w)[:, 0], jnp.float32),
-        jnp.asarray(w, jnp.float32),
-        q=q,
-        stretch=max(1.0, span),
-        batch=batch,
-    )
-    r2, radius = np.asarray(r2, np.float64), np.asarray(radius)
+    if surface == "direct":
+        at = Xs  # a local fit at every row
+    else:  # local fits at the ends of the kd-tree's cells, as many for every column
+        cell_rows = math.floor(n * span * _CELL)
+        ends = [_cell_ends(Xs[:, j], cell_rows) if not constant[j] else np.array([-1.0, 1.0])
+                for j in range(p)]
+        width = max(e.size for e in ends)
+        at = np.stack([np.pad(e, (0, width - e.size), mode="edge") for e in ends], axis=1)
+    value, slope, radius = (np.asarray(a, np.float64) for a in _loess_kernel(
+        jnp.asarray(Xs, jnp.float32), jnp.asarray(ys, jnp.float32), jnp.asarray(w, jnp.float32),
+        jnp.asarray(at, jnp.float32), q=q, stretch=float(np.sqrt(max(1.0, span))),
+        batch=max(1, min(at.shape[0], _BATCH_ELEMENTS // (p * q)))))
+    if surface == "direct":
+        fitted = value.T
+    else:
+        fitted = np.stack([_hermite(Xs[:, j], ends[j], value[j], slope[j]) for j in range(p)], 1)
+    mean = w @ ys / w.sum()
+    r2 = 1.0 - (w @ (ys[:, None] - fitted) ** 2) / (w @ (ys - mean) ** 2)
     # caret scores a feature with fewer than 20% distinct values (nearZeroVar's
     # percentUnique), or one whose LOESS fails, by a straight line's R^2 instead
     present = weights > 0
     distinct = np.array([np.unique(X[present, j]).size for j in range(p)])
-    linear = ~constant & ((100 * distinct < 20 * np.count_nonzero(present)) | (radius <= 0))
+    linear = ~constant & ((100 * distinct < 20 * np.count_nonzero(present))
+                          | (radius.min(axis=1) <= 0))
     r2 = np.where(linear, _line_r2(X, y, weights), r2)
     r2 = np.where(constant, 0.0, np.maximum(r2, 0.0))
-    return r2[:, None], {"task": "regression", "span": span, "degree": 2, "surface": "direct",
+    return r2[:, None], {"task": "regression", "span": span, "degree": 2, "surface": surface,
                          "linear": tuple(np.asarray(names)[linear].tolist())}
+
+
+def _cell_ends(x: np.ndarray, cell_rows: int) -> np.ndarray:
+    """The sorted ends of the cells of R's LOESS kd-tree on one feature ``x`` (n,), the points
+    where the surface is fitted (``loess``'s vertices, built by its Fortran ``ehg126`` and
+    ``ehg124`` for one dimension).
+
+    The feature's range, widened by 0.5% at each end, is one cell; a cell of more than
+    ``cell_rows`` rows is cut at the value of its median row (position ``floor((l + u) / 2)``
+    of its rows ``l..u`` in sorted order, 1-based), moved to the nearest position, alternately
+    above and below, where the next row's value differs, so that ties stay in one child; a cut
+    at one of the cell's ends leaves it whole. Cells are cut in the order they are made, while
+    R's workspace (``max(200, n)`` cells and ends) has room.
+    """
+    xs = np.sort(x)
+    n = xs.size
+    low, high = xs[0], xs[-1]
+    margin = 0.005 * max(high - low, 1e-10 * max(abs(low), abs(high)) + 1e-30)
+    ends = [low - margin, high + margin]
+    room = max(200, n)
+    cells = collections.deque([(0, n - 1, ends[0], ends[1])])  # rows l..u (0-based), ends
+    n_cells = 1
+    while cells:
+        l, u, left, right = cells.popleft()
+        if u - l + 1 <= cell_rows or right <= left or room < n_cells + 2 or room < len(ends) + 1:
+            continue
+        m = (l + u + 2) // 2 - 1
+        offset = 0
+        while l <= m + offset < u:
+            if xs[m + offset] != xs[m + offset + 1]:
+                m += offset
+                break
+            offset = -offset
+            if offset >= 0:
+                offset += 1
+        cut = xs[m]
+        if cut == left or cut == right:
+            continue
+        ends.append(cut)
+        n_cells += 2
+        cells.extend([(l, m, left, cut), (m + 1, u, cut, right)])
+    return np.sort(np.asarray(ends))
+
+
+def _hermite(x: np.ndarray, ends: np.ndarray, value: np.ndarray, slope: np.ndarray):
+    """At each of ``x`` (n,), the cubic Hermite interpolant of the ``value`` and ``slope`` given
+    at the sorted cell ``ends`` (m,) (padded entries beyond them are ignored) over the cell
+    holding it (a value on an end belongs to the cell below, as in R's ``ehg128``)."""
+    m = ends.size
+    cell = np.clip(np.searchsorted(ends, x, side="left") - 1, 0, m - 2)
+    left, right = ends[cell], ends[cell + 1]
+    width = right - left
+    h = (x - left) / width
+    return ((1 - h) ** 2 * (1 + 2 * h) * value[cell] + h ** 2 * (3 - 2 * h) * value[cell + 1]
+            + (h * (1 - h) ** 2 * slope[cell] - h ** 2 * (1 - h) * slope[cell + 1]) * width)
 
 
 def _line_r2(X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -440,9 +533,10 @@ def _window(x0: Array, xs: Array, q: int) -> tuple[Array, Array]:
 
 def _loess_point(
     x0: Array, xs: Array, ys: Array, ws: Array, q: int, stretch: float
-) -> tuple[Array, Array]:
+) -> tuple[Array, Array, Array]:
     """Local quadratic fit at the scalar ``x0`` on its ``q`` nearest rows of the rows sorted by
-    ``xs`` (``xs``, ``ys``, ``ws`` (n,)): two scalars, the fitted value and the radius.
+    ``xs`` (``xs``, ``ys``, ``ws`` (n,)): three scalars, the fitted value, its slope and the
+    radius.
 
     Every row of positive tricube weight (distance < radius) lies in the window.
     """
@@ -456,29 +550,26 @@ def _loess_point(
     root = jnp.sqrt(tricube * near[2])
     design = root[:, None] * jnp.stack([jnp.ones_like(u), u, u * u], axis=1)
     beta = jnp.linalg.lstsq(design, root * near[1], rcond=_RCOND)[0]
-    return beta[0], radius  # u = 0 at x0: the fitted value is the intercept
+    return beta[0], beta[1] / safe, radius  # at x0, u = 0
 
 
 def _loess_one(
-    x: Array, y: Array, w: Array, q: int, stretch: float, batch: int
-) -> tuple[Array, Array]:
-    """Pseudo R^2 (unclipped) of the LOESS fit of ``y`` on ``x`` (both (n,), case weights
-    ``w`` (n,)) and the smallest neighbourhood radius: two scalars. The rows are sorted by
-    ``x`` once; R^2 does not depend on their order."""
+    x: Array, y: Array, w: Array, at: Array, q: int, stretch: float, batch: int
+) -> tuple[Array, Array, Array]:
+    """The LOESS fit of ``y`` on ``x`` (both (n,), case weights ``w`` (n,)) at the points
+    ``at`` (m,): fitted values, slopes and radii, (m,) each. The rows are sorted by ``x``
+    once."""
     order = jnp.argsort(x)
-    xs, ys, ws = x[order], y[order], w[order]
-    point = functools.partial(_loess_point, xs=xs, ys=ys, ws=ws, q=q, stretch=stretch)
-    fitted, radius = jax.lax.map(point, xs, batch_size=batch)
-    mean = jnp.sum(ws * ys) / jnp.sum(ws)
-    rss = jnp.sum(ws * (ys - fitted) ** 2)
-    tss = jnp.sum(ws * (ys - mean) ** 2)
-    return 1.0 - rss / tss, jnp.min(radius)
+    point = functools.partial(_loess_point, xs=x[order], ys=y[order], ws=w[order], q=q,
+                              stretch=stretch)
+    return jax.lax.map(point, at, batch_size=batch)
 
 
 @functools.partial(jax.jit, static_argnames=("q", "stretch", "batch"))
 def _loess_kernel(
-    X: Array, y: Array, w: Array, *, q: int, stretch: float, batch: int
-) -> tuple[Array, Array]:
-    """Pseudo R^2 and smallest radius of every column of ``X`` (n, p): two (p,) arrays."""
+    X: Array, y: Array, w: Array, at: Array, *, q: int, stretch: float, batch: int
+) -> tuple[Array, Array, Array]:
+    """The LOESS fits of ``y`` on every column of ``X`` (n, p) at that column's points of
+    ``at`` (m, p): values, slopes and radii, (p, m) each."""
     one = functools.partial(_loess_one, q=q, stretch=stretch, batch=batch)
-    return jax.vmap(one, in_axes=(1, None, None))(X, y, w)
+    return jax.vmap(one, in_axes=(1, None, None, 1))(X, y, w, at)

@@ -215,7 +215,8 @@ class FilterDetails(Details):
         Residual degrees of freedom of the slope's t (``"t"``).
     span, degree, surface : float, int, str or None
         The LOESS settings (``"loess"``): span, local polynomial degree, and how the surface is
-        evaluated (``"direct"``: a local fit at every row).
+        evaluated (``"interpolate"``: from local fits at the kd-tree's cell ends, R's default;
+        ``"direct"``: a local fit at every row).
     linear : tuple of str or None
         The features ``"loess"`` scored by a straight-line fit's R^2 instead, as caret does:
         fewer than 20% distinct values, or a LOESS neighbourhood of zero width.
