@@ -133,6 +133,29 @@ def test_neuralnettools_example_olden():
     assert list(frame.columns) == ["feature", "output", "importance"]
 
 
+def test_weights_given_in_float64_are_scored_in_float64():
+    """R's NeuralNetTools computes in double precision: a float64 weight vector (or float64
+    matrices) is scored in float64, whatever the process's float mode (float32 rounding put
+    Olden's values 7e-6 off, relatively)."""
+    rng = np.random.default_rng(11)
+    struct = (5, 7, 6, 3)
+    sizes = [(a + 1) * b for a, b in zip(struct[:-1], struct[1:])]
+    vector = rng.normal(scale=3.0, size=sum(sizes))
+    layers = from_neuralnettools(vector, struct)
+    ws = [w for w, _ in layers]
+    net = NeuralNetToolsWeights(vector, struct)
+    np.testing.assert_allclose(olden_importance(net).importances_mean, ws[0] @ ws[1] @ ws[2],
+                               rtol=1e-12, atol=1e-12)
+    one_hidden = [ws[0], rng.normal(size=(7, 2))]
+    garson = garson_importance(one_hidden).importances_mean
+    for k in range(2):
+        np.testing.assert_allclose(garson[:, k], ref_garson_one_hidden(*one_hidden[:1],
+                                                                       one_hidden[1][:, k]),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(gedeon_importance(one_hidden).importances_mean,
+                               ref_gedeon_shares(*one_hidden), rtol=1e-12)
+
+
 def test_from_neuralnettools_layout_node_by_node():
     # struct 3-2-2: hidden 1: b, x1, x2, x3; hidden 2: ...; out 1: b, h1, h2; out 2: ...
     struct = (3, 2, 2)

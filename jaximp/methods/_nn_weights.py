@@ -48,9 +48,22 @@ __all__ = [
     "olden_importance",
 ]
 
-_garson_jit = jax.jit(_garson_kernel)
-_olden_jit = jax.jit(_olden_kernel)
-_gedeon_shares_jit = jax.jit(_gedeon_shares_kernel)
+def _in_float64(kernel):
+    """``kernel`` jitted and run in float64 on the weights (whatever the process's mode): the
+    products are small, and R's NeuralNetTools computes in double precision (float32 put
+    Olden's values 7e-6 off, relatively, on random networks)."""
+    jitted = jax.jit(kernel)
+
+    def run(weights):
+        with jax.enable_x64(True):
+            return np.asarray(jitted(tuple(jnp.asarray(w, jnp.float64) for w in weights)))
+
+    return run
+
+
+_garson_float64 = _in_float64(_garson_kernel)
+_olden_float64 = _in_float64(_olden_kernel)
+_gedeon_shares_float64 = _in_float64(_gedeon_shares_kernel)
 
 _MODEL_KINDS = (
     "a Flax nnx Module, a (linen module, variables) tuple, a linen params dict, an Equinox "
@@ -390,12 +403,13 @@ def _from_linen(variables: Mapping) -> list[Layer]:
 
 
 def _validated(raw: list[tuple[Any, Any, str]], subject: str, hint: str) -> list[Layer]:
-    """Check 2-D matrices, matching biases, chaining shapes and finite values."""
+    """Check 2-D matrices, matching biases, chaining shapes and finite values; the layers as
+    NumPy arrays in their own floating dtype (a float64 source keeps its precision)."""
     layers: list[Layer] = []
     for index, (w, b, name) in enumerate(raw):
-        w = jnp.asarray(w)
-        if not jnp.issubdtype(w.dtype, jnp.floating):
-            w = w.astype(jnp.result_type(float))
+        w = np.asarray(w)
+        if not np.issubdtype(w.dtype, np.floating):
+            w = w.astype(np.float64)
         label = f"layer {index}" if name == f"layer {index}" else f"layer {index} ({name})"
         if w.ndim != 2:
             raise ValueError(
@@ -407,7 +421,7 @@ def _validated(raw: list[tuple[Any, Any, str]], subject: str, hint: str) -> list
             if w.shape[0] != previous:
                 listing = ""
                 if subject != "weights":
-                    shapes = ", ".join(f"{n}: {tuple(jnp.shape(m))}" for m, _, n in raw)
+                    shapes = ", ".join(f"{n}: {tuple(np.shape(m))}" for m, _, n in raw)
                     listing = f" Found, in order: {shapes}."
                 requirement = (
                     "must be a list of 2-D matrices whose shapes chain"
@@ -419,14 +433,14 @@ def _validated(raw: list[tuple[Any, Any, str]], subject: str, hint: str) -> list
                     f"{tuple(w.shape)} but layer {index - 1} outputs {previous} units.{listing} "
                     f"{hint[0].upper()}{hint[1:]}"
                 )
-        if not bool(jnp.all(jnp.isfinite(w))):
-            bad = int(jnp.sum(~jnp.isfinite(w)))
+        if not np.all(np.isfinite(w)):
+            bad = int(np.sum(~np.isfinite(w)))
             raise ValueError(
                 f"{subject} must be finite; {label} has {bad} NaN or infinite "
                 f"entr{'y' if bad == 1 else 'ies'}."
             )
         if b is not None:
-            b = jnp.asarray(b)
+            b = np.asarray(b)
             if b.shape != (w.shape[1],):
                 raise ValueError(
                     f"the bias of {label} must have shape ({w.shape[1]},) to match its weight "
@@ -650,7 +664,7 @@ def garson_importance(
     weights, sizes, features, outputs = _prepare(
         model, feature_names, output_names, "garson", 2
     )
-    values = _garson_jit(weights)
+    values = _garson_float64(weights)
     return _result("garson", values, features, outputs, groups, {"layer_sizes": sizes})
 
 
@@ -696,7 +710,7 @@ def olden_importance(
     1      X1      y     -0.9287
     """
     weights, sizes, features, outputs = _prepare(model, feature_names, output_names, "olden", 1)
-    values = _olden_jit(weights)
+    values = _olden_float64(weights)
     return _result("olden", values, features, outputs, groups, {"layer_sizes": sizes})
 
 
@@ -753,11 +767,11 @@ def gedeon_importance(
     weights, sizes, features, outputs = _prepare(
         model, feature_names, output_names, "gedeon", 2
     )
-    shares = _gedeon_shares_jit(weights[:2])
+    shares = _gedeon_shares_float64(weights[:2])
     if len(weights) == 2:
         values, units = shares, "outputs"
     else:
-        combine = jnp.mean if reduce == "mean" else jnp.sum
+        combine = np.mean if reduce == "mean" else np.sum
         values, units, outputs = combine(shares, axis=1)[:, None], "second hidden layer", ("all",)
     info = {"layer_sizes": sizes, "units": units, "reduce": reduce}
     return _result("gedeon", values, features, outputs, groups, info)
