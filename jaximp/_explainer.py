@@ -295,8 +295,14 @@ class Explainer:
 
     def permutation_importance(self, **options):
         """:func:`jaximp.permutation_importance` of this model, data and targets."""
+        # a scorer callable scorer(estimator, X, y) calls the model itself, which the wrapped
+        # one hides (a scikit-learn forest read into arrays)
+        scoring = options.get("scoring")
+        scorers = (scoring.values() if isinstance(scoring, dict) else
+                   scoring if isinstance(scoring, (list, tuple)) else [scoring])
+        model = self.model if any(callable(scorer) for scorer in scorers) else None
         return self._call(permutation_importance, self._targets("permutation_importance"),
-                          **options)
+                          model=model, **options)
 
     def conditional_importance(self, **options):
         """:func:`jaximp.conditional_importance` of this model, data and targets."""

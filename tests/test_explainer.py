@@ -625,9 +625,9 @@ def test_new_rows_take_the_explainers_groups_names_and_labels():
 
 
 def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():
-    """PD's recursion and the conditional strata sampler read the estimator's trees, which
-    the Explainer's wrapped model hid (auto fell back to brute, recursion and strata='splits'
-    failed); a weighted Explainer refuses the CPI test as the function refuses sample_weight."""
+    """PD's recursion and the conditional strata sampler read the estimator's trees, and a
+    scorer callable calls the estimator, which the Explainer's wrapped model hid (auto fell
+    back to brute, recursion, strata='splits' and scorers failed); a weighted Explainer refuses the CPI test as the function refuses sample_weight."""
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
     rng = np.random.default_rng(0)
@@ -640,6 +640,17 @@ def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():
         np.testing.assert_array_equal(
             ex.partial_dependence(0, grid_resolution=5, method=method).average,
             jaximp.partial_dependence(forest, X, 0, grid_resolution=5, method=method).average)
+    # a scorer callable calls the estimator, not the trees read into arrays
+    from sklearn.metrics import make_scorer, mean_squared_error
+
+    scorer = make_scorer(mean_squared_error, greater_is_better=False)
+    y_forest = forest.predict(X) + 0.1 * rng.normal(size=60)
+    for scoring in (scorer, {"mse": scorer}):
+        got = jaximp.Explainer(forest, X, y_forest).permutation_importance(scoring=scoring)
+        expected = jaximp.permutation_importance(forest, X, y_forest, scoring=scoring)
+        for a, b in zip(got.values() if isinstance(got, dict) else [got],
+                        expected.values() if isinstance(expected, dict) else [expected]):
+            np.testing.assert_array_equal(a.importances, b.importances)
     boosted = GradientBoostingRegressor(n_estimators=20, max_depth=2).fit(X_train, y_train)
     y = boosted.predict(X) + 0.1 * rng.normal(size=60)
     ex = jaximp.Explainer(boosted, X, y)

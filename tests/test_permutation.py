@@ -413,7 +413,7 @@ def test_sample_weight_enters_the_loss(linear_data, ols):
 
 def test_max_samples_subsamples_rows_once(linear_data, ols):
     X, y = linear_data
-    for value, m in ((200, 200), (0.25, 250)):
+    for value, m in ((200, 200), (0.25, 250), (0.2507, 250)):  # floored, as scikit-learn
         result = permutation_importance(ols[0], X, y, n_repeats=2, max_samples=value)
         rows = result.info["sample_rows"]
         assert result.info["n_samples"] == m and rows.shape == (m,)
@@ -433,8 +433,10 @@ def test_multi_output_regression(linear_data, ols):
                                   np.c_[y, 2 * y], n_repeats=3)
     assert both.output_names == ("y0", "y1")
     single = permutation_importance(f, X, y, n_repeats=3)
+    # float32 predictions, summed in other blocks: differences of losses of about 10 agree
+    # to float32 rounding of the losses
     np.testing.assert_allclose(both.importances[:, 0], single.importances[:, 0], rtol=1e-5,
-                               atol=1e-6)
+                               atol=1e-5)
     np.testing.assert_allclose(both.importances[:, 1], 4 * single.importances[:, 0], rtol=1e-4,
                                atol=1e-5)
     second = permutation_importance(lambda Z: jnp.stack([f(Z), 2 * f(Z)], axis=1), X, 2 * y,
@@ -464,6 +466,8 @@ def test_validation_messages(linear_data, ols, classification_data):
                            "'nll'."),
         (dict(max_samples=0), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
                               "got 0."),
+        (dict(max_samples=0.0005), "max_samples=0.0005 of 1000 rows is floor(0.0005 * 1000) = 0 "
+                                   "rows; use a fraction of at least 0.001 or an int count."),
         (dict(max_samples=1.5), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
                                 "got 1.5."),
         (dict(loss="r2", greater_is_better=True),
@@ -653,6 +657,25 @@ def test_classifiers_default_to_accuracy_and_mixed_frames_with_missing_values_wo
     assert default.info["loss"] == "accuracy"
     np.testing.assert_array_equal(default.importances, accuracy.importances)
     assert default.importances_mean[1, 0] > default.importances_mean[0, 0]
+
+    # a classifier without predict_proba: its predicted labels (numbers, here not 0..k-1)
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(150, 3))
+    score = 2 * Z[:, 0] + Z[:, 1] + 0.3 * rng.normal(size=150)
+    labels = np.array([-1, 1, 5])[np.digitize(score, np.quantile(score, [1 / 3, 2 / 3]))]
+    svc = LinearSVC().fit(Z, labels)
+    default = permutation_importance(svc, Z, labels, n_repeats=4, random_state=0)
+    assert default.info["loss"] == "accuracy"
+    np.testing.assert_array_equal(
+        default.importances,
+        permutation_importance(svc, Z, labels, n_repeats=4, random_state=0,
+                               loss="accuracy").importances)
+    rows = Z[rng.permutation(150)]  # accuracy drop of one permutation of x0, by hand
+    moved = np.column_stack([rows[:, 0], Z[:, 1:]])
+    by_hand = np.mean(svc.predict(Z) == labels) - np.mean(svc.predict(moved) == labels)
+    assert 0.2 < by_hand and abs(default.importances_mean[0, 0] - by_hand) < 0.2
 
     frame = pd.DataFrame({"col1": [1.0, 2.0, 3.0, np.nan], "col2": ["a", "b", "a", "b"]})
     encode = ColumnTransformer([("num", make_pipeline(SimpleImputer(), StandardScaler()),

@@ -21,7 +21,7 @@ from jaximp.kernels import _losses
 
 from ..data import select_outputs
 from ..engine import ROW_LOSSES, Itemwise, LossSums
-from ..models import Predictor
+from ..models import Predictor, predicts_class_labels
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
@@ -66,9 +66,10 @@ def canonical_loss(loss):
 def default_loss(predictor: Predictor, y) -> str:
     """The loss when none is given: ``"accuracy"`` for a classifier (the score scikit-learn's
     ``permutation_importance`` uses by default): a scikit-learn classifier's per-class
-    outputs, or a model with ``k >= 2`` outputs (probabilities or logits) scored against one
-    column of labels (text, or integers ``0 .. k-1``); else ``"mse"``."""
-    return "accuracy" if class_labels(predictor, y) else "mse"
+    outputs or predicted labels, or a model with ``k >= 2`` outputs (probabilities or logits)
+    scored against one column of labels (text, or integers ``0 .. k-1``); else ``"mse"``."""
+    return ("accuracy" if class_labels(predictor, y) or predicts_class_labels(predictor)
+            else "mse")
 
 
 def class_labels(predictor: Predictor, y) -> bool:

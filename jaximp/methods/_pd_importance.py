@@ -110,7 +110,9 @@ def pd_importance(
     measure : {"auto", "sd", "mad", "range4"}, default "auto"
         Flatness measure. ``"auto"``: ``"sd"`` for continuous and ``"range4"`` for categorical and
         one-hot features (Greenwell et al.'s rule). ``"mad"``: median absolute deviation (scaled by
-        1.4826 to estimate a standard deviation), robust to a few extreme PD values.
+        1.4826 to estimate a standard deviation), robust to a few extreme PD values. R's vip
+        takes the range only for factors: a character column (R >= 4.0 keeps strings as such)
+        gets the sd there, which ``measure="sd"`` reproduces for a text feature.
     average : {"mean", "median", "trimmed"}, default "mean"
         How ICE curves are averaged into the PD (weighted by ``sample_weight``); the ICE variant
         averages the per-row flatness the same way. ``"median"`` and ``"trimmed"`` are the seed

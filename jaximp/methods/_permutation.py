@@ -73,7 +73,11 @@ def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
                 f"max_samples must be an int in [1, {n}] or a float in (0, 1]; got "
                 f"{max_samples!r}."
             )
-        m = max(1, int(round(max_samples * n)))
+        m = int(max_samples * n)  # floored, as scikit-learn does
+        if m == 0:
+            raise ValueError(
+                f"max_samples={max_samples!r} of {n} rows is floor({max_samples!r} * {n}) = 0 "
+                f"rows; use a fraction of at least {1 / n:.3g} or an int count.")
     else:
         if not 1 <= max_samples <= n:
             raise ValueError(
@@ -155,7 +159,8 @@ def permutation_importance(
     n_repeats : int, default 5
         Permutations per feature.
     max_samples : int or float, optional
-        Rows to use: an int count or a fraction of ``n``. One row subset, drawn without
+        Rows to use: an int count or a fraction of ``n`` (``floor(max_samples * n)`` rows,
+        as scikit-learn takes). One row subset, drawn without
         replacement from ``random_state``, serves the baseline and every permutation (unlike
         scikit-learn, whose baseline uses all rows).
     n_bootstrap : int, default 0

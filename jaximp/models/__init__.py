@@ -13,7 +13,8 @@ from ._mlp import (
     init_mlp_params,
     train_mlp_params,
 )
-from ._model import as_2d_output, as_predictor, combine_outputs, gradient_predictor
+from ._model import (as_2d_output, as_predictor, combine_outputs, gradient_predictor,
+                     predicts_class_labels)
 from ._predictor import Predictor, stable_apply
 from ._trees import (
     read_boosted,
@@ -38,6 +39,7 @@ __all__ = [
     "fit_mlp_options",
     "gradient_predictor",
     "init_mlp_params",
+    "predicts_class_labels",
     "probe_rows",
     "read_boosted",
     "read_trees",

@@ -16,7 +16,8 @@ from ._predictor import Predictor, compute_dtype, stable_apply
 from ._dlpack import DLPackModel
 from ._torch import TorchModel, is_torch_module
 
-__all__ = ["as_2d_output", "as_predictor", "combine_outputs", "gradient_predictor"]
+__all__ = ["as_2d_output", "as_predictor", "combine_outputs", "gradient_predictor",
+           "predicts_class_labels"]
 
 
 def _is_array(leaf) -> bool:
@@ -444,6 +445,14 @@ def _is_sklearn_classifier(model) -> bool:
         return bool(is_classifier(model))
     except Exception:  # noqa: BLE001 - an object scikit-learn cannot inspect is no classifier
         return False
+
+
+def predicts_class_labels(predictor: Predictor) -> bool:
+    """Whether the model's one output is a scikit-learn classifier's ``predict``: class labels
+    that are numbers (others are read as one 0/1 column per class)."""
+    fn = predictor.host_fn
+    return (predictor.n_outputs == 1 and getattr(fn, "__name__", None) == "predict"
+            and _is_sklearn_classifier(getattr(fn, "__self__", None)))
 
 
 def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
