@@ -338,6 +338,18 @@ def test_bad_inputs_name_the_fix(data):
         as_predictor(named, sample=frame.rename(columns={"d": "e"}))
     with pytest.raises(ValueError, match="another order"):
         as_predictor(named, sample=frame[list("abdc")])
+    # the predictor called on a frame, and TreeSHAP of a model storing its names elsewhere
+    # (a Booster, CatBoost): a frame in another order is refused, not read by position
+    shuffled = frame[list("dcba")]
+    booster = xgb.train({"max_depth": 2}, xgb.DMatrix(frame, y), num_boost_round=3)
+    catboost = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0).fit(frame, y)
+    for model in (named, booster, catboost):
+        with pytest.raises(ValueError, match="another order"):
+            jaximp.tree_predictor(model)(shuffled)
+        with pytest.raises(ValueError, match="another order|columns .* in order"):
+            jaximp.tree_shap(model, shuffled)
+    np.testing.assert_allclose(np.asarray(jaximp.tree_predictor(catboost)(frame))[:, 0],
+                               catboost.predict(frame), rtol=1e-5, atol=1e-6)
     linear = lgb.LGBMRegressor(n_jobs=1, n_estimators=3, linear_tree=True, verbose=-1).fit(X, y)
     with pytest.raises(TypeError, match="linear trees.*trees='host'"):
         jaximp.permutation_importance(linear, X, y, n_repeats=1)

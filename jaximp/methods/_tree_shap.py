@@ -47,6 +47,7 @@ from ..data import Flag, as_dataset, as_rows, select_outputs, validate_params
 from ..engine import ProgressMeter, resolve_budget
 from ..models import (
     boosting_library,
+    check_columns,
     read_boosted,
     stored_names,
     training_codes,
@@ -191,7 +192,9 @@ def _rows(model, X, feature_names, n_features: int, what: str):
             names = fitted
     rows = dataset.X
     if isinstance(X, pd.DataFrame) and boosting_library(model) is not None:
-        rows = training_codes(read_boosted(model), X, rows)  # categories by level
+        boosted = read_boosted(model)
+        check_columns(boosted, n_features, X)  # names a Booster or CatBoost model stores
+        rows = training_codes(boosted, X, rows)  # categories by level
     return rows, names
 
 

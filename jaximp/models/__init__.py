@@ -2,7 +2,7 @@
 (JAX and Flax/Equinox models, host models such as scikit-learn's, fitted trees read into
 node arrays) and the MLP. Imports only the data layer and :mod:`jaximp.kernels`."""
 
-from ._boosting import boosting_library, stored_names, training_codes
+from ._boosting import boosting_library, check_columns, stored_names, training_codes
 from ._dlpack import DLPackModel
 from ._host import HostData, call_host, probe_rows
 from ._mlp import (
@@ -34,6 +34,7 @@ __all__ = [
     "as_predictor",
     "boosting_library",
     "call_host",
+    "check_columns",
     "combine_outputs",
     "fit_mlp",
     "fit_mlp_options",

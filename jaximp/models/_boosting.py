@@ -19,7 +19,8 @@ import pandas as pd
 
 from ._predictor import x64_enabled
 
-__all__ = ["BoostedModel", "below_float32", "boosting_library", "host_prediction", "level_keys",
+__all__ = ["BoostedModel", "below_float32", "boosting_library", "check_columns", "host_prediction",
+           "level_keys",
            "pack_boosted", "refuse", "round_down_float32", "stored_names", "training_codes"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`

@@ -460,8 +460,16 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
             boosted.classes) else None,
         handles_missing=True,
         piecewise_constant=True,
-        recode=functools.partial(training_codes, boosted) if boosted.categories else None,
+        recode=functools.partial(_frame_codes, boosted),
     )
+
+
+def _frame_codes(boosted: BoostedModel, frame, X: np.ndarray) -> np.ndarray:
+    """A boosted model's ``recode``: a DataFrame's columns checked against the fitted ones
+    (by name where the model stores them; XGBoost refuses another order and CatBoost reads by
+    name, so positions would be wrong either way), its category codes by level."""
+    check_columns(boosted, None, frame)
+    return training_codes(boosted, frame, X) if boosted.categories else X
 
 
 def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
