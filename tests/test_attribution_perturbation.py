@@ -126,7 +126,7 @@ def test_a_host_model_and_a_classifier_with_a_class_per_row():
 
 def test_ablation_attributions_equal_a_float64_reference():
     for baselines, baseline in [(None, np.zeros(4)), (0.5, np.full(4, 0.5)),
-                                ("mean", X.mean(axis=0)), (X[3], X[3]),
+                                ("mean", X.mean(axis=0)), (X[3], X[3]), (X[3:4], X[3]),
                                 (X[::-1], X[::-1])]:  # (n, c): a baseline per row
         result = jaximp.ablation_attributions(mlp, X, baselines=baselines)
         reference = ablation_reference(mlp_np, X, [[j] for j in range(4)], baseline)

@@ -234,7 +234,7 @@ def test_refuses_host_models_categorical_and_integer_inputs():
     from sklearn.linear_model import LinearRegression
 
     fitted = LinearRegression().fit(X, X[:, 0])
-    with pytest.raises(TypeError, match="no gradient.*shapley_values"):
+    with pytest.raises(TypeError, match="outside JAX.*shapley_values"):
         jaximp.integrated_gradients(fitted, X)
     frame = pd.DataFrame({"a": X[:, 0], "b": pd.Categorical(np.arange(64) % 3)})
     with pytest.raises(TypeError, match="categorical features.*permutation_importance"):
@@ -295,6 +295,11 @@ def test_against_captum_integrated_gradients_saliency_and_input_x_gradient():
         assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     # a baseline per row (captum's baselines of the inputs' shape)
     paired = RNG.normal(size=X.shape)
+    with pytest.warns(UserWarning, match="captum pairs row i with baseline i"):
+        averaged = jaximp.integrated_gradients(mlp, X, baselines=paired)  # every row, each
+    np.testing.assert_array_equal(  # baseline: the same as saying so, which does not warn
+        jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=False).values,
+        averaged.values)
     ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
                                        output=0)
     theirs = IntegratedGradients(net).attribute(
@@ -447,6 +452,11 @@ def test_against_captum_with_a_target_per_row():
                                                 n_steps=50).detach().numpy()
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
     paired = RNG.normal(size=X.shape)
+    with pytest.warns(UserWarning, match="captum pairs row i with baseline i"):
+        averaged = jaximp.integrated_gradients(mlp, X, baselines=paired)  # every row, each
+    np.testing.assert_array_equal(  # baseline: the same as saying so, which does not warn
+        jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=False).values,
+        averaged.values)
     ours = jaximp.integrated_gradients(mlp, X, baselines=paired, paired_baselines=True,
                                        output=PREDICTED, method="riemann_middle", n_steps=20)
     theirs = IntegratedGradients(net).attribute(
@@ -460,6 +470,9 @@ def test_against_captum_with_a_target_per_row():
     ours = jaximp.input_x_gradient(mlp, X, output=PREDICTED)
     theirs = InputXGradient(net).attribute(inputs, target=target).detach().numpy()
     assert max_relative(ours.values[:, :, 0], theirs) < 1e-5
+    # captum's target as a torch tensor is read as the same per-row outputs
+    np.testing.assert_array_equal(jaximp.input_x_gradient(mlp, X, output=target).values,
+                                  ours.values)
 
 
 def test_a_bad_per_row_output_is_refused_with_the_fix():
@@ -474,6 +487,9 @@ def test_a_bad_per_row_output_is_refused_with_the_fix():
         for method in (jaximp.integrated_gradients, jaximp.saliency):
             with pytest.raises(error, match=message):
                 method(mlp, X, output=bad)
+    # a list names outputs: one named twice is refused (captum's target list is per row)
+    with pytest.raises(ValueError, match=r"more than once.*integer array of shape \(n,\)"):
+        jaximp.saliency(mlp, X, output=[0, 1, 0])
     # methods without per-row outputs say which ones take them
     with pytest.raises(TypeError, match="taken by the per-row attributions only"):
         jaximp.dgsm(mlp, X, output=PREDICTED)

@@ -67,7 +67,8 @@ def select_outputs(
     """Indices of the outputs a user asked for (``None``: all of them)."""
     if output is None:
         return list(range(len(output_names)))
-    if isinstance(output, (np.ndarray, jax.Array)) or type(output).__name__ == "Series":
+    if isinstance(output, (np.ndarray, jax.Array)) or type(output).__name__ == "Series" or \
+            hasattr(output, "__dlpack__"):
         raise TypeError(
             "output as an array (one output index per row, captum's target tensor) is taken "
             "by the per-row attributions only (integrated_gradients, expected_gradients, "
@@ -75,6 +76,11 @@ def select_outputs(
             f"ablation_attributions); here pass an output index or name, or a list of them "
             f"(outputs {list(output_names)[:5]}).")
     wanted = [output] if isinstance(output, (int, str, np.integer)) else list(output)
+    if len(set(map(str, wanted))) < len(wanted):
+        raise ValueError(
+            f"output lists some outputs more than once ({list(wanted)[:8]}); name each output "
+            "once. For one output per row (captum's target list), pass an integer array of "
+            "shape (n,) to a per-row attribution.")
     indices = []
     for item in wanted:
         if isinstance(item, str):

@@ -300,7 +300,8 @@ class Output(_Rule):
     def accepts(self, value) -> bool:
         if isinstance(value, (list, tuple)):
             return len(value) > 0 and all(self._one(item) for item in value)
-        if isinstance(value, (np.ndarray, jax.Array)) or type(value).__name__ == "Series":
+        if isinstance(value, (np.ndarray, jax.Array)) or type(value).__name__ == "Series" \
+                or hasattr(value, "__dlpack__"):  # a torch tensor, as captum's target
             return True  # one output index per row: checked by the methods that take it
         return self._one(value)
 

@@ -387,7 +387,8 @@ def _setup(model, X, *, sample_weight, n_bootstrap, random_state, derivative, ou
     if derivative and (predictor.host or predictor.piecewise_constant):
         why = ("is a tree model, piecewise constant: its derivative is 0 almost everywhere"
                if predictor.piecewise_constant else
-               "runs on the host (NumPy / scikit-learn) and has no gradient")
+               "runs outside JAX (NumPy, scikit-learn, or torch through DLPack), where jax.grad "
+               "cannot reach")
         raise ValueError(
             f"derivative=True differentiates the model with jax.grad, but {predictor.name} "
             f"{why}; use derivative=False (finite differences between bin edges)."

@@ -46,6 +46,8 @@ def row_outputs(output, output_names, n_rows: int) -> np.ndarray | None:
     output ``output[i]`` alone, e.g. each row's predicted class."""
     if isinstance(output, pd.Series):
         output = output.to_numpy()
+    elif hasattr(output, "__dlpack__") and not isinstance(output, jax.Array):
+        output = np.asarray(output.cpu() if hasattr(output, "cpu") else output)  # a tensor
     if not isinstance(output, (np.ndarray, jax.Array)):
         return None
     o = len(output_names)

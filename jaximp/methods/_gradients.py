@@ -23,6 +23,7 @@ row costs one pullback per step whatever the number of outputs.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -92,7 +93,8 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
     if predictor.host:
         raise TypeError(
             f"{method_name} differentiates the model with jax.grad, but {predictor.name} runs "
-            "on the host (NumPy / scikit-learn) and has no gradient. Use a JAX model (a jitted "
+            "outside JAX (NumPy, scikit-learn, or torch through DLPack), where jax.grad cannot "
+            "reach. Use a JAX model (a jitted "
             "function, Flax, Equinox or jaximp.MLP), or a model-agnostic method: "
             "jaximp.shapley_values for per-row attributions, jaximp.permutation_importance "
             "for a global importance."
@@ -464,11 +466,11 @@ def _local_apply(predictor, out_idx, kind, per_row):
 # ---------------------------------------------------------------------------------------------
 
 
-@validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag(),
+@validate_params(n_steps=Int(1), method=Choice(*METHODS), paired_baselines=Flag(none=True),
                  multiply_by_inputs=Flag())
 def integrated_gradients(
     model, X, *, baselines=None, n_steps: int = 50, method: str = "gausslegendre",
-    paired_baselines: bool = False, multiply_by_inputs: bool = True, output=None,
+    paired_baselines: bool | None = None, multiply_by_inputs: bool = True, output=None,
     feature_names=None, groups=None,
     sample_weight=None, variables=None,
     memory_budget: int | None = None, progress: bool | None = None,
@@ -486,9 +488,11 @@ def integrated_gradients(
         ``"median"``: of X's columns, weighted by ``sample_weight``. Several baselines
         (b, c): each row's attributions are averaged over them (and ``f(baseline)`` is their
         mean prediction).
-    paired_baselines : bool, default False
-        Baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for a
-        baseline tensor of the inputs' shape), instead of every row against every baseline.
+    paired_baselines : bool, optional
+        True: baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for
+        a baseline tensor of the inputs' shape). False (the default): every row against every
+        baseline; left unset with exactly one baseline per row of X, it warns that captum
+        pairs them.
     multiply_by_inputs : bool, default True
         False: the integrated gradient ``int_0^1 df/dx_j(b + alpha (x - b)) d alpha`` alone,
         without the factor ``x_j - b_j`` (captum's ``multiply_by_inputs=False``, its "local"
@@ -539,6 +543,12 @@ def integrated_gradients(
     n, c = dataset.n_rows, dataset.n_columns
     o, by_row = _n_out(out_idx, per_row is not None), per_row is not None
     dtype = np.dtype(predictor.dtype)
+    if paired_baselines is None and base.shape[0] == n > 1:
+        warnings.warn(
+            f"baselines has one row per row of X ({n}); each row is integrated against all "
+            f"{n} of them, averaged, where captum pairs row i with baseline i. Pass "
+            "paired_baselines=True for captum's pairing, or False for this average (and no "
+            "warning).", UserWarning, stacklevel=3)
     if paired_baselines:
         if base.shape[0] != n:
             raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "

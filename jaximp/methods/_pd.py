@@ -628,7 +628,8 @@ def _derivative_predictor(dataset, predictor, chosen):
     if predictor.host or predictor.piecewise_constant:
         why = ("is a tree model, piecewise constant: its derivative is 0 almost everywhere"
                if predictor.piecewise_constant else
-               "runs on the host (NumPy / scikit-learn) and has no gradient")
+               "runs outside JAX (NumPy, scikit-learn, or torch through DLPack), where jax.grad "
+               "cannot reach")
         raise ValueError(f"derivative=True differentiates the model with jax.jvp, but "
                          f"{predictor.name} {why}; use derivative=False.")
     if len(chosen) != 1 or chosen[0].kind != "continuous":

@@ -202,15 +202,15 @@ def _ablation_baselines(baselines, dataset: Dataset) -> np.ndarray:
     values = np.asarray(labelled_values(baselines, dataset, "baselines"), dtype=np.float64)
     if values.ndim == 0:
         values = np.full((1, c), float(values))
-    elif values.shape in ((c,), tuple(shape)):
+    elif values.shape in ((c,), tuple(shape), (1, c), (1, *shape)):  # captum broadcasts (1, ...)
         values = values.reshape(1, c)
     elif values.shape in ((n, c), (n, *shape)):
         values = values.reshape(n, c)
     else:
         raise ValueError(
             f"baselines must be None, a number, 'mean', 'median', an array of one example's "
-            f"shape {tuple(shape)} (every row) or of X's shape {(n, *shape)} (one per row); "
-            f"got shape {values.shape}.")
+            f"shape {tuple(shape)} or {(1, *shape)} (every row) or of X's shape "
+            f"{(n, *shape)} (one per row); got shape {values.shape}.")
     if not np.isfinite(values).all():
         raise ValueError("baselines contain NaN or infinite values; pass finite values.")
     return values
@@ -235,8 +235,8 @@ def ablation_attributions(
     baselines : None, number, "mean", "median" or array, default None
         The values an ablated feature takes: None zeros (captum's default), a number for
         every column, the columns' mean or median over ``X`` (weighted by ``sample_weight``),
-        an array of one example's shape (every row) or of ``X``'s shape (row ``i`` ablated to
-        row ``i``'s, captum's baselines tensor).
+        an array of one example's shape, or that with a leading axis of 1 (every row), or of
+        ``X``'s shape (row ``i`` ablated to row ``i``'s, captum's baselines tensor).
     output : int, str, list or integer array of shape (n,), optional
         As in :func:`permutation_attributions`.
     feature_names, groups, sample_weight, variables
