@@ -482,12 +482,19 @@ def test_validation_messages(linear_data, ols, classification_data):
         assert str(err.value) == message
     with pytest.raises(TypeError, match="random_state must be an int seed, a JAX PRNG key"):
         permutation_importance(f, X, y, random_state="seed")
+    # losses undefined on the rows scored name the loss, not the model's predictions
+    with pytest.raises(ValueError, match=r"loss='r2' is undefined where y does not vary.*1 rows"):
+        permutation_importance(f, X, y, loss="r2", max_samples=1)
+    with pytest.raises(ValueError, match=r"loss='r2' is undefined.*1000 rows"):
+        permutation_importance(f, X, np.ones(N), loss="r2")
     with pytest.raises(ValueError, match=r"y must have n = 1000 rows like X; got 999\."):
         permutation_importance(f, X, y[:-1])
     with pytest.raises(ValueError, match=r"y has 2 column\(s\) but 1 model output\(s\) are "
                                          r"scored; pass y of shape \(n, 1\)"):
         permutation_importance(f, X, np.c_[y, y])
     Xc, yc = classification_data
+    with pytest.raises(ValueError, match=r"loss='auc' needs at least two classes.*only \[1\]"):
+        permutation_importance(logistic, Xc, np.ones(len(yc), int), loss="auc")
     with pytest.raises(ValueError, match=r"y holds the classes \[0, 1, 2\], which do not "
                                          r"match the model's 2 output columns"):
         permutation_importance(logistic, Xc, np.r_[yc[:-1], 2], loss="log_loss")

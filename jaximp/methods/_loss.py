@@ -449,6 +449,8 @@ def resolve_loss(
                 + (" For a classifier's class probabilities and y of class labels, use "
                    "loss='log_loss', 'accuracy' or 'auc'." if target.shape[1] == 1 else "")
             )
+        if loss == "r2":
+            _check_varies(target, weights)
         return LossSpec(loss, "regression", score, score, names, out_idx, target, weights)
     if y.ndim == 2:
         if y.shape[1] != 1:
@@ -462,6 +464,13 @@ def resolve_loss(
         # a binary classifier's class-0 column: one column is read as the probability of
         # class 1, so the model is scored by that column (its losses are the model's)
         out_idx = (1,)
+    if loss == "auc":
+        present = np.unique(y if weights is None else y[np.asarray(weights) > 0])
+        if present.size < 2:
+            raise ValueError(
+                f"loss='auc' needs at least two classes in y, on the rows scored; got only "
+                f"{present.tolist()[:3]} ({y.shape[0]} rows). AUC is undefined there "
+                "(scikit-learn gives NaN); use more rows or loss='log_loss' or 'accuracy'.")
     if o == 1:
         classes = np.unique(y)
         codes = np.searchsorted(classes, y).astype(np.int32)
@@ -469,6 +478,19 @@ def resolve_loss(
                         classes=classes)
     return LossSpec(loss, "classification", score, score, ("y",), out_idx,
                     _class_codes(y, names), weights)
+
+
+def _check_varies(target: np.ndarray, weights: np.ndarray | None) -> None:
+    """R^2 divides by the (weighted) total sum of squares of y: each column must vary on the
+    rows scored."""
+    w = np.ones(target.shape[0]) if weights is None else np.asarray(weights, np.float64)
+    centred = target - (w @ target) / w.sum()
+    constant = np.flatnonzero(w @ centred ** 2 <= 0)
+    if constant.size:
+        raise ValueError(
+            f"loss='r2' is undefined where y does not vary on the rows scored (column "
+            f"{int(constant[0])} of y, {target.shape[0]} rows): its total sum of squares is 0 "
+            "(scikit-learn's r2_score then reports 0 or NaN). Use loss='mse', or more rows.")
 
 
 def _refuse_hard_labels(loss: str) -> None:
