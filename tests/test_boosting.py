@@ -381,6 +381,11 @@ def test_bad_inputs_name_the_fix(data):
             jaximp.tree_shap(model, shuffled)
     np.testing.assert_allclose(np.asarray(jaximp.tree_predictor(catboost)(frame))[:, 0],
                                catboost.predict(frame), rtol=1e-5, atol=1e-6)
+    for unfitted in (lgb.LGBMRegressor(), cb.CatBoostRegressor()):
+        with pytest.raises(TypeError, match="got an unfitted one. Fix: call fit"):
+            jaximp.tree_predictor(unfitted)
+        with pytest.raises(TypeError, match="got an unfitted one. Fix: call fit"):
+            booster_importance(unfitted)
     linear = lgb.LGBMRegressor(n_jobs=1, n_estimators=3, linear_tree=True, verbose=-1).fit(X, y)
     with pytest.raises(TypeError, match="linear trees.*trees='host'"):
         jaximp.permutation_importance(linear, X, y, n_repeats=1)

@@ -108,6 +108,9 @@ def _read_tree(root: dict, scale: float) -> dict:
 def read_lightgbm(model) -> BoostedModel:
     """A LightGBM model (Booster or scikit-learn wrapper) in the shared form."""
     booster = model.booster_ if hasattr(model, "booster_") else model
+    if not hasattr(booster, "dump_model"):  # a wrapper before fit has no booster_
+        raise TypeError(f"expected a fitted {type(model).__name__}; got an unfitted one. Fix: "
+                        "call fit(X, y) first.")
     dump = booster.dump_model()
     objective = str(dump.get("objective", ""))
     link = _link(objective)
