@@ -482,6 +482,8 @@ def test_validation_messages(linear_data, ols, classification_data):
         assert str(err.value) == message
     with pytest.raises(TypeError, match="random_state must be an int seed, a JAX PRNG key"):
         permutation_importance(f, X, y, random_state="seed")
+    with pytest.raises(ValueError, match=r"scoring names \['f1'\].*get_scorer\('f1'\)"):
+        permutation_importance(f, X, y, scoring="f1")
     # losses undefined on the rows scored name the loss, not the model's predictions
     with pytest.raises(ValueError, match=r"loss='r2' is undefined where y does not vary.*1 rows"):
         permutation_importance(f, X, y, loss="r2", max_samples=1)

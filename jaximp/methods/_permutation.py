@@ -41,6 +41,7 @@ from ..results import FeatureImportance, PermutationDetails, mean_and_std
 from ._loss import (
     LOSSES,
     RESPONSES,
+    SKLEARN_SCORING,
     check_response,
     check_target,
     default_loss,
@@ -502,6 +503,12 @@ def _from_scoring(scoring, loss):
             "scorer callable(estimator, X, y), or a list of names or dict of names and "
             f"scorers; got {scoring!r:.60}."
         )
+    unknown = [name for name in names if name not in SKLEARN_SCORING and name not in LOSSES]
+    if unknown:
+        raise ValueError(
+            f"scoring names {unknown[:3]} have no built-in loss here; the scoring names taken "
+            f"are {sorted(SKLEARN_SCORING)} (and jaximp's losses {LOSSES}). Pass "
+            f"sklearn.metrics.get_scorer({unknown[0]!r}), a scorer callable, instead.")
     return scoring
 
 
