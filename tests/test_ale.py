@@ -284,6 +284,20 @@ def test_alibi_bins_and_bin_centring_give_alibis_edges_and_curves():
         np.testing.assert_allclose(result.centred[:, 0], _ALIBI_ALE[j], atol=1e-12)
     with pytest.raises(ValueError, match=r"bins must be an int >= 1, 'alibi' or a 1-D"):
         ale(Host(), X, 0, bins="quantile")
+    # alibi 0.9.6: the same with ALE(...).explain(X, min_bin_points=10), features x0 and x2
+    for j, edges, values in [
+        (0, [-2.52, -0.94, -0.454, 0.06, 0.5080000000000002, 2.0],
+         [3.7796724129357004, -0.7927653905965162, -1.2163011989357422, -1.1154585200066593,
+          -0.6258106049573815, 3.770206565555098]),
+        (2, [0.005178865815432143, 0.26741954517997985, 0.42928621569649034,
+             0.5845081112275794, 0.8267668641089916, 0.9803947508805895],
+         [0.08125858895772835, 0.05088237693133492, -0.0017242909865309713,
+          0.012116328031657839, -0.04420883201327051, -0.11538975288411081])]:
+        result = ale(Host(), X, j, bins="alibi", min_bin_points=10, centered="bins")
+        np.testing.assert_allclose(result.edges[0], edges, rtol=1e-15)
+        np.testing.assert_allclose(result.centred[:, 0], values, atol=1e-12)
+    with pytest.raises(ValueError, match="min_bin_points applies to bins='alibi' only"):
+        ale(Host(), X, 0, bins=10, min_bin_points=10)
 
 
 def test_level_shares_of_a_categorical_other_count_its_missing_rows_as_iml():

@@ -48,6 +48,7 @@ from ._ale_plan import (
     RUG_POINTS,
     ALEPlanBuilder,
     ALESpec,
+    AlibiBins,
     GradientSums,
     PairSums,
     bin_centred,
@@ -363,11 +364,16 @@ def _warn_left_out(specs: list[ALESpec]) -> None:
             UserWarning, stacklevel=5)
 
 
-def _check_bins(bins, name: str = "bins"):
+def _check_bins(bins, min_bin_points=None, name: str = "bins"):
+    """``bins`` checked (``"alibi"`` as :class:`AlibiBins` with ``min_bin_points``)."""
+    if isinstance(bins, str) and bins == "alibi":
+        return AlibiBins(4 if min_bin_points is None else
+                         check_int(min_bin_points, "min_bin_points", 1))
+    if min_bin_points is not None:
+        raise ValueError(f"min_bin_points applies to bins='alibi' only (alibi's binning); got "
+                         f"it with bins={bins!r:.40}.")
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
         return check_int(bins, name, 1)
-    if isinstance(bins, str) and bins == "alibi":
-        return bins
     if isinstance(bins, (bool, str)) or bins is None:
         raise ValueError(
             f"{name} must be an int >= 1, 'alibi' or a 1-D strictly increasing array of bin "
@@ -430,6 +436,7 @@ def ale(
     features,
     *,
     bins=20,
+    min_bin_points: int | None = None,
     derivative: bool = False,
     centered: str = "rows",
     output=None,
@@ -511,11 +518,13 @@ def ale(
         One feature (first order) or two numeric features (second order).
     bins : int, "alibi" or array, default 20
         Number of quantile bins, or explicit increasing bin edges (numeric features).
-        ``"alibi"``: alibi's edges (``ALE.explain`` with its defaults ``min_bin_points=4``,
-        ``low_resolution_threshold=10``): the distinct values of a feature with at most 10,
-        else linearly interpolated percentiles, as many as keep more than 4 rows in every
-        bin (unweighted); with ``centered="bins"`` the curve is alibi's. For a pair: one of
-        these for both, or a tuple ``(bins_1, bins_2)``.
+        ``"alibi"``: alibi's edges (``ALE.explain``, its ``low_resolution_threshold=10``): the
+        distinct values of a feature with at most 10, else linearly interpolated percentiles,
+        as many as keep more than ``min_bin_points`` rows in every bin (unweighted); with
+        ``centered="bins"`` the curve is alibi's. For a pair: one of these for both, or a
+        tuple ``(bins_1, bins_2)``.
+    min_bin_points : int, optional
+        alibi's ``min_bin_points`` (default 4), for ``bins="alibi"`` only.
     derivative : bool, default False
         Steps from the model's partial derivatives at the rows (JAX models, one numeric
         feature).
@@ -590,11 +599,11 @@ def ale(
         )
     if len(feats) == 2:
         if isinstance(bins, tuple) and len(bins) == 2:
-            bins = tuple(_check_bins(b) for b in bins)
+            bins = tuple(_check_bins(b, min_bin_points) for b in bins)
         else:
-            bins = (_check_bins(bins),) * 2
+            bins = (_check_bins(bins, min_bin_points),) * 2
     else:
-        bins = _check_bins(bins)
+        bins = _check_bins(bins, min_bin_points)
     specs, spec_keys = _specs(dataset, [feats], [bins], weights[0])
     if derivative:
         _check_derivative_specs(specs)
@@ -609,6 +618,7 @@ def ale_importance(
     *,
     features=None,
     bins=20,
+    min_bin_points: int | None = None,
     derivative: bool = False,
     output=None,
     sample_weight=None,
@@ -642,7 +652,7 @@ def ale_importance(
         As in :func:`ale`.
     features : str, int or list, optional
         Features to score (default all).
-    bins, derivative, output, sample_weight, n_bootstrap, random_state
+    bins, min_bin_points, derivative, output, sample_weight, n_bootstrap, random_state
         As in :func:`ale`; ``derivative=True`` needs numeric features and a JAX model.
     feature_names, categorical, groups, variables, memory_budget, progress
         As in :func:`ale`.
@@ -667,7 +677,7 @@ def ale_importance(
         random_state=random_state, derivative=derivative, output=output,
         feature_names=feature_names, categorical=categorical, groups=groups,
         variables=variables, memory_budget=memory_budget, progress=progress)
-    bins = _check_bins(bins)
+    bins = _check_bins(bins, min_bin_points)
     chosen = dataset.resolve(features)
     specs, spec_keys = _specs(dataset, [[f] for f in chosen], [bins] * len(chosen),
                               weights[0])

@@ -19,7 +19,7 @@ from ..data import (
 )
 from ..engine import Reducer, at_coded_values
 
-__all__ = ["ALEPlanBuilder", "ALESpec", "CENTRINGS", "GradientSums", "PairSums", "RUG_POINTS",
+__all__ = ["ALEPlanBuilder", "ALESpec", "AlibiBins", "CENTRINGS", "GradientSums", "PairSums", "RUG_POINTS",
            "bin_centred", "first_order", "make_spec", "second_order", "spec_weights"]
 
 RUG_POINTS = 500
@@ -138,11 +138,19 @@ def _weighted_quantiles_type1(x: np.ndarray, w: np.ndarray, probs: np.ndarray) -
     return x[order][np.minimum(index, x.size - 1)]
 
 
-def _alibi_edges(x: np.ndarray) -> np.ndarray:
-    """alibi's ALE edges (``ALE.explain`` defaults): the distinct values when there are at
-    most 10 of them, else the distinct linear percentiles at the largest count ``m`` (found
-    by bisection, as alibi) for which every bin holds more than 4 rows, a bin holding the
-    values above its lower edge up to its upper one (the minimum in the first)."""
+@dataclasses.dataclass(frozen=True)
+class AlibiBins:
+    """``bins="alibi"``: alibi's edges, with its ``ALE.explain(min_bin_points=)``."""
+
+    min_points: int = 4
+
+
+def _alibi_edges(x: np.ndarray, min_points: int) -> np.ndarray:
+    """alibi's ALE edges (``ALE`` with its ``low_resolution_threshold=10``): the distinct
+    values when there are at most 10 of them, else the distinct linear percentiles at the
+    largest count ``m`` (found by bisection, as alibi) for which every bin holds more than
+    ``min_points`` rows, a bin holding the values above its lower edge up to its upper one
+    (the minimum in the first)."""
     distinct = np.unique(x)
     if distinct.size <= 10:
         return distinct
@@ -152,7 +160,7 @@ def _alibi_edges(x: np.ndarray) -> np.ndarray:
 
     def too_few(count):
         bin_of = np.maximum(np.searchsorted(edges(count), x, side="left"), 1)
-        return not np.all(np.bincount(bin_of)[1:] > 4)
+        return not np.all(np.bincount(bin_of)[1:] > min_points)
 
     low, high = 0, x.size  # the first count whose bins fall short
     while low < high:
@@ -162,8 +170,8 @@ def _alibi_edges(x: np.ndarray) -> np.ndarray:
 
 
 def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
-    if isinstance(bins, str):  # "alibi", checked at the edge
-        edges = _alibi_edges(x)
+    if isinstance(bins, AlibiBins):
+        edges = _alibi_edges(x, bins.min_points)
         if edges.size >= 2:
             return edges
         bins = 1  # one value: refused below
@@ -396,7 +404,7 @@ def make_spec(dataset: Dataset, feats, bins, w) -> ALESpec:
         return ALESpec("pair", tuple(feats), edges, codes, within, present=present)
     (feat,) = feats
     if feat.is_categorical:
-        if not (isinstance(bins, (int, np.integer, str)) and not isinstance(bins, bool)):
+        if not (isinstance(bins, (int, np.integer, AlibiBins)) and not isinstance(bins, bool)):
             raise ValueError(
                 f"feature {feat.name!r} is categorical: its bins are its levels; give bins as an "
                 f"int or 'alibi' (ignored for it), not edges; got {bins!r:.60}."
