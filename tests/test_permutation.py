@@ -411,6 +411,24 @@ def test_sample_weight_enters_the_loss(linear_data, ols):
     np.testing.assert_allclose(weighted.importances, result.importances, rtol=1e-5, atol=1e-6)
 
 
+def test_raw_kind_is_the_permuted_loss_as_dalex_reports_it(linear_data, ols,
+                                                            classification_data):
+    """kind="raw": the permuted loss itself (DALEX's type="variable_importance"), on the same
+    permutations as the difference; a score with best value 1 as its loss, 1 - AUC."""
+    X, y = linear_data
+    options = dict(n_repeats=3, random_state=4)
+    difference = permutation_importance(ols[0], X, y, **options)
+    raw = permutation_importance(ols[0], X, y, kind="raw", **options)
+    np.testing.assert_allclose(raw.importances,
+                               difference.importances + difference.info.baseline[0],
+                               rtol=1e-12)
+    Xc, yc = classification_data
+    auc = permutation_importance(logistic, Xc, yc, loss="auc", **options)
+    raw = permutation_importance(logistic, Xc, yc, loss="auc", kind="raw", **options)
+    np.testing.assert_allclose(raw.importances,
+                               1 - (auc.info.baseline[0] - auc.importances), rtol=1e-12)
+
+
 def test_max_samples_subsamples_rows_once(linear_data, ols):
     X, y = linear_data
     for value, m in ((200, 200), (0.25, 250), (0.2507, 250)):  # floored, as scikit-learn
@@ -459,7 +477,7 @@ def test_validation_messages(linear_data, ols, classification_data):
     X, y = linear_data
     f = ols[0]
     cases = [
-        (dict(kind="diff"), "kind must be one of ('difference', 'ratio'); got 'diff'."),
+        (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'raw'); got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
         (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'log_loss', "
                            "'accuracy', 'auc') or a callable (y, prediction[, weights]); got "

@@ -120,3 +120,29 @@ def test_column_ranges_equal_numpys_column_min_and_max(shape):
         low, high = _precision._column_ranges(view)
         np.testing.assert_array_equal(low, view.min(axis=0))
         np.testing.assert_array_equal(high, view.max(axis=0))
+
+
+def test_tree_models_whose_float32_outputs_lose_their_effects_warn():
+    """A regression tree model read into float32 arrays on a target far from 0 with small
+    effects (y = 1e7 + 0.25 tanh(x0): float32 steps of 1 there) rounds every effect away:
+    reading it warns at the user's line, naming both fixes; not on a target near 0, nor
+    with float64 arrays."""
+    import jax
+    import jaximp
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    effect = 0.25 * np.tanh(X[:, 0])
+    for model in (RandomForestRegressor(5, max_depth=3, random_state=0),
+                  GradientBoostingRegressor(n_estimators=10, max_depth=2)):
+        model.fit(X, 1e7 + effect)
+        with pytest.warns(PrecisionWarning, match=r"vary by at most .* around 1e\+07.*"
+                                                  r"jax_enable_x64.*trees='host'") as record:
+            jaximp.tree_predictor(model)
+        assert record[0].filename == __file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrecisionWarning)
+            jaximp.tree_predictor(model.fit(X, effect))  # near 0: resolved
+            with jax.enable_x64(True):  # float64 arrays
+                jaximp.tree_predictor(model.fit(X, 1e7 + effect))

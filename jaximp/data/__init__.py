@@ -3,6 +3,7 @@ the validating edge. Imports nothing else of jaximp's (only :mod:`jaximp.kernels
 
 from ._checks import (
     PositiveClass,
+    PrecisionWarning,
     as_key,
     check_bool,
     check_choice,
@@ -11,6 +12,7 @@ from ._checks import (
     key_data_on_host,
     output_index,
     select_outputs,
+    user_stacklevel,
 )
 from ._data import Dataset, Feature, Recent, as_dataset, as_pandas, is_text, is_text_array
 from ._datasets import make_friedman1, make_linear
@@ -64,6 +66,7 @@ __all__ = [
     "Int",
     "Interval",
     "PERCENTILES",
+    "PrecisionWarning",
     "Recent",
     "PositiveClass",
     "Real",
@@ -103,6 +106,7 @@ __all__ = [
     "replicate_spread",
     "summaries",
     "type1_ranks",
+    "user_stacklevel",
     "validate_grid_options",
     "validate_params",
 ]

@@ -8,6 +8,7 @@ these messages unchanged.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Sequence
 
 import jax
@@ -15,8 +16,23 @@ import numpy as np
 
 from ._params import SHARED
 
-__all__ = ["PositiveClass", "as_key", "check_bool", "check_choice", "check_int",
-           "default_output", "key_data_on_host", "numpy_rng", "output_index", "select_outputs"]
+__all__ = ["PositiveClass", "PrecisionWarning", "as_key", "check_bool", "check_choice",
+           "check_int", "default_output", "key_data_on_host", "numpy_rng", "output_index",
+           "select_outputs", "user_stacklevel"]
+
+
+class PrecisionWarning(UserWarning):
+    """Distinct float64 values (features, or a model's outputs) collapse in the model's
+    (lower) precision."""
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` in the calling function that names the first
+    frame outside jaximp: the user's line, however deep the call went."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("jaximp."):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class PositiveClass(str):

@@ -15,6 +15,8 @@ import warnings
 import jax
 import numpy as np
 
+from ..data import PrecisionWarning
+
 __all__ = ["PrecisionWarning", "check_collapse", "check_collapse_columns"]
 
 #: a spread narrower than this many steps of the model's dtype is not resolved at all
@@ -26,10 +28,6 @@ _FIX = (
     "centre or scale the feature inside the model, or enable float64 with "
     "jax.config.update('jax_enable_x64', True) and float64 model parameters"
 )
-
-
-class PrecisionWarning(UserWarning):
-    """Distinct float64 feature values collapse in the model's (lower) precision."""
 
 
 @functools.lru_cache(maxsize=16)

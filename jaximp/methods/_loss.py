@@ -273,7 +273,10 @@ class LossSpec:
                          for p in per_item])
 
     def importance(self, perturbed: np.ndarray, baseline: np.ndarray, kind: str) -> np.ndarray:
-        """Importance of perturbed metric values against the baseline (broadcast)."""
+        """Importance of perturbed metric values against the baseline (broadcast); ``"raw"``:
+        the perturbed loss itself (a score with best value 1 as its loss, ``1 - score``)."""
+        if kind == "raw":
+            return 1.0 - perturbed if self.bounded else np.array(perturbed, np.float64)
         if kind == "difference":
             return baseline - perturbed if self.score else perturbed - baseline
         if self.bounded:  # a score with best value 1: its loss is 1 - score

@@ -56,7 +56,7 @@ from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepa
 
 __all__ = ["LOSSES", "permutation_importance"]
 
-_KINDS = ("difference", "ratio")
+_KINDS = ("difference", "ratio", "raw")
 
 
 def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
@@ -102,7 +102,7 @@ def permutation_importance(
     y,
     *,
     loss: str | Callable | None = None,
-    kind: Literal["difference", "ratio"] = "difference",
+    kind: Literal["difference", "ratio", "raw"] = "difference",
     n_repeats: int = 5,
     max_samples: int | float | None = None,
     n_bootstrap: int = 0,
@@ -156,7 +156,10 @@ def permutation_importance(
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.
-    kind : {"difference", "ratio"}, default "difference"
+    kind : {"difference", "ratio", "raw"}, default "difference"
+        ``"raw"``: the permuted loss itself, DALEX's ``model_parts(type="variable_importance")``
+        (a score with best value 1 as its loss ``1 - score``, DALEX's ``1 - AUC``; a scorer
+        callable's permuted score as it returns it); ``info.baseline`` is the intact data's.
     n_repeats : int, default 5
         Permutations per feature.
     max_samples : int or float, optional

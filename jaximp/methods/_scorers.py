@@ -98,6 +98,8 @@ def scorer_importances(model, dataset: Dataset, y, chosen, plan, rows, kind: str
         if kind == "ratio":
             with np.errstate(divide="ignore", invalid="ignore"):
                 importances = base / permuted
+        elif kind == "raw":  # the permuted score, as the scorer returns it
+            importances = permuted
         else:
             importances = base - permuted
         mean, std = mean_and_std(importances)

@@ -120,7 +120,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data import validate_params
+from ..data import PrecisionWarning, user_stacklevel, validate_params
 from ._boosting import (
     BoostedModel,
     boosting_library,
@@ -429,6 +429,40 @@ def _boosted_form(model, response_method: str, sample, n_features) -> Predictor 
     return boosted_predictor(model, response_method, boosted=boosted)
 
 
+#: float32 steps across a model's output range below which its effects are reported as lost
+_COARSE_OUTPUT_STEPS = 1024.0
+
+
+def _check_output_resolution(ranges: np.ndarray, averaged: bool, init, rate: float,
+                             name: str) -> None:
+    """A PrecisionWarning where float32 node arrays cannot resolve a scikit-learn regression
+    model's own outputs: a target far from 0 with small effects (``y = 1e7 + 0.5 x``: float32
+    keeps steps of 1 near 1e7, so the partial dependence is flat and the importances 0). The
+    boosting libraries read their targets in float32 themselves, so their arrays lose
+    nothing more.
+
+    ``ranges`` (T, 2): the smallest and largest node value of each tree, in float64. The
+    outputs lie within the mean of these (``averaged``, forests), or ``init`` plus ``rate``
+    times their sum (boosting)."""
+    if x64_enabled() or not len(ranges):  # float64 arrays resolve them
+        return
+    low, high = ranges.mean(axis=0) if averaged else init + rate * ranges.sum(axis=0)
+    scale = max(abs(low), abs(high))
+    step = float(np.ldexp(np.finfo(np.float32).eps, np.frexp(scale)[1] - 1))
+    if 0 < high - low < _COARSE_OUTPUT_STEPS * step:
+        warnings.warn(
+            f"{name}'s outputs vary by at most {high - low:.3g} around {scale:.7g}, where "
+            f"float32 (the node arrays' precision) has steps of {step:.3g}: smaller effects "
+            "are rounded away. Enable float64 before reading the model "
+            "(jax.config.update('jax_enable_x64', True)), or predict on the host "
+            "(as_predictor(model, trees='host')).", PrecisionWarning, stacklevel=user_stacklevel())
+
+
+def _value_ranges(values) -> np.ndarray:
+    """(T, 2) float64: the smallest and largest of each tree's node values."""
+    return np.array([[np.min(v), np.max(v)] for v in values], np.float64).reshape(-1, 2)
+
+
 def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> Predictor:
     """An XGBoost, LightGBM or CatBoost model as a JAX :class:`~jaximp.Predictor`: the
     library's prediction (``response_method="auto"``, ``"predict"`` or ``"predict_proba"``)
@@ -635,6 +669,18 @@ def tree_predictor(estimator) -> Predictor:
         _, _, params, depth = read_trees(estimator)
         K, link = 0, "mean"
         n_out = int(params["value"].shape[2])
+    if not classifier and kind == "gb" and hasattr(estimator, "_predictors"):  # hist
+        _check_output_resolution(
+            _value_ranges(p.nodes["value"] for stage in estimator._predictors for p in stage),
+            False, float(estimator._baseline_prediction.ravel()[0]), 1.0,
+            type(estimator).__name__)
+    elif not classifier and n_out == 1:  # trees' values (node, output, 1)
+        ranges = _value_ranges(t.value for t in _trees_of(estimator, kind))
+        if link == "mean":
+            _check_output_resolution(ranges, True, 0.0, 1.0, type(estimator).__name__)
+        else:
+            _check_output_resolution(ranges, False, float(_gb_init(estimator)[0]),
+                                     float(estimator.learning_rate), type(estimator).__name__)
     if classifier:
         output_names = tuple(str(c) for c in estimator.classes_)
     elif n_out == 1:
