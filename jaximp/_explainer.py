@@ -283,7 +283,8 @@ class Explainer:
 
     def pd_importance(self, **options):
         """:func:`jaximp.pd_importance` of this model and data."""
-        return self._call(pd_importance, **options)
+        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        return self._call(pd_importance, model=model, **options)
 
     def pd_interaction(self, **options):
         """:func:`jaximp.pd_interaction` of this model and data."""

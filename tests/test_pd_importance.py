@@ -124,6 +124,31 @@ def _categorical_model(X):
     return X[:, 0] + jnp.take(jnp.asarray(EFFECT, jnp.float32), X[:, 1].astype(jnp.int32))
 
 
+def test_recursion_pds_of_a_tree_model_as_alibis_tree_variance():
+    """method="recursion": the sd of scikit-learn's recursion PD of each feature (alibi's
+    TreePartialDependenceVariance), which differs from the brute-force PD's; options that
+    need rows of X are refused by name."""
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.inspection import partial_dependence
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    model = GradientBoostingRegressor(n_estimators=30, max_depth=3, random_state=0).fit(
+        X, X[:, 0] ** 2 + np.sin(2 * X[:, 1]) + 0.1 * X[:, 2])
+    grid = dict(grid="sklearn", grid_resolution=100, percentiles=(0, 1))
+    result = pd_importance(model, X, method="recursion", **grid)
+    expected = [np.std(partial_dependence(model, X, [j], method="recursion", **{
+        k: v for k, v in grid.items() if k != "grid"})["average"][0], ddof=1) for j in range(3)]
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-6)
+    np.testing.assert_array_equal(
+        jaximp.Explainer(model, X).pd_importance(method="recursion", **grid).importances_mean,
+        result.importances_mean)
+    brute = pd_importance(model, X, **grid).importances_mean[:, 0]
+    assert np.abs(brute - expected).max() > 1e-3
+    with pytest.raises(ValueError, match=r"\['ice', 'n_bootstrap'\] do not apply"):
+        pd_importance(model, X, method="recursion", ice=True, n_bootstrap=2)
+
+
 def test_categorical_feature_uses_range_over_four():
     rng = np.random.default_rng(1)
     X = np.column_stack([rng.normal(size=40), rng.integers(0, 4, size=40)])

@@ -17,6 +17,7 @@ from jaximp.kernels import _pd_stats as K
 from ..data import (
     Choice,
     Replicates,
+    as_dataset,
     as_key,
     resolve_pairs,
     validate_grid_options,
@@ -26,7 +27,7 @@ from ..results import (
     FeatureImportance,
     FeatureInteraction,
 )
-from ._pd import planned_pd
+from ._pd import PartialDependences, partial_dependence, planned_pd
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._setup import bootstrap_weights, keep_layout, prepare
 
@@ -65,7 +66,7 @@ def _validate_common(measure, average, trim, grid, grid_resolution, percentiles,
 
 
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
-                 n_bootstrap=Replicates())
+                 n_bootstrap=Replicates(), method=Choice("brute", "recursion"))
 def pd_importance(
     model,
     X,
@@ -88,6 +89,7 @@ def pd_importance(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    method: str = "brute",
 ) -> FeatureImportance:
     """PD-based variable importance: how far each feature's partial dependence is from flat.
 
@@ -148,6 +150,11 @@ def pd_importance(
     progress : bool, optional
         A progress line on stderr (default: in an interactive terminal, for calls of more than
         one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+    method : {"brute", "recursion"}, default "brute"
+        How each PD is computed, as in :func:`jaximp.partial_dependence`: the model on the
+        modified rows of ``X``, or (a scikit-learn tree model) Friedman's recursion over the
+        training data stored in the trees, as alibi's ``TreePartialDependenceVariance``
+        (its grid: ``grid="sklearn", grid_resolution=100, percentiles=(0, 1)``).
 
     Returns
     -------
@@ -176,6 +183,20 @@ def pd_importance(
     grid, trim, n_bootstrap, key = _validate_common(
         measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap, random_state
     )
+    if method == "recursion":
+        given = {"ice": bool(ice), "average": average != "mean", "n_bootstrap": n_bootstrap > 0,
+                 "sample_weight": sample_weight is not None,
+                 "categorical": categorical is not None, "groups": groups is not None}
+        if any(given.values()):
+            raise ValueError(
+                f"method='recursion' reads each feature's PD from the trees' training data; "
+                f"{[name for name, on in given.items() if on]} do not apply to it. Leave them "
+                "out, or use method='brute'.")
+        names = as_dataset(X, feature_names=feature_names, allow_missing=True).resolve(features)
+        return PartialDependences({feat.name: partial_dependence(
+            model, X, feat.name, method="recursion", grid=grid, grid_resolution=grid_resolution,
+            percentiles=percentiles, output=output, feature_names=feature_names)
+            for feat in names}).importance(measure)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
