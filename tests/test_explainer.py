@@ -627,7 +627,8 @@ def test_new_rows_take_the_explainers_groups_names_and_labels():
 def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():
     """PD's recursion and the conditional strata sampler read the estimator's trees, and a
     scorer callable calls the estimator, which the Explainer's wrapped model hid (auto fell
-    back to brute, recursion, strata='splits' and scorers failed); a weighted Explainer refuses the CPI test as the function refuses sample_weight."""
+    back to brute, recursion, strata='splits' and scorers failed); a weighted Explainer
+    refuses the CPI test as the function refuses sample_weight."""
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
     rng = np.random.default_rng(0)

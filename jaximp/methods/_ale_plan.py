@@ -19,7 +19,8 @@ from ..data import (
 )
 from ..engine import Reducer, at_coded_values
 
-__all__ = ["ALEPlanBuilder", "ALESpec", "AlibiBins", "CENTRINGS", "GradientSums", "PairSums", "RUG_POINTS",
+__all__ = ["ALEPlanBuilder", "ALESpec", "AlibiBins", "CENTRINGS", "GradientSums", "PairSums",
+           "RUG_POINTS",
            "bin_centred", "first_order", "make_spec", "second_order", "spec_weights"]
 
 RUG_POINTS = 500

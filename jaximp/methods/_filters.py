@@ -101,7 +101,8 @@ def filter_importance(
         classes). ``"t"``: ``|t|`` of the slope of a straight-line fit of ``y`` on the feature.
         ``"loess"``: pseudo R^2 (clipped at 0) of a LOESS fit (R's defaults: degree 2, the
         surface interpolated from a kd-tree). ``"auto"`` picks ``"t"`` when ``y`` has a
-        floating-point dtype and ``"auc"`` otherwise (integers, booleans, strings, objects, pandas categories): pass
+        floating-point dtype and ``"auc"`` otherwise (integers, booleans, strings, objects,
+        pandas categories): pass
         ``method="t"`` for an integer-valued regression target such as counts.
     features : str, int, or list of them, optional
         Features to score (default all).

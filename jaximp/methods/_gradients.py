@@ -39,6 +39,7 @@ from ..data import (
     as_key,
     check_choice,
     select_outputs,
+    user_stacklevel,
     validate_params,
 )
 from ..engine import Keep, at_values, evaluate
@@ -94,8 +95,8 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
         raise TypeError(
             f"{method_name} differentiates the model with jax.grad, but {predictor.name} runs "
             "outside JAX (NumPy, scikit-learn, or torch through DLPack), where jax.grad cannot "
-            "reach. Use a JAX model (a jitted "
-            "function, Flax, Equinox or jaximp.MLP), or a model-agnostic method: "
+            "reach. Use a JAX model (a jitted function, Flax, Equinox or jaximp.MLP), or a "
+            "model-agnostic method: "
             "jaximp.shapley_values for per-row attributions, jaximp.permutation_importance "
             "for a global importance."
         )
@@ -548,7 +549,7 @@ def integrated_gradients(
             f"baselines has one row per row of X ({n}); each row is integrated against all "
             f"{n} of them, averaged, where captum pairs row i with baseline i. Pass "
             "paired_baselines=True for captum's pairing, or False for this average (and no "
-            "warning).", UserWarning, stacklevel=3)
+            "warning).", UserWarning, stacklevel=user_stacklevel())
     if paired_baselines:
         if base.shape[0] != n:
             raise ValueError(f"paired_baselines=True needs baselines of shape ({n}, {c}), one "
