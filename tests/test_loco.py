@@ -70,6 +70,29 @@ def test_refit_with_user_fit_equals_ols_closed_form(linear):
     assert set(result.info["models"]) == {"x0", "x1", "x2", "x3"}
 
 
+def test_losses_read_targets_in_float64_and_weighted_medians_as_numpy():
+    """Targets far from 0 (|y| ~ 1e4) keep their float64 digits in the losses of host
+    models (float32 targets moved a baseline MSE of 0.25 by 3e-5), and equal weights that
+    reach half the total only up to rounding (ten of 0.1) give np.median's median."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) + [0, 1e4, 0]
+    y = X @ [2.0, -1.0, 0.0] + 0.5 * rng.normal(size=200)
+    fit = lambda A, b: LinearRegression().fit(A, b)  # noqa: E731
+    result = loco_importance(None, X, y, fit=fit)
+    full = fit(X, y)
+    baseline = np.mean((y - full.predict(X)) ** 2)
+    dropped = [np.mean((y - fit(np.delete(X, j, 1), y).predict(np.delete(X, j, 1))) ** 2)
+               for j in range(3)]
+    np.testing.assert_allclose(result.info["baseline"][0], baseline, rtol=1e-12)
+    np.testing.assert_allclose(result.importances_mean[:, 0], np.array(dropped) - baseline,
+                               rtol=1e-9)
+    Z = np.column_stack([np.arange(10.0), np.linspace(-1, 1, 10) ** 2])
+    for weights in (None, np.full(10, 0.1), np.full(10, 0.3)):
+        median = loco_importance(lambda A: A[:, 0], Z, Z[:, 0], strategy="median",
+                                 sample_weight=weights)
+        np.testing.assert_allclose(median.info["values"]["x0"], [4.5], rtol=1e-15)
+
+
 def test_refit_sees_dataframe_without_the_group():
     rng = np.random.default_rng(2)
     level = rng.integers(0, 3, size=300)

@@ -167,7 +167,7 @@ def _row_losses(spec, name: str, fn: Callable | None, predictions: np.ndarray) -
     if p.shape[-1] == 1:  # probability of class 1 of two
         p = np.concatenate([1 - p, p], axis=-1)
     proba = np.take_along_axis(p, spec.y[None, :, None].astype(np.int64), axis=-1)
-    eps = np.finfo(np.float32).eps
+    eps = np.finfo(np.float64).eps  # scikit-learn's clip, as the summed log loss's
     return -np.log(np.clip(proba, eps, 1 - eps))
 
 

@@ -621,9 +621,13 @@ def column_medians(values: np.ndarray, weights: np.ndarray | None) -> np.ndarray
         order = np.argsort(col, kind="stable")
         col, cumulative = col[order], np.cumsum(w[order])
         half = 0.5 * cumulative[-1]
-        lower = np.searchsorted(cumulative, half)
-        upper = np.searchsorted(cumulative, half, side="right")  # the next positive weight
-        out.append(0.5 * (col[lower] + col[upper]) if cumulative[lower] == half else col[lower])
+        # half reached "exactly" up to the sums' rounding (ten weights of 0.1 reach it as
+        # 0.5 against a half of 0.49999999999999994)
+        tolerance = 1e-12 * cumulative[-1]
+        lower = min(np.searchsorted(cumulative, half - tolerance), col.size - 1)
+        exact = abs(cumulative[lower] - half) <= tolerance
+        upper = np.searchsorted(cumulative, cumulative[lower], side="right")  # next weight
+        out.append(0.5 * (col[lower] + col[min(upper, col.size - 1)]) if exact else col[lower])
     return np.asarray(out)
 
 
