@@ -170,6 +170,11 @@ def test_correlations_are_of_the_float64_values():
                                rtol=1e-10)
     np.testing.assert_allclose(result.values[0, :, 0],
                                [stats.spearmanr(X[:, j], y)[0] for j in range(2)], rtol=1e-10)
+    # values distinct only far below the column's mean stay distinct (not centred first)
+    x = np.array([0.0, 1e-20, 2e-20, 1.0, 2.0, 3.0, 4.0, 5.0])
+    y = np.array([3.0, 1.0, 2.0, 4.0, 5.0, 6.0, 8.0, 7.0])
+    result = trends(None, np.c_[x, np.arange(8.0) ** 2], y, methods=["spearman"])
+    np.testing.assert_allclose(result.values[0, 0, 0], stats.spearmanr(x, y)[0], rtol=1e-12)
 
 
 def test_bootstrap_without_and_with_refits():

@@ -406,10 +406,10 @@ def trends(
         """All estimators on the given rows, (7, p), and the linear t statistics; on a
         ``subset``, a feature constant there has NaN estimates (it has no slope there)."""
         Xr, yr = F[rows], target[rows]
-        Xc = Xr - Xr.mean(axis=0)  # correlations are shift-invariant; centring keeps digits
-        with jax.enable_x64(True):  # float64 data ranked in float64 (float32 makes ties)
+        with jax.enable_x64(True):  # float64 data ranked as given (float32, or centring
+            # first, makes ties of distinct values); Pearson centres them itself
             corr = np.asarray(_correlations(*(jnp.asarray(a, jnp.float64) for a in (
-                Xc, yr - yr.mean(), shap))), np.float64)
+                Xr, yr, shap))), np.float64)
         coef, t = np.full(p, np.nan), np.full(p, np.nan)
         df = 0
         varies = np.ptp(Xr, axis=0) > 0 if subset else np.ones(p, bool)
