@@ -326,37 +326,6 @@ def test_permutation_importance_end_to_end(data):
     np.testing.assert_allclose(result.importances, ref.importances, rtol=1e-12, atol=1e-12)
 
 
-def test_lightgbm_rows_at_a_threshold_go_left_as_in_lightgbm():
-    """LightGBM compares float64 rows with float64 thresholds (x <= t goes left). Rows equal
-    to every threshold of a model: the float32 arrays route each as LightGBM does (the
-    threshold rounded to the nearest float32, as the rows are; rounded down, a row at a
-    threshold above the midpoint of two float32s went right)."""
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(300, 3))
-    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2]
-    model = lgb.LGBMRegressor(n_estimators=20, num_leaves=8, verbose=-1).fit(X, y)
-    splits = []
-
-    def walk(node):
-        if "split_feature" in node:
-            splits.append((node["split_feature"], node["threshold"]))
-            walk(node["left_child"])
-            walk(node["right_child"])
-
-    for tree in model.booster_.dump_model()["tree_info"]:
-        walk(tree["tree_structure"])
-    at = np.repeat(X[:1], len(splits), axis=0)
-    for i, (feature, threshold) in enumerate(splits):
-        at[i, feature] = threshold
-    unrepresentable = sum(float(np.float32(t)) != t for _, t in splits)
-    assert unrepresentable > 50
-    np.testing.assert_allclose(np.asarray(jaximp.tree_predictor(model)(at))[:, 0],
-                               model.predict(at), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(jaximp.tree_shap(model, at).values[:, :, 0],
-                               model.predict(at, pred_contrib=True)[:, :-1], rtol=1e-4,
-                               atol=2e-5)
-
-
 def test_bad_inputs_name_the_fix(data):
     X, y, _, y_3 = data
     X = np.nan_to_num(X)

@@ -127,16 +127,6 @@ def round_down_float32(threshold: np.ndarray) -> np.ndarray:
     return _normal_float32(t32)
 
 
-def nearest_float32(threshold: np.ndarray) -> np.ndarray:
-    """Each float64 threshold of a float64 comparison ``x <= t`` (LightGBM's) as the nearest
-    float32 (not subnormal, :func:`_normal_float32`), for rows rounded to the nearest float32
-    too: a row at the threshold, or below it, still goes left (rounding is monotone); only a
-    row above it by less than the rounding goes the other way. (Rounding the threshold down
-    sent a row equal to it right whenever it lay above the midpoint of two float32s.)"""
-    with np.errstate(over="ignore"):  # beyond float32's range: inf
-        return _normal_float32(np.asarray(threshold, np.float64).astype(np.float32))
-
-
 def below_float32(condition: np.ndarray) -> np.ndarray:
     """``x < c`` as ``x <= below``: the largest float32 below each float32 ``c`` that is not
     subnormal (XGBoost's splits; ``x < 0`` as ``x <= -tiny``, not ``x <= -1.4e-45``)."""
@@ -206,7 +196,7 @@ def pack_boosted(model: BoostedModel) -> tuple[dict, int]:
     if model.float32_rows:  # thresholds are float32 values already
         thr = threshold.astype(np.float32)
     else:
-        thr = threshold if x64 else nearest_float32(threshold)
+        thr = threshold if x64 else round_down_float32(threshold)
     params = {
         "feature": jnp.asarray(feature),
         "threshold": jnp.asarray(thr),
