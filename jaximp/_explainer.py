@@ -116,8 +116,9 @@ class Explainer:
     model : callable or estimator
         Anything :func:`jaximp.as_predictor` accepts.
     X : array-like of shape (n, c), DataFrame or Dataset
-        The data the methods explain. A NumPy array or DataFrame is copied, so later changes
-        to the caller's do not reach the Explainer; a ``jax.Array`` is used in place.
+        The data the methods explain. A NumPy array or DataFrame is copied (its size again in
+        host memory), so later changes to the caller's do not reach the Explainer; a
+        ``jax.Array`` or a :class:`jaximp.Dataset` is used in place.
     y : array-like of shape (n,) or (n, o), optional
         Targets, for the loss-based methods (permutation importance, LOCO, sensitivity,
         partial importance). Copied, read-only, as ``ex.y``: like ``X``, which is kept on

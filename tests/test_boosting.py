@@ -326,6 +326,22 @@ def test_permutation_importance_end_to_end(data):
     np.testing.assert_allclose(result.importances, ref.importances, rtol=1e-12, atol=1e-12)
 
 
+def test_lightgbm_thresholds_between_adjacent_float32_data_values():
+    """LightGBM's thresholds lie between two data values; rounded down to float32 they keep
+    every float32-representable value on its side, here consecutive integers near 1e7, which
+    are adjacent float32s (rounding to the nearest float32 sent 39 of 40 of them the wrong
+    way). A row between the two, within one float32 step of the threshold, may go either
+    way: jax_enable_x64 compares in float64."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(10_000_000, 10_000_040, 2000).astype(np.float64)
+    X = np.column_stack([x, rng.normal(size=2000)])
+    y = 10 * np.sin((x - 1e7) / 3.0) + 0.1 * rng.normal(size=2000)
+    model = lgb.LGBMRegressor(n_estimators=30, min_child_samples=5, verbose=-1).fit(X, y)
+    grid = np.column_stack([np.arange(10_000_000, 10_000_040, dtype=np.float64), np.zeros(40)])
+    np.testing.assert_allclose(np.asarray(jaximp.tree_predictor(model)(grid))[:, 0],
+                               model.predict(grid), rtol=1e-5, atol=1e-5)
+
+
 def test_bad_inputs_name_the_fix(data):
     X, y, _, y_3 = data
     X = np.nan_to_num(X)

@@ -488,8 +488,9 @@ def test_a_bad_per_row_output_is_refused_with_the_fix():
             with pytest.raises(error, match=message):
                 method(mlp, X, output=bad)
     # a list names outputs: one named twice is refused (captum's target list is per row)
-    with pytest.raises(ValueError, match=r"more than once.*integer array of shape \(n,\)"):
-        jaximp.saliency(mlp, X, output=[0, 1, 0])
+    for twice in ([0, 1, 0], [0, -2]):  # by index, not by spelling
+        with pytest.raises(ValueError, match=r"more than once.*integer array of shape \(n,\)"):
+            jaximp.saliency(mlp, X, output=twice)
     # methods without per-row outputs say which ones take them
     with pytest.raises(TypeError, match="taken by the per-row attributions only"):
         jaximp.dgsm(mlp, X, output=PREDICTED)

@@ -427,6 +427,7 @@ def test_raw_kind_is_the_permuted_loss_as_dalex_reports_it(linear_data, ols,
     raw = permutation_importance(logistic, Xc, yc, loss="auc", kind="raw", **options)
     np.testing.assert_allclose(raw.importances,
                                1 - (auc.info.baseline[0] - auc.importances), rtol=1e-12)
+    np.testing.assert_allclose(raw.info.baseline, 1 - auc.info.baseline, rtol=1e-12)
 
 
 def test_max_samples_subsamples_rows_once(linear_data, ols):
@@ -505,8 +506,9 @@ def test_validation_messages(linear_data, ols, classification_data):
     # losses undefined on the rows scored name the loss, not the model's predictions
     with pytest.raises(ValueError, match=r"loss='r2' is undefined where y does not vary.*1 rows"):
         permutation_importance(f, X, y, loss="r2", max_samples=1)
-    with pytest.raises(ValueError, match=r"loss='r2' is undefined.*1000 rows"):
-        permutation_importance(f, X, np.ones(N), loss="r2")
+    for constant in (1.0, 0.1, 0.3):  # the sum of squares of 0.1s rounds above 0
+        with pytest.raises(ValueError, match=r"loss='r2' is undefined.*1000 rows"):
+            permutation_importance(f, X, np.full(N, constant), loss="r2")
     with pytest.raises(ValueError, match=r"y must have n = 1000 rows like X; got 999\."):
         permutation_importance(f, X, y[:-1])
     with pytest.raises(ValueError, match=r"y has 2 column\(s\) but 1 model output\(s\) are "

@@ -92,11 +92,6 @@ def select_outputs(
             f"ablation_attributions); here pass an output index or name, or a list of them "
             f"(outputs {list(output_names)[:5]}).")
     wanted = [output] if isinstance(output, (int, str, np.integer)) else list(output)
-    if len(set(map(str, wanted))) < len(wanted):
-        raise ValueError(
-            f"output lists some outputs more than once ({list(wanted)[:8]}); name each output "
-            "once. For one output per row (captum's target list), pass an integer array of "
-            "shape (n,) to a per-row attribution.")
     indices = []
     for item in wanted:
         if isinstance(item, str):
@@ -110,6 +105,11 @@ def select_outputs(
                 f"output index {item} is out of range for a model with {len(output_names)} "
                 "outputs."
             )
+    if len(set(indices)) < len(indices):
+        raise ValueError(
+            f"output lists some outputs more than once ({list(wanted)[:8]}); name each output "
+            "once. For one output per row (captum's target list), pass an integer array of "
+            "shape (n,) to a per-row attribution.")
     return indices
 
 

@@ -488,9 +488,9 @@ def resolve_loss(
 def _check_varies(target: np.ndarray, weights: np.ndarray | None) -> None:
     """R^2 divides by the (weighted) total sum of squares of y: each column must vary on the
     rows scored."""
-    w = np.ones(target.shape[0]) if weights is None else np.asarray(weights, np.float64)
-    centred = target - (w @ target) / w.sum()
-    constant = np.flatnonzero(w @ centred ** 2 <= 0)
+    rows = target if weights is None else target[np.asarray(weights) > 0]
+    # the range, not the sum of squares, which may round above 0 for a constant y
+    constant = np.flatnonzero(np.ptp(rows, axis=0) == 0) if len(rows) else np.zeros(0, int)
     if constant.size:
         raise ValueError(
             f"loss='r2' is undefined where y does not vary on the rows scored (column "

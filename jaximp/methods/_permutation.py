@@ -59,6 +59,12 @@ __all__ = ["LOSSES", "permutation_importance"]
 _KINDS = ("difference", "ratio", "raw")
 
 
+def _baseline(spec, metric: np.ndarray, kind: str) -> np.ndarray:
+    """The intact data's metric, on the importances' scale: for ``kind="raw"`` a score with
+    best value 1 as its loss ``1 - score``, as the importances."""
+    return spec.importance(metric, metric, "raw") if kind == "raw" else metric
+
+
 def _sample_rows(max_samples, n: int, bits: list[int]) -> np.ndarray | None:
     if max_samples is None:
         return None
@@ -159,7 +165,8 @@ def permutation_importance(
     kind : {"difference", "ratio", "raw"}, default "difference"
         ``"raw"``: the permuted loss itself, DALEX's ``model_parts(type="variable_importance")``
         (a score with best value 1 as its loss ``1 - score``, DALEX's ``1 - AUC``; a scorer
-        callable's permuted score as it returns it); ``info.baseline`` is the intact data's.
+        callable's permuted score as it returns it); ``info.baseline`` is the intact data's
+        on the same scale.
     n_repeats : int, default 5
         Permutations per feature.
     max_samples : int or float, optional
@@ -391,7 +398,8 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
             importances_std=Deferred.apply(lambda parts: parts[1], spread),
             importances=importances,
             info=Deferred.apply(lambda metric: keep_layout(PermutationDetails(
-                loss=spec.name, kind=kind, baseline=metric[0], n_repeats=n_repeats,
+                loss=spec.name, kind=kind, baseline=_baseline(spec, metric[0], kind),
+                n_repeats=n_repeats,
                 n_samples=dataset.n_rows, sample_rows=rows,
             ), dataset, chosen), metric),
         )
@@ -432,7 +440,8 @@ def _bootstrap_result(spec, metric, p, n_repeats, kind, chosen, dataset, rows, n
         importances_std=replicates.std(axis=0),
         importances=np.moveaxis(replicates, 0, -1),
         info=keep_layout(PermutationDetails(
-            loss=spec.name, kind=kind, baseline=baseline[0], n_repeats=n_repeats,
+            loss=spec.name, kind=kind, baseline=_baseline(spec, baseline[0], kind),
+            n_repeats=n_repeats,
             n_samples=dataset.n_rows, sample_rows=rows, n_bootstrap=n_bootstrap,
             repeats=repeats), dataset, chosen),
     )

@@ -119,7 +119,10 @@ def level_keys(levels) -> list:
 
 def round_down_float32(threshold: np.ndarray) -> np.ndarray:
     """Largest float32 not above each float64 threshold (exact float32 comparisons) that
-    is not subnormal (:func:`_normal_float32`)."""
+    is not subnormal (:func:`_normal_float32`). For LightGBM's float64 comparisons of rows
+    rounded to float32, every float32-representable value keeps its side of a threshold
+    between two of them (consecutive integers near 1e7 included); only a row within one
+    float32 step below an unrepresentable threshold may go right (x64 is exact)."""
     with np.errstate(over="ignore"):  # beyond float32's range: inf, stepped down below
         t32 = np.asarray(threshold, np.float64).astype(np.float32)
     above = t32.astype(np.float64) > threshold
