@@ -144,14 +144,17 @@ class Explanation(Mapping):
 
     def _scores(self, method: str, output) -> pd.Series:
         result = self[method]
-        column = output_index(result.output_names, output)
+        # a method that scores the whole model in one column (permutation importance's loss
+        # over a classifier's classes) gives that column for every output
+        column = 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
         values = result.importances_mean[:, column]
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)
 
     def importances(self, output: int | str | None = None) -> pd.DataFrame:
         """Feature x method table of importances for one output (Olden's signed values as
-        magnitudes), features in input order."""
+        magnitudes), features in input order; a method of one column (a loss over all of a
+        classifier's classes) gives it for every output."""
         frame = pd.concat([self._scores(m, output) for m in self.importance_methods], axis=1)
         return frame.reindex(index=[f for f in self.feature_names if f in frame.index])
 
@@ -519,6 +522,9 @@ def explain(
         "grid_resolution": grid_resolution,
         "n_bootstrap": n_bootstrap,
         "options": repr(options) if options else "none",
+        # the loss each loss-based method used, given or its default (accuracy, MSE)
+        "loss": ", ".join(f"{m}: {results[m].info['loss']}" for m in ("permutation", "loco")
+                          if m in results) or "none",
         "fit": _describe(fit),
         "memory_budget": "default" if memory_budget is None else memory_budget,
     }

@@ -137,6 +137,29 @@ def test_agreement_is_tau_b_between_rankings(bootstrapped):
                 assert table.loc[a, b] == kendall_tau_b(scores[a], scores[b])
 
 
+def test_a_classifiers_classes_are_shown_beside_its_one_loss_column():
+    """A 3-class model: PD importance has a column per class, permutation importance one (its
+    loss over all classes), which every class's table, ranking and figure show."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    model = LogisticRegression(max_iter=500).fit(X, y)
+    result = explain(model, X, y, methods=["pd_importance", "permutation"], progress=False)
+    assert result["permutation"].importances_mean.shape[1] == 1
+    assert result.settings["loss"] == "permutation: accuracy"  # the default, recorded
+    for output in (0, 1, 2, "2"):
+        table = result.importances(output=output)
+        column = int(output)
+        np.testing.assert_array_equal(table["pd_importance"],
+                                      result["pd_importance"].importances_mean[:, column])
+        np.testing.assert_array_equal(table["permutation"],
+                                      result["permutation"].importances_mean[:, 0])
+        result.agreement(output=output)
+    result.plot(output=2)
+
+
 def small_network():
     """A jaximp.MLP with fixed weights (3 -> 4 -> 1): Garson and Olden read it."""
     rng = np.random.default_rng(3)

@@ -360,7 +360,8 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
     output : int or str, optional
         One output, by index or name. Default: the positive class (the second output)
         for a binary classifier's probabilities, else the first output; ``output=0``
-        gives class 0 (R's pdp and vip ``which.class = 1``). Picked in each result.
+        gives class 0 (R's pdp and vip ``which.class = 1``). Picked in each result; a
+        result of one column (a loss over all of a classifier's classes) shows it for any.
     style : {"bar", "dot"}, default "bar"
     errors : {"auto", "std", "interval", "none"}, default "auto"
         Error bars: ``importances_std`` (``"std"``), the 95% percentile interval over repeats
@@ -400,7 +401,8 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
         fig = axes[0].figure
     chosen_outputs = []
     for panel, (name, result) in zip(axes, named):
-        j = output_index(result.output_names, output)
+        # a result of one column scores the whole model (a loss over a classifier's classes)
+        j = 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
         chosen_outputs.append(result.output_names[j])
         position = {feature: i for i, feature in enumerate(result.feature_names)}
         rows = np.asarray([position.get(label, -1) for label in labels])
