@@ -142,8 +142,10 @@ def _load_data(path: str):
         raise _UsageError(f"--data: file {path!r} not found.")
     suffix = file.suffix.lower()
     try:
-        if suffix in (".csv", ".txt"):
+        if suffix == ".csv":
             return pd.read_csv(file)
+        if suffix == ".txt":  # commas, tabs or semicolons, found from the file itself
+            return pd.read_csv(file, sep=None, engine="python")
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(file)
     except ImportError as error:
@@ -339,8 +341,8 @@ def _parser():
     ex.add_argument("--model", required=True, metavar="FILE.py:NAME|MODULE:NAME",
                     help="the model, or a function with no arguments that returns it")
     ex.add_argument("--data", required=True, metavar="FILE",
-                    help="a .csv (or .txt) or .parquet file holding the features and the "
-                    "target")
+                    help="a .csv (or .txt, its separator found from the file) or .parquet "
+                    "file holding the features and the target")
     ex.add_argument("--target", required=True, metavar="COLUMN",
                     help="the column the model predicts")
     ex.add_argument("--out", required=True, metavar="FOLDER",

@@ -292,14 +292,18 @@ def _data_summary(dataset) -> pd.DataFrame:
         if feat.is_categorical:
             row["levels"] = len(feat.levels) if feat.levels is not None else len(
                 np.unique(values))
-        else:
-            column = values[:, 0]
-            row.update(mean=column.mean(), std=column.std(ddof=1) if column.size > 1 else 0.0,
-                       min=column.min(), max=column.max())
+        else:  # of the values present
+            column = values[:, 0][~np.isnan(values[:, 0])]
+            if column.size:
+                row.update(mean=column.mean(),
+                           std=column.std(ddof=1) if column.size > 1 else 0.0,
+                           min=column.min(), max=column.max())
+        row["missing"] = int(np.isnan(values).any(axis=1).sum())
         rows.append(row)
     frame = pd.DataFrame(rows)
-    return frame.reindex(columns=["feature", "kind", "columns", "mean", "std", "min", "max",
-                                  "levels"]).dropna(axis=1, how="all")
+    frame = frame.reindex(columns=["feature", "kind", "columns", "mean", "std", "min", "max",
+                                   "levels", "missing"]).dropna(axis=1, how="all")
+    return frame if frame["missing"].any() else frame.drop(columns="missing")
 
 
 def _model_summary(model, predictor, network: bool) -> dict:

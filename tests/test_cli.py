@@ -17,7 +17,7 @@ import pytest
 
 import jaximp
 from jaximp import _report
-from jaximp._cli import _is_factory, _load_model, _parser, main
+from jaximp._cli import _is_factory, _load_data, _load_model, _parser, main
 from jaximp._explain import explain
 
 MODEL_SOURCE = """
@@ -103,6 +103,16 @@ def test_loads_only_the_named_object_or_calls_a_named_factory(workspace, monkeyp
     X = np.arange(6.0).reshape(2, 3)
     np.testing.assert_allclose(np.asarray(from_factory(X)), np.asarray(direct(X)))
     assert not _is_factory(direct) and _is_factory(type("Model", (), {}))
+
+
+def test_a_txt_file_is_read_with_its_own_separator(tmp_path):
+    """A .txt file may separate its columns by tabs, semicolons or commas (names with spaces
+    and unicode included); each gives the same frame as the CSV."""
+    frame = pd.DataFrame({"size m2": [1.5, 2.0, 3.25], "höhe": [1, 2, 3], "y": [0.1, 0.2, 0.3]})
+    for sep in ("\t", ";", ","):
+        path = tmp_path / "data.txt"
+        frame.to_csv(path, sep=sep, index=False)
+        pd.testing.assert_frame_equal(_load_data(str(path)), frame)
 
 
 class _Page(html.parser.HTMLParser):

@@ -160,6 +160,22 @@ def test_a_classifiers_classes_are_shown_beside_its_one_loss_column():
     result.plot(output=2)
 
 
+def test_the_data_summary_reads_the_values_present_and_counts_the_missing():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 2))
+    X[::8, 0] = np.nan
+    y = np.nan_to_num(X[:, 0]) + X[:, 1]
+    model = HistGradientBoostingRegressor(max_iter=10).fit(X, y)
+    summary = explain(model, X, y, methods=["permutation"], progress=False).data_summary
+    present = X[~np.isnan(X[:, 0]), 0]
+    np.testing.assert_allclose(summary.loc[0, ["mean", "std", "min", "max"]].to_numpy(float),
+                               [present.mean(), present.std(ddof=1), present.min(),
+                                present.max()], rtol=1e-12)
+    assert summary["missing"].tolist() == [10, 0]
+
+
 def small_network():
     """A jaximp.MLP with fixed weights (3 -> 4 -> 1): Garson and Olden read it."""
     rng = np.random.default_rng(3)

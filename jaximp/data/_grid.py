@@ -129,7 +129,8 @@ def feature_grid(
     if col.n_distinct < 2:
         raise ValueError(
             f"feature {feature.name!r} has a single distinct value ({col.at([0])[0]:g}); its "
-            "partial dependence is undefined. Drop the feature or pass grid values explicitly."
+            "partial dependence is undefined. Leave it out of the features explained "
+            "(features=[...]) or pass grid values explicitly."
         )
     if feature.kind == "categorical":
         uniques = col.distinct()
