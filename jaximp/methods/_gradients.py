@@ -490,10 +490,9 @@ def integrated_gradients(
         (b, c): each row's attributions are averaged over them (and ``f(baseline)`` is their
         mean prediction).
     paired_baselines : bool, optional
-        True: baselines (n, c), row ``i``'s baseline being row ``i`` (captum's convention for
-        a baseline tensor of the inputs' shape). False (the default): every row against every
-        baseline; left unset with exactly one baseline per row of X, it warns that captum
-        pairs them.
+        True: baselines (n, c), row ``i``'s being row ``i`` (captum's reading of a tensor of
+        the inputs' shape). False (default): every row against every baseline; unset with
+        one baseline per row of X, it warns that captum pairs them.
     multiply_by_inputs : bool, default True
         False: the integrated gradient ``int_0^1 df/dx_j(b + alpha (x - b)) d alpha`` alone,
         without the factor ``x_j - b_j`` (captum's ``multiply_by_inputs=False``, its "local"
