@@ -15,7 +15,6 @@ from .data import (
     Int,
     Replicates,
     as_key,
-    output_index,
     resolve_pairs,
     select_outputs,
     validate_params,
@@ -38,7 +37,7 @@ from .methods import (
     sensitivity_importance,
     shapley_values,
 )
-from .results import FeatureImportance, FeatureInteraction, plot_importances
+from .results import FeatureImportance, FeatureInteraction, importance_column, plot_importances
 
 __all__ = ["Explanation", "explain", "kendall_tau_b"]
 
@@ -144,9 +143,7 @@ class Explanation(Mapping):
 
     def _scores(self, method: str, output) -> pd.Series:
         result = self[method]
-        # a method that scores the whole model in one column (permutation importance's loss
-        # over a classifier's classes) gives that column for every output
-        column = 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
+        column = importance_column(result, output)
         values = result.importances_mean[:, column]
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)

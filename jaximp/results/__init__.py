@@ -25,6 +25,7 @@ from ._details import (
 )
 from ._plots import (
     ice_rows,
+    importance_column,
     new_figure,
     plot_h,
     plot_importances,
@@ -68,6 +69,7 @@ __all__ = [
     "WeightDetails",
     "check_k",
     "ice_rows",
+    "importance_column",
     "input_image",
     "interval_probabilities",
     "mean_and_std",

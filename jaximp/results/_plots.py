@@ -339,6 +339,13 @@ def _as_named(results) -> list[tuple[str, object]]:
     return [(str(name), r) for name, r in items]
 
 
+def importance_column(result, output) -> int:
+    """The column of an importance ``result`` that shows ``output``: a result of one column
+    scores the whole model (a loss over all of a classifier's classes) and shows it for any
+    output."""
+    return 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
+
+
 @validate_params(top=Int(1, none=True), output=Index(names=True, none=True),
                  style=Choice("bar", "dot"), errors=Choice(*_ERRORS))
 def plot_importances(results, ax=None, top=None, output=None, style: str = "bar",
@@ -384,7 +391,7 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
     """
     named = _as_named(results)
     first = named[0][1]
-    column = output_index(first.output_names, output)
+    column = importance_column(first, output)
     p = len(first.feature_names)
     order = _ranking(first, column)[:resolve_top(top, p)][::-1]
     labels = [first.feature_names[i] for i in order]
@@ -401,8 +408,7 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
         fig = axes[0].figure
     chosen_outputs = []
     for panel, (name, result) in zip(axes, named):
-        # a result of one column scores the whole model (a loss over a classifier's classes)
-        j = 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
+        j = importance_column(result, output)
         chosen_outputs.append(result.output_names[j])
         position = {feature: i for i, feature in enumerate(result.feature_names)}
         rows = np.asarray([position.get(label, -1) for label in labels])
