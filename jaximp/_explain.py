@@ -143,7 +143,7 @@ class Explanation(Mapping):
 
     def _scores(self, method: str, output) -> pd.Series:
         result = self[method]
-        column = importance_column(result, output)
+        column = importance_column(result, output, self.output_names)
         values = result.importances_mean[:, column]
         return pd.Series(np.abs(values) if method in _SIGNED else values,
                          index=list(result.feature_names), name=method)

@@ -339,11 +339,14 @@ def _as_named(results) -> list[tuple[str, object]]:
     return [(str(name), r) for name, r in items]
 
 
-def importance_column(result, output) -> int:
-    """The column of an importance ``result`` that shows ``output``: a result of one column
-    scores the whole model (a loss over all of a classifier's classes) and shows it for any
-    output."""
-    return 0 if len(result.output_names) == 1 else output_index(result.output_names, output)
+def importance_column(result, output, outputs) -> int:
+    """The column of an importance ``result`` that shows ``output``, one of ``outputs`` (the
+    model's, as the caller names them): a result of one column scores the whole model (a
+    loss over all of a classifier's classes) and shows it for any of them."""
+    if len(result.output_names) == 1:
+        output_index(outputs, output)  # a name or index of the model's outputs
+        return 0
+    return output_index(result.output_names, output)
 
 
 @validate_params(top=Int(1, none=True), output=Index(names=True, none=True),
@@ -391,7 +394,8 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
     """
     named = _as_named(results)
     first = named[0][1]
-    column = importance_column(first, output)
+    outputs = max((r.output_names for _, r in named), key=len)  # the model's, where shown
+    column = importance_column(first, output, outputs)
     p = len(first.feature_names)
     order = _ranking(first, column)[:resolve_top(top, p)][::-1]
     labels = [first.feature_names[i] for i in order]
@@ -408,7 +412,7 @@ def plot_importances(results, ax=None, top=None, output=None, style: str = "bar"
         fig = axes[0].figure
     chosen_outputs = []
     for panel, (name, result) in zip(axes, named):
-        j = importance_column(result, output)
+        j = importance_column(result, output, outputs)
         chosen_outputs.append(result.output_names[j])
         position = {feature: i for i, feature in enumerate(result.feature_names)}
         rows = np.asarray([position.get(label, -1) for label in labels])
