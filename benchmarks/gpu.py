@@ -205,18 +205,19 @@ def case_h(p, n, repeats, rng):
                      repeats, check=f"= NumPy loop: max err {error:.1e}")
 
 
-def case_shapley(n, n_shap, repeats, rng, device):
-    """Exact and sampled Shapley values against shap and captum, on a [10, 32, 32, 1] MLP."""
+def case_shapley(n, n_shap, background, repeats, rng, device):
+    """Exact and sampled Shapley values against shap and captum, on a [10, 32, 32, 1] MLP,
+    with ``background`` rows."""
     import shap
     import torch
     from captum.attr import ShapleyValueSampling
 
     layers = random_relu_mlp([P, 32, 32, 1])
     f = jax_mlp(layers)
-    X, B = rng.uniform(size=(n, P)), rng.uniform(size=(BACKGROUND, P))
+    X, B = rng.uniform(size=(n, P)), rng.uniform(size=(background, P))
     predictor = jaximp.as_predictor(f, n_features=P)
     explainer = jaximp.Explainer(predictor, X, background=B)
-    masker = shap.maskers.Independent(B, max_samples=BACKGROUND)
+    masker = shap.maskers.Independent(B, max_samples=background)
     model = numpy_callable(f)
     k = min(n_shap, n)
     scale = f"shap and captum on {k} of the {n} rows, times scaled"
@@ -228,7 +229,7 @@ def case_shapley(n, n_shap, repeats, rng, device):
     theirs = shap_exact(X[:k], silent=True).values
     error = np.abs(theirs - reference[:k]).max()
     assert error <= float32_rtol() * np.abs(reference).max() + 1e-6, error
-    rows = n * (2 ** P - 1) * BACKGROUND
+    rows = n * (2 ** P - 1) * background
     exact_row = timed_row(
         "Shapley, exact", n, rows,
         {"jaximp": exact, "explainer": bound, "floor": floor_of(f, X, rows),
@@ -241,14 +242,14 @@ def case_shapley(n, n_shap, repeats, rng, device):
     shap_perm = shap.PermutationExplainer(model, masker)
     net = torch_twin(layers).to(device)
     sampling = ShapleyValueSampling(lambda rows: net(rows)[:, 0])
-    inputs = torch.tensor(np.repeat(X[:k], BACKGROUND, axis=0), dtype=torch.float32,
+    inputs = torch.tensor(np.repeat(X[:k], background, axis=0), dtype=torch.float32,
                           device=device)
     baselines = torch.tensor(np.tile(B, (k, 1)), dtype=torch.float32, device=device)
 
     def captum():
         values = sampling.attribute(inputs, baselines=baselines, n_samples=permutations,
                                     perturbations_per_eval=16)
-        return values.reshape(k, BACKGROUND, P).mean(1).cpu().numpy()
+        return values.reshape(k, background, P).mean(1).cpu().numpy()
 
     def rms(values):
         return float(np.sqrt(np.mean((np.asarray(values) - reference[:len(values)]) ** 2)))
@@ -258,7 +259,7 @@ def case_shapley(n, n_shap, repeats, rng, device):
               "captum": rms(captum())}
     spread = float(np.sqrt(np.mean(reference ** 2)))
     assert max(errors.values()) <= 0.2 * spread, (errors, spread)
-    rows = n * (permutations * (P - 1) + 1) * BACKGROUND
+    rows = n * (permutations * (P - 1) + 1) * background
     bound_sampled = lambda: explainer.shapley_values(  # noqa: E731
         method="permutation", n_permutations=permutations).values
     np.testing.assert_array_equal(np.asarray(bound_sampled()), np.asarray(sampled()))
@@ -374,7 +375,7 @@ def main() -> None:
     sizes = {"pd": [(f, n) for n in ([500] if quick else [1_000, 10_000, 100_000])],
              "pfi": [(f, n) for n in ([500] if quick else [1_000, 10_000, 100_000, 1_000_000])],
              "h": [(4, 50)] if quick else [(10, 300), (10, 1_000)],
-             "shapley": [(20, 5) if quick else (1_000, 20)],
+             "shapley": [(8, 2, 20) if quick else (1_000, 20, BACKGROUND)],
              "attributions": [(n,) for n in ([500] if quick else [10_000, 100_000, 1_000_000])],
              "torch": [(n,) for n in ([500] if quick else [10_000, 1_000_000])]}
     runs = {"pd": case_pd, "pfi": case_pfi, "h": case_h, "shapley": case_shapley,

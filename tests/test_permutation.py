@@ -874,3 +874,59 @@ def test_a_binary_classifiers_class_0_column_scores_the_model_as_its_class_1_col
     sage = [jaximp.sage_importance(model, X, y, background=X[:10], estimator="exact",
                                    loss="log_loss", output=output) for output in (0, 1)]
     np.testing.assert_array_equal(sage[0].importances_mean, sage[1].importances_mean)
+
+
+def test_a_dict_of_feature_sets_may_overlap_as_dalex_variable_groups(linear_data, ols):
+    """features={name: [features]} permutes each set's columns together, sets sharing
+    features (dalex's variable_groups): equal to a float64 loop over the engine's
+    permutations of each set, through the Explainer and a scorer callable too."""
+    from sklearn.metrics import get_scorer
+
+    from jaximp.engine import key_bits
+    from jaximp.methods._permutation import _plan
+
+    X, y = linear_data
+    f, b = ols
+    sets = {"x0+x1": ["x0", "x1"], "x1+x2": [1, 2], "x3": ["x3"]}
+    columns = ((0, 1), (1, 2), (3,))
+    R = 4
+    result = permutation_importance(f, X, y, features=sets, n_repeats=R, random_state=3)
+    assert result.feature_names == tuple(sets) and result.importances.shape == (3, 1, R)
+    # the sets' permutation streams follow the four features' (labels 4, 5, 6)
+    perms = engine_permutations(_plan(4, columns, (4, 5, 6), R,
+                                      tuple(key_bits(jax.random.key(3)))), N)
+
+    def mse(Z):
+        return np.mean((y - (Z @ b[1:] + b[0])) ** 2)
+
+    expected = np.empty((3, 1, R))
+    for j, cols in enumerate(columns):
+        for r in range(R):
+            Z = X.copy()
+            Z[:, cols] = X[perms[1 + j * R + r]][:, cols]
+            expected[j, 0, r] = mse(Z) - mse(X)
+    np.testing.assert_allclose(result.importances, expected, rtol=1e-4, atol=1e-4)
+    # the union of a set's columns: E[delta MSE] = 2 Var(sum of the set's terms)
+    explainer = jaximp.Explainer(f, X, y)
+    many = explainer.permutation_importance(features=sets, n_repeats=200, random_state=3)
+    np.testing.assert_allclose(many.importances_mean[:2, 0],
+                               [2 * np.var(X[:, cols] @ b[1:][list(cols)]) for cols in
+                                columns[:2]], rtol=0.1)
+    np.testing.assert_array_equal(
+        explainer.permutation_importance(features=sets, n_repeats=R,
+                                         random_state=3).importances, result.importances)
+    # another dict of the same size on the same Explainer is not the kept one
+    other = explainer.permutation_importance(features={"a": [0], "b": [2], "c": [1]},
+                                             n_repeats=R, random_state=3)
+    assert other.feature_names == ("a", "b", "c")
+    assert not np.allclose(other.importances, result.importances)
+    # a scorer callable on the host sees the same permutations
+    model = LinearRegression().fit(X, y)
+    scored = permutation_importance(model, X, y, features=sets, n_repeats=R, random_state=3,
+                                    scoring=get_scorer("neg_mean_squared_error"))
+    np.testing.assert_allclose(scored.importances, expected, rtol=1e-7, atol=1e-9)
+    for bad, error, match in [({}, ValueError, "empty dict"),
+                              ({1: [0]}, TypeError, "by a str"),
+                              ({"a": ["zz"]}, ValueError, "unknown feature 'zz'")]:
+        with pytest.raises(error, match=match):
+            permutation_importance(f, X, y, features=bad)

@@ -19,6 +19,7 @@ import numpy as np
 from ..data import (
     Choice,
     Deferred,
+    Feature,
     Int,
     Replicates,
     as_key,
@@ -181,8 +182,11 @@ def permutation_importance(
         of the mean over repeats, ``importances_std`` their standard deviation and
         ``intervals()`` percentile intervals; the repeats move to ``info.repeats``. Needs one
         loss that sums over rows (not AUC, a callable or several losses).
-    features : str, int or list, optional
-        Features (or groups) to score; default all.
+    features : str, int, list or dict, optional
+        Features (or groups) to score; default all. A dict of names to lists of features
+        scores each list as one set, its columns permuted together, and the sets may share
+        features (dalex's ``variable_groups``; ``groups=`` declares sets that do not overlap,
+        which every method then reads as features).
     output : int, str or list, optional
         Model outputs the loss sees (default all). Regression losses give one importance per
         output; classification losses read all selected columns as class probabilities.
@@ -297,9 +301,9 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     if scorer is not None:
         rows = _sample_rows(max_samples, n, bits)
         taken = dataset if rows is None else dataset.take(rows)
-        chosen = taken.resolve(features)
-        plan = _plan(taken.n_columns, tuple(feat.columns for feat in chosen),
-                     tuple(taken.positions(chosen)), n_repeats, tuple(bits))
+        chosen, labels = scored_items(taken, features)
+        plan = _plan(taken.n_columns, tuple(feat.columns for feat in chosen), labels,
+                     n_repeats, tuple(bits))
         return functools.partial(scorer_importances, _estimator(model), taken, y, chosen, plan,
                                  rows, kind, n_repeats, scorer, memory_budget)
     if losses is None:
@@ -311,8 +315,8 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     rows = _sample_rows(max_samples, n, bits)
     if rows is not None:
         dataset, target = dataset.take(rows), target[rows]
-    chosen = dataset.resolve(features)
-    feature_ids = dataset.positions(chosen)
+    chosen, feature_ids = scored_items(dataset, features)
+    columns = tuple(feat.columns for feat in chosen)
     c = dataset.n_columns
     engine = dict(memory_budget=memory_budget, progress=progress)
 
@@ -324,8 +328,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
         check_collapse_columns([name for name, _ in checked], dataset.resident_X,
                                [column for _, column in checked], predictor.dtype,
                                "permuted values", stacklevel=5)
-        plan = _plan(c, tuple(feat.columns for feat in chosen), tuple(feature_ids),
-                     n_repeats, tuple(bits))
+        plan = _plan(c, columns, feature_ids, n_repeats, tuple(bits))
         base: list = []  # the predictions on the intact data, computed once if needed
 
         def baseline_predictions():
@@ -339,7 +342,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
 
     specs, plan, reducers = cached_stage(
         dataset, ("permutation importance", tuple(losses.items()), output, greater_is_better,
-                  predictor, tuple(feature_ids), n_repeats, tuple(bits),
+                  predictor, feature_ids, columns, n_repeats, tuple(bits),
                   digest(target) if dataset.pinned else None),  # unpinned data keeps nothing
         build, uncached=rows is not None)
     return functools.partial(_run, predictor, dataset, key, chosen, rows, n_repeats, kind,
@@ -445,6 +448,31 @@ def _bootstrap_result(spec, metric, p, n_repeats, kind, chosen, dataset, rows, n
             n_samples=dataset.n_rows, sample_rows=rows, n_bootstrap=n_bootstrap,
             repeats=repeats), dataset, chosen),
     )
+
+
+def scored_items(dataset, features) -> tuple[list[Feature], tuple[int, ...]]:
+    """The items a permutation importance scores and their permutation stream labels: the
+    dataset's features (``features`` a selection, labelled by position), or named sets of
+    them, which may overlap (``features`` a dict, as dalex's ``variable_groups``; labelled
+    after the features, in the dict's order)."""
+    if not isinstance(features, Mapping):
+        chosen = dataset.resolve(features)
+        return chosen, tuple(dataset.positions(chosen))
+    if not features:
+        raise ValueError("features is an empty dict; give a name and a list of features for "
+                         "each set to permute together, or None for every feature.")
+    items = []
+    for name, members in features.items():
+        if not isinstance(name, str):
+            raise TypeError(f"features as a dict names each set of features by a str; got "
+                            f"{type(name).__name__} {name!r:.40}.")
+        members = dataset.resolve(members)
+        if not members:
+            raise ValueError(f"the set {name!r} of features lists no feature.")
+        columns = sorted({column for feat in members for column in feat.columns})
+        items.append(Feature(name, tuple(columns)))
+    first = len(dataset.features)
+    return items, tuple(range(first, first + len(items)))
 
 
 @functools.lru_cache(maxsize=16)  # the same settings again give the same plan object
