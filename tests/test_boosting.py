@@ -6,6 +6,8 @@ rounding in both modes. LightGBM and CatBoost sum in float64: under x64 the arra
 them to 1e-12 relative, by default to float32 rounding (1e-6).
 """
 
+import warnings
+
 import jax
 import numpy as np
 import pandas as pd
@@ -340,6 +342,45 @@ def test_lightgbm_thresholds_between_adjacent_float32_data_values():
     grid = np.column_stack([np.arange(10_000_000, 10_000_040, dtype=np.float64), np.zeros(40)])
     np.testing.assert_allclose(np.asarray(jaximp.tree_predictor(model)(grid))[:, 0],
                                model.predict(grid), rtol=1e-5, atol=1e-5)
+
+
+def test_rows_that_float32_splits_send_elsewhere_warn_and_float32_rows_do_not():
+    """LightGBM and HistGradientBoosting compare float64 rows, the arrays float32 ones: on
+    timestamps (float32 steps of 128 s) some rows take another branch. The methods and the
+    predictor warn, counting at least every row whose prediction moved, and only on that
+    feature; LightGBM's thresholds, rounded down, send float32 rows (the same rows rounded
+    first) where LightGBM does, without a warning; under x64 nothing is checked."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    stamps = 1.6e9 + np.sort(rng.integers(0, 20_000, 600)).astype(np.float64)
+    X = np.column_stack([stamps, rng.normal(size=600)])
+    y = np.sin((stamps - 1.6e9) / 3000) + 0.1 * X[:, 1]
+    rounded = X.astype(np.float32).astype(np.float64)
+    for model in (lgb.LGBMRegressor(n_estimators=20, num_leaves=16, verbose=-1),
+                  HistGradientBoostingRegressor(max_iter=20)):
+        model.fit(X, y)
+        predictor = jaximp.tree_predictor(model)
+        with pytest.warns(jaximp.PrecisionWarning, match="another branch.*x64"):
+            ours = np.asarray(predictor(X))[:, 0]
+        moved = np.abs(ours - model.predict(X)) > 1e-6
+        apart = predictor.check_rows.rows_apart(X)
+        assert set(apart) == {0} and apart[0] >= moved.sum() > 0
+        if isinstance(model, lgb.LGBMRegressor):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                np.testing.assert_allclose(np.asarray(predictor(rounded))[:, 0],
+                                           model.predict(rounded), rtol=1e-6, atol=1e-6)
+                jaximp.tree_shap(model, rounded[:50])
+        methods = [lambda: jaximp.tree_shap(model, X[:300])]
+        if isinstance(model, lgb.LGBMRegressor):  # HistGradientBoosting predicts on the host
+            methods += [lambda: jaximp.shapley_values(model, rounded[:2], X[:300]),
+                        lambda: jaximp.permutation_importance(model, X, y, n_repeats=1)]
+        for method in methods:
+            with pytest.warns(jaximp.PrecisionWarning, match="rows per feature: 'x0'"):
+                method()
+        with jax.enable_x64(True):
+            assert jaximp.tree_predictor(model).check_rows is None
 
 
 def test_bad_inputs_name_the_fix(data):

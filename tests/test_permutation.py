@@ -930,3 +930,52 @@ def test_a_dict_of_feature_sets_may_overlap_as_dalex_variable_groups(linear_data
                               ({"a": ["zz"]}, ValueError, "unknown feature 'zz'")]:
         with pytest.raises(error, match=match):
             permutation_importance(f, X, y, features=bad)
+
+
+def test_accuracy_of_a_scikit_learn_classifier_scores_its_predict_labels():
+    """scikit-learn's accuracy scores predict, which a tuned threshold (and SVC's Platt
+    probabilities) sets apart from the most probable class: the default loss, the name and
+    several losses (accuracy run apart from log loss) equal scikit-learn's accuracy scorer on
+    the same permutations; the other losses still read predict_proba."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import get_scorer
+    from sklearn.model_selection import FixedThresholdClassifier
+
+    X, y = make_classification(n_samples=300, n_features=4, n_informative=3,
+                               n_redundant=0, weights=[0.8], random_state=0)
+    model = FixedThresholdClassifier(LogisticRegression(), threshold=0.2).fit(X, y)
+    labels = np.where(y == 1, "yes", "no")
+    text_model = FixedThresholdClassifier(LogisticRegression(), threshold=0.2,
+                                          pos_label="yes").fit(X, labels)
+    assert (model.predict(X) != model.predict_proba(X).argmax(axis=1)).sum() > 20
+    for clf, target in [(model, y), (text_model, labels)]:
+        reference = permutation_importance(clf, X, target, scoring=get_scorer("accuracy"),
+                                           n_repeats=4, random_state=2)
+        assert reference.info["baseline"][0] == pytest.approx(clf.score(X, target))
+        for options in [{}, {"loss": "accuracy"}, {"scoring": "accuracy"}]:
+            got = permutation_importance(clf, X, target, n_repeats=4, random_state=2,
+                                         **options)
+            np.testing.assert_allclose(got.importances, reference.importances, atol=1e-12)
+            np.testing.assert_allclose(got.info["baseline"], reference.info["baseline"])
+        both = permutation_importance(clf, X, target, loss=["log_loss", "accuracy"],
+                                      n_repeats=4, random_state=2)
+        assert list(both) == ["log_loss", "accuracy"]
+        np.testing.assert_allclose(both["accuracy"].importances, reference.importances,
+                                   atol=1e-12)
+        np.testing.assert_allclose(
+            both["log_loss"].importances,
+            permutation_importance(clf, X, target, loss="log_loss", n_repeats=4,
+                                   random_state=2).importances, rtol=1e-12)
+    explainer = jaximp.Explainer(model, X, y)
+    named = explainer.permutation_importance(scoring=["accuracy", "neg_log_loss"],
+                                             n_repeats=4, random_state=2)
+    reference = permutation_importance(model, X, y, scoring=get_scorer("accuracy"),
+                                       n_repeats=4, random_state=2)
+    np.testing.assert_allclose(named["accuracy"].importances, reference.importances,
+                               atol=1e-12)
+    np.testing.assert_allclose(
+        explainer.permutation_importance(n_repeats=4, random_state=2).importances,
+        reference.importances, atol=1e-12)
+    # conditional importance shares the losses: its accuracy is the classifier's score
+    conditional = jaximp.conditional_importance(model, X, y, n_repeats=2)
+    assert conditional.info["baseline"][0] == pytest.approx(model.score(X, y))

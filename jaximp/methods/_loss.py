@@ -21,11 +21,11 @@ from jaximp.kernels import _losses
 
 from ..data import select_outputs
 from ..engine import ROW_LOSSES, Itemwise, LossSums
-from ..models import Predictor, predicts_class_labels
+from ..models import Predictor, label_predictor, predicts_class_labels, probe_rows
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
-           "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms",
+           "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms", "scored_predictor",
            "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
@@ -70,6 +70,19 @@ def default_loss(predictor: Predictor, y) -> str:
     scored against one column of labels (text, or integers ``0 .. k-1``); else ``"mse"``."""
     return ("accuracy" if class_labels(predictor, y) or predicts_class_labels(predictor)
             else "mse")
+
+
+def scored_predictor(predictor: Predictor, losses, response: str, output, dataset
+                     ) -> Predictor:
+    """The predictor that the losses ``losses`` (names or callables) score: a scikit-learn
+    classifier's ``predict`` where every one is accuracy of all its class columns (as
+    scikit-learn's accuracy: a tuned threshold or SVC's probabilities set its labels apart
+    from the most probable class); ``predictor`` itself otherwise."""
+    if (response != "probability" or output is not None
+            or not all(isinstance(each, str) and each == "accuracy" for each in losses)):
+        return predictor
+    sample = probe_rows(dataset.source if dataset.source is not None else dataset.X)
+    return label_predictor(predictor, sample) or predictor
 
 
 def class_labels(predictor: Predictor, y) -> bool:

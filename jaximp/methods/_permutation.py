@@ -37,7 +37,7 @@ from ..engine import (
     predict_rows,
     rng_stream,
 )
-from ..models import Predictor
+from ..models import Predictor, probability_classifier
 from ..results import FeatureImportance, PermutationDetails, mean_and_std
 from ._loss import (
     LOSSES,
@@ -49,6 +49,7 @@ from ._loss import (
     logits_to_probabilities,
     resolve_loss,
     row_loss_terms,
+    scored_predictor,
     weighted_loss_metrics,
 )
 from ._scorers import has_scorer, scorer_importances
@@ -159,7 +160,9 @@ def permutation_importance(
         scikit-learn's scoring names for the same metrics are accepted
         (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
         ``"neg_mean_absolute_error"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
-        ``"r2"``, ``"accuracy"``) and give scikit-learn's importances.
+        ``"r2"``, ``"accuracy"``) and give scikit-learn's importances: a scikit-learn
+        classifier's accuracy scores the labels of its ``predict`` (a tuned threshold, SVC's
+        probabilities), the other losses its ``predict_proba``.
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.
@@ -264,9 +267,38 @@ def permutation_importance(
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress,
                    scoring=scoring, n_jobs=n_jobs)
+    parts = _accuracy_apart(model, loss if scoring is None else scoring, greater_is_better)
+    if parts is not None:  # on the same permutations, one set of losses after the other
+        named = "loss" if scoring is None else "scoring"
+        results = {}
+        accuracies, others = parts
+        for part, gib in ((accuracies, None), (others, greater_is_better)):
+            results.update(warm_call("permutation importance", _set_up, model, X, y,
+                                     dict(options, greater_is_better=gib, **{named: part}))())
+        return {name: results[name] for name in _named_losses(options[named])}
     # a repeated call on an Explainer's data skips its setup: the call, set up once per
     # model, targets and options, still evaluates (and dispatches its device work) anew
     return warm_call("permutation importance", _set_up, model, X, y, options)()
+
+
+def _accuracy_apart(model, loss, greater_is_better) -> tuple[dict, dict] | None:
+    """Several losses, accuracy among them, of a scikit-learn classifier: the accuracies and
+    the others, which run apart (its accuracy scores ``predict``'s labels, as scikit-learn's,
+    the others ``predict_proba``); else None (and for losses the set-up refuses)."""
+    if (not _several(loss) or (isinstance(loss, Mapping) and has_scorer(loss))
+            or probability_classifier(model) is None):
+        return None
+    named = _named_losses(loss)
+    if greater_is_better is not None and not any(map(callable, named.values())):
+        return None  # refused by the set-up, naming them all
+    accuracies = {name: each for name, each in named.items() if _is_accuracy(each)}
+    if not accuracies or len(accuracies) == len(named):
+        return None
+    return accuracies, {name: each for name, each in named.items() if name not in accuracies}
+
+
+def _is_accuracy(loss) -> bool:
+    return isinstance(loss, str) and loss == "accuracy"
 
 
 def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, features, output,
@@ -310,6 +342,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
         default = default_loss(predictor, target)
         check_response(response, default)
         losses = _named_losses(default)
+    predictor = scored_predictor(predictor, losses.values(), response, output, dataset)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     rows = _sample_rows(max_samples, n, bits)

@@ -534,8 +534,8 @@ def sage_importance(
     if response == "logits" and loss_name not in ("log_loss", "accuracy"):
         raise ValueError(f"response='logits' turns a classifier's logits into probabilities "
                          f"for the losses 'log_loss' and 'accuracy'; got loss={loss_name!r}.")
-    bg = dataset if background is None else background_dataset(background, dataset,
-                                                               None, categorical, groups)
+    bg = dataset if background is None else background_dataset(
+        background, dataset, None, categorical, groups, predictor=predictor)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     engine = {"memory_budget": memory_budget, "progress": progress}

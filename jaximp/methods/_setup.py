@@ -125,6 +125,7 @@ def prepare(
             f"{predictor.name} was fitted on, and its arrays read category codes. Pass the "
             "model itself (jaximp then maps the levels as the library does), or give X's "
             "columns the training categories (X[c].cat.set_categories(...)).")
+    check_rows(predictor, dataset)
     if (allow_missing and not (predictor.host or predictor.handles_missing)
             and dataset.has_missing):
         rows, cols = np.nonzero(np.isnan(dataset.X))
@@ -138,11 +139,19 @@ def prepare(
     return dataset, predictor
 
 
+def check_rows(predictor: Predictor, dataset: Dataset) -> None:
+    """The model's own check of the rows it will see (:attr:`Predictor.check_rows`: a
+    warning where float32 splits send rows another way than the library), on host rows."""
+    if predictor.check_rows is not None and dataset.on_host:
+        predictor.check_rows(dataset.X, dataset.column_names)
+
+
 def background_dataset(background, dataset: Dataset, weight=None, categorical=None,
-                       groups=None, allow_missing: bool = False) -> Dataset:
+                       groups=None, allow_missing: bool = False, predictor=None) -> Dataset:
     """The rows that stand in for absent features (Shapley values, SAGE), validated against
     ``dataset``: the same columns and, for DataFrames, the same categories (so that their
-    codes agree). A Dataset is used as it is, with its own weights."""
+    codes agree), and checked by ``predictor`` (:func:`check_rows`). A Dataset is used as it
+    is, with its own weights."""
     if isinstance(background, Dataset):
         if weight is not None:
             raise ValueError("background is a Dataset, which carries its own weights; pass "
@@ -192,6 +201,8 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                     f"background column {name!r} must have the same categories as X's, so "
                     f"that their codes agree; got {_dtype_name(theirs)} for "
                     f"{_dtype_name(ours)}. Use background[name].astype(X[name].dtype).")
+    if predictor is not None:
+        check_rows(predictor, bg)
     return bg
 
 

@@ -216,7 +216,8 @@ def _setup(model, X, background, features, background_size, background_weight, s
         bg = dataset
     else:
         bg = background_dataset(background, dataset, background_weight, categorical, groups,
-                                allow_missing=predictor.host or predictor.handles_missing)
+                                allow_missing=predictor.host or predictor.handles_missing,
+                                predictor=predictor)
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)

@@ -37,6 +37,7 @@ unchanged on CPU, GPU and TPU.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -88,6 +89,7 @@ class _Ensemble:
     n_features: int
     dtype: np.dtype
     name: str
+    check_rows: Callable | None  # warns where float32 splits send rows elsewhere
 
 
 def _reason(err: TypeError) -> str:
@@ -108,9 +110,9 @@ def _refusal(model, why: str) -> TypeError:
         "it.")
 
 
-def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int]:
-    """Node arrays, output names, leaf scale and width of an XGBoost, LightGBM or CatBoost
-    model (its raw margin: ``init + scale * the sum of each output's trees``)."""
+def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int, Callable | None]:
+    """Node arrays, output names, leaf scale, width and row check of an XGBoost, LightGBM or
+    CatBoost model (its raw margin: ``init + scale * the sum of each output's trees``)."""
     try:
         predictor = tree_predictor(model)  # parses the model once
         # LightGBM's random forest averages its trees: the margin scales the sum
@@ -134,13 +136,13 @@ def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int]:
         n_features = (model.num_feature() if hasattr(model, "num_feature") else
                       model.num_features() if hasattr(model, "num_features") else
                       read_boosted(model).n_features)
-    return params, names, scale, int(n_features)
+    return params, names, scale, int(n_features), predictor.check_rows
 
 
 def _read(model) -> _Ensemble:
     """The paths of a supported tree model, or a TypeError naming the alternative."""
     if boosting_library(model) is not None:
-        params, names, scale, n_features = _boosted_arrays(model)
+        params, names, scale, n_features, check_rows = _boosted_arrays(model)
         arrays = {name: np.asarray(a) for name, a in params.items()}
         tree_output = arrays["tree_class"]
     else:
@@ -149,7 +151,7 @@ def _read(model) -> _Ensemble:
         except TypeError as err:
             raise _refusal(model, _reason(err)) from None
         arrays = {name: np.asarray(a) for name, a in predictor.params.items()}
-        n_features = int(model.n_features_in_)
+        n_features, check_rows = int(model.n_features_in_), predictor.check_rows
         tree_output, scale, names = None, 1.0 / arrays["feature"].shape[0], None
         if "init" in arrays:  # F = init + learning_rate * sum of the stage trees
             K = int(arrays["init"].shape[0])
@@ -168,7 +170,7 @@ def _read(model) -> _Ensemble:
     if tree_output is not None and not boosting:
         paths = dataclasses.replace(paths, output=np.zeros_like(paths.output))
     return _Ensemble(paths, names, boosting, n_features, np.dtype(arrays["value"].dtype),
-                     type(model).__name__)
+                     type(model).__name__, check_rows)
 
 
 def _rows(model, X, feature_names, n_features: int, what: str):
@@ -403,7 +405,8 @@ def tree_shap(
         regressor or classifier, ``GradientBoostingRegressor/Classifier`` with a constant
         init, ``HistGradientBoostingRegressor/Classifier`` without categorical splits
         (path-dependent values use its node sample counts as covers; its float64 thresholds
-        are compared in float32 unless ``jax_enable_x64`` is on), or an XGBoost, LightGBM or
+        are compared in float32 unless ``jax_enable_x64`` is on, with a ``PrecisionWarning``
+        where rows go another way), or an XGBoost, LightGBM or
         CatBoost model as :func:`jaximp.tree_predictor` reads it (covers: XGBoost's hessian
         sums, LightGBM's counts, CatBoost's leaf weights; XGBoost's and LightGBM's categorical
         splits included), without LightGBM's zero-as-missing splits. Anything else is refused: use
@@ -484,6 +487,9 @@ def tree_shap(
     bg = weights = None
     if background is not None:
         bg, _ = _rows(model, background, feature_names, ensemble.n_features, "background")
+    if ensemble.check_rows is not None:
+        ensemble.check_rows(x if bg is None else np.concatenate([x, bg]), names)
+    if background is not None:
         weights = np.ones(bg.shape[0]) if background_weight is None else np.asarray(
             background_weight, np.float64)
         if weights.shape != (bg.shape[0],) or not np.all(weights >= 0) or \

@@ -12,16 +12,18 @@ only when such a model is given.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ..data import PrecisionWarning, user_stacklevel
 from ._predictor import x64_enabled
 
-__all__ = ["BoostedModel", "below_float32", "boosting_library", "check_columns", "host_prediction",
-           "level_keys",
-           "pack_boosted", "refuse", "round_down_float32", "stored_names", "training_codes"]
+__all__ = ["BoostedModel", "Float32Splits", "below_float32", "boosting_library", "check_columns",
+           "host_prediction", "level_keys", "pack_boosted", "refuse", "round_down_float32",
+           "stored_names", "training_codes"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
 LINKS = ("identity", "exp", "sigmoid", "softmax")
@@ -87,6 +89,16 @@ class BoostedModel:
     def n_raw(self) -> int:
         return int(self.init.shape[0])
 
+    def numeric_splits(self) -> tuple[np.ndarray, np.ndarray]:
+        """The column and float64 threshold of every numeric split of every tree."""
+        columns, thresholds = [], []
+        for tree in self.trees:
+            split = tree["left"] != np.arange(len(tree["left"]))
+            split[list(tree["categories"])] = False
+            columns.append(tree["feature"][split])
+            thresholds.append(tree["threshold"][split])
+        return np.concatenate(columns), np.concatenate(thresholds)
+
 
 def boosting_library(model) -> str | None:
     """``"xgboost"``, ``"lightgbm"`` or ``"catboost"`` by the module of the model's type (no
@@ -128,6 +140,57 @@ def round_down_float32(threshold: np.ndarray) -> np.ndarray:
     above = t32.astype(np.float64) > threshold
     t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
     return _normal_float32(t32)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Float32Splits:
+    """A tree ensemble's numeric splits that its library compares in float64 (LightGBM,
+    scikit-learn's HistGradientBoosting) and the node arrays in float32: per column, the
+    sorted float64 thresholds and the float32 ones compared in their place (a row goes left
+    when ``x <= threshold``). Called on float64 rows, it warns where some take another
+    branch in float32 (the rows rounded to the nearest float32) than in float64."""
+
+    name: str
+    thresholds: dict  # column -> (float64 (m,) sorted, float32 (m,) as the arrays compare)
+
+    @classmethod
+    def of(cls, name: str, feature, threshold, as_compared) -> "Float32Splits":
+        """From the splits' columns ``feature`` and float64 ``threshold`` (numeric splits
+        only), and ``as_compared(threshold)``, their float32 form in the arrays."""
+        feature, threshold = np.asarray(feature), np.asarray(threshold, np.float64)
+        columns = {}
+        for column in np.unique(feature):
+            t64 = np.unique(threshold[feature == column])
+            columns[int(column)] = (t64, np.asarray(as_compared(t64), np.float32))
+        return cls(name, columns)
+
+    def rows_apart(self, X: np.ndarray) -> dict[int, int]:
+        """Column -> how many rows of ``X`` (float64, (n, c)) take another branch of one of
+        its splits in float32 than in float64 (columns with none left out). Both orders of
+        the thresholds agree, so a row's branches all agree when as many thresholds lie
+        below it in both."""
+        apart = {}
+        for column, (t64, t32) in self.thresholds.items():
+            x = X[:, column]
+            with np.errstate(over="ignore"):
+                x32 = x.astype(np.float32)
+            moved = (np.searchsorted(t64, x) != np.searchsorted(t32, x32)) & ~np.isnan(x)
+            if moved.any():
+                apart[column] = int(np.count_nonzero(moved))
+        return apart
+
+    def __call__(self, X: np.ndarray, column_names) -> None:
+        apart = self.rows_apart(X)
+        if apart:
+            shown = ", ".join(f"{column_names[c]!r}: {k}" for c, k in list(apart.items())[:4])
+            warnings.warn(
+                f"rows of X lie within float32 rounding of split thresholds of {self.name} "
+                f"(rows per feature: {shown}), and take another branch in the JAX trees' "
+                f"float32 comparisons than in the library's float64 ones, so their predictions "
+                "differ from the library's. Fix: enable float64 before reading the model "
+                "(jax.config.update('jax_enable_x64', True)), or predict on the host "
+                "(as_predictor(model, trees='host')).", PrecisionWarning,
+                stacklevel=user_stacklevel())
 
 
 def below_float32(condition: np.ndarray) -> np.ndarray:

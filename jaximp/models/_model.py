@@ -455,6 +455,35 @@ def predicts_class_labels(predictor: Predictor) -> bool:
             and _is_sklearn_classifier(getattr(fn, "__self__", None)))
 
 
+def probability_classifier(model):
+    """The scikit-learn classifier (not a boosting library's) that ``model`` is, with a
+    ``predict_proba``, or whose ``predict_proba`` the Predictor ``model`` calls on the host;
+    None for any other model."""
+    from ._boosting import boosting_library
+
+    if isinstance(model, Predictor):
+        fn = model.host_fn
+        if not model.host or getattr(fn, "__name__", None) != "predict_proba":
+            return None
+        model = getattr(fn, "__self__", None)
+    if (not hasattr(model, "predict_proba") or not _is_sklearn_classifier(model)
+            or boosting_library(model) is not None):
+        return None
+    return model
+
+
+def label_predictor(predictor: Predictor, sample=None) -> Predictor | None:
+    """The Predictor of ``predict`` of the classifier whose ``predict_proba`` ``predictor``
+    calls on the host (:func:`probability_classifier`), probed on ``sample``; None for any
+    other predictor. scikit-learn's accuracy scores the labels ``predict`` gives, which need
+    not be the most probable class (a tuned decision threshold, SVC's Platt-scaled
+    probabilities)."""
+    estimator = probability_classifier(predictor) if predictor.host else None
+    if estimator is None:
+        return None
+    return _host_predictor(estimator, None, None, sample, response_method="predict")
+
+
 def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
             ) -> Predictor:
     """Validate ``output_names`` against ``n_outputs`` and build the :class:`Predictor`."""

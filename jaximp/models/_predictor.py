@@ -80,6 +80,12 @@ class Predictor:
         For a model read from a boosting library: ``recode(frame, X) -> X``, the codes
         ``X`` (n, c) of a DataFrame's columns renumbered to the category levels the model
         was fitted on (``X`` itself when they are those levels).
+    check_rows : callable or None
+        For trees whose library compares rows in float64 while the arrays compare them in
+        float32 (LightGBM; HistGradientBoosting read by :func:`jaximp.tree_predictor`):
+        ``check_rows(X, column_names)`` warns with a :class:`~jaximp.PrecisionWarning`
+        where rows of the float64 ``X`` take another branch than the library's. The methods
+        call it on the data.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -96,6 +102,7 @@ class Predictor:
     device: Any = None
     piecewise_constant: bool = False
     recode: Callable | None = None
+    check_rows: Callable | None = None
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)
@@ -117,6 +124,8 @@ class Predictor:
             frame, X = X, as_dataset(X, allow_missing=True).X
             if self.recode is not None:  # categories by the levels the model knows
                 X = self.recode(frame, X)
+        if self.check_rows is not None and isinstance(X, np.ndarray) and X.ndim == 2:
+            self.check_rows(np.asarray(X, np.float64), [f"x{j}" for j in range(X.shape[1])])
         return self.apply(self.params, X)
 
     @property

@@ -123,6 +123,7 @@ import numpy as np
 from ..data import PrecisionWarning, user_stacklevel, validate_params
 from ._boosting import (
     BoostedModel,
+    Float32Splits,
     boosting_library,
     check_columns,
     level_keys,
@@ -495,6 +496,8 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
         handles_missing=True,
         piecewise_constant=True,
         recode=functools.partial(_frame_codes, boosted),
+        check_rows=None if boosted.float32_rows or x64_enabled() else Float32Splits.of(
+            type(model).__name__, *boosted.numeric_splits(), round_down_float32),
     )
 
 
@@ -698,7 +701,21 @@ def tree_predictor(estimator) -> Predictor:
         classes=tuple(np.asarray(estimator.classes_).tolist()) if classifier else None,
         handles_missing=handles_missing,
         piecewise_constant=True,
+        check_rows=_hist_splits(estimator) if hasattr(estimator, "_predictors") else None,
     )
+
+
+def _hist_splits(est) -> Float32Splits | None:
+    """The numeric splits of a HistGradientBoosting model, compared in float32 by its
+    arrays (thresholds rounded to the nearest float32) unless x64 is on (None)."""
+    if x64_enabled():
+        return None
+    nodes = [p.nodes for stage in est._predictors for p in stage]
+    split = [nd["is_leaf"] == 0 for nd in nodes]
+    return Float32Splits.of(
+        type(est).__name__, np.concatenate([nd["feature_idx"][s] for nd, s in zip(nodes, split)]),
+        np.concatenate([nd["num_threshold"][s] for nd, s in zip(nodes, split)]),
+        lambda t: t.astype(np.float32))
 
 
 def array_form(model, response_method: str = "auto", sample=None,
