@@ -289,7 +289,8 @@ class Explainer:
 
     def pd_interaction(self, **options):
         """:func:`jaximp.pd_interaction` of this model and data."""
-        return self._call(pd_interaction, **options)
+        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        return self._call(pd_interaction, model=model, **options)
 
     def h_statistic(self, **options):
         """:func:`jaximp.h_statistic` of this model and data."""

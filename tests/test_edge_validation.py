@@ -86,9 +86,19 @@ def test_bad_memory_budget_environment_variable(monkeypatch, value):
 
 def test_one_categorical_column_may_be_named_alone():
     codes = np.c_[X[:, :2], np.arange(60) % 3]
-    for key in (2, "x2", [2]):
+    for key in (2, "x2", [2], [False, False, True], np.array([False, False, True])):
         kinds = [f.kind for f in jaximp.as_dataset(codes, categorical=key).features]
         assert kinds == ["continuous", "continuous", "categorical"]
+    with pytest.raises(ValueError, match=r"boolean categorical mask must have one entry per "
+                                         r"column \(3\); got shape \(2,\)"):
+        jaximp.as_dataset(codes, categorical=[True, False])
+
+
+def test_a_sparse_matrix_is_refused_naming_toarray():
+    sparse = pytest.importorskip("scipy.sparse")
+    for matrix in (sparse.csr_matrix(X), sparse.csc_array(X)):
+        with pytest.raises(TypeError, match=r"X is a sparse .* of shape \(60, 3\).*X.toarray"):
+            jaximp.partial_dependence(lambda Z: Z[:, 0], matrix, 0)
 
 
 def test_top_rejects_non_positive_k():

@@ -137,6 +137,14 @@ def test_grid_strategies():
     np.testing.assert_allclose(q[:, 0], mquantiles(x[:, 0], np.linspace(0, 1, 5)))
     explicit = jaximp.partial_dependence(lambda X: X[:, 0], x, "x0", grid={"x0": [1.0, 4.0]})
     np.testing.assert_allclose(explicit.average[:, 0], [1.0, 4.0])
+    # an infinite resolution is every distinct value, whatever the strategy (alibi's np.inf)
+    for strategy in ("sklearn", "quantile", "pdp", "hstats"):
+        every, _ = feature_grid(data, feat, strategy=strategy, grid_resolution=np.inf)
+        np.testing.assert_array_equal(every[:, 0], np.arange(10.0))
+    assert jaximp.partial_dependence(lambda X: X[:, 0], x, "x0",
+                                     grid_resolution=np.inf).grid_values[0] == tuple(range(10))
+    with pytest.raises(ValueError, match="an int >= 2, inf"):
+        jaximp.partial_dependence(lambda X: X[:, 0], x, "x0", grid_resolution=2.5)
 
 
 def test_categorical_and_onehot_features():

@@ -147,6 +147,22 @@ def test_recursion_pds_of_a_tree_model_as_alibis_tree_variance():
     assert np.abs(brute - expected).max() > 1e-3
     with pytest.raises(ValueError, match=r"\['ice', 'n_bootstrap'\] do not apply"):
         pd_importance(model, X, method="recursion", ice=True, n_bootstrap=2)
+    # the interaction of each pair from scikit-learn's 2-D recursion PD: the sd over one
+    # feature's grid of the sd over the other's, both ways, averaged
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    interaction = jaximp.pd_interaction(model, X, pairs=pairs, method="recursion", **grid)
+    expected = []
+    for pair in pairs:
+        surface = partial_dependence(model, X, list(pair), method="recursion", **{
+            k: v for k, v in grid.items() if k != "grid"})["average"][0]
+        expected.append((np.std(np.std(surface, axis=0, ddof=1), ddof=1)
+                         + np.std(np.std(surface, axis=1, ddof=1), ddof=1)) / 2)
+    np.testing.assert_allclose(interaction.values[:, 0], expected, rtol=1e-6)
+    np.testing.assert_array_equal(
+        jaximp.Explainer(model, X).pd_interaction(pairs=pairs, method="recursion",
+                                                  **grid).values, interaction.values)
+    with pytest.raises(ValueError, match=r"\['average'\] do not apply"):
+        jaximp.pd_interaction(model, X, method="recursion", average="median")
 
 
 def test_categorical_feature_uses_range_over_four():

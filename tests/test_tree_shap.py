@@ -1,6 +1,9 @@
 """TreeSHAP against shap's TreeExplainer, a float64 NumPy Algorithm 2, additivity and jaximp's
 exact interventional Shapley values."""
 
+import itertools
+import math
+
 import jax
 import numpy as np
 import pytest
@@ -282,6 +285,36 @@ def test_bad_inputs():
         tree_shap(rf, X[:2], background=X[:5], background_weight=np.ones(3))
     with pytest.raises(ValueError, match="out of range"):
         tree_shap(rf, X[:2], output=3)
+
+
+def test_a_booster_the_arrays_cannot_read_is_sent_to_the_fix_that_works():
+    """A LightGBM objective the arrays refuse: tree_shap names shapley_values of the host
+    predictor, which a Booster gets without n_features, and whose exact values are the
+    library's predictions' Shapley values (a float64 brute force over coalitions)."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data()
+    booster = lgb.train({"objective": "multiclassova", "num_class": 3, "verbosity": -1,
+                         "num_threads": 1}, lgb.Dataset(X, np.digitize(y, np.quantile(
+                             y, [1 / 3, 2 / 3]))), 4)
+    with pytest.raises(TypeError, match=r"shapley_values\(jaximp.as_predictor\(model, "
+                                        r"trees='host'\), X, background\)"):
+        tree_shap(booster, X[:3])
+    host = jaximp.as_predictor(booster, trees="host")
+    values = jaximp.shapley_values(host, X[:2], X[:6], method="exact").values  # (2, 4, 3)
+    p = X.shape[1]
+    expected = np.zeros((2, p, 3))
+    for i in range(2):
+        def game(S):
+            Z = X[:6].copy()
+            Z[:, list(S)] = X[i, list(S)]
+            return booster.predict(Z).mean(axis=0)
+        for j in range(p):
+            others = [k for k in range(p) if k != j]
+            for r in range(p):
+                for S in itertools.combinations(others, r):
+                    weight = math.factorial(r) * math.factorial(p - 1 - r) / math.factorial(p)
+                    expected[i, j] += weight * (game(S + (j,)) - game(S))
+    np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12)
 
 
 # ------------------------------------------------------------------ boosting libraries

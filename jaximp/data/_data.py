@@ -416,8 +416,9 @@ def as_dataset(
         itself, in the user's type (a DataFrame, or an object array).
     feature_names : sequence of str, optional
         Column names for an array input (default ``x0, x1, ...``).
-    categorical : str or int, or a sequence of them, optional
-        Integer-coded columns to treat as categorical (grid = their distinct values).
+    categorical : str or int, a sequence of them, or a boolean mask, optional
+        Integer-coded columns to treat as categorical (grid = their distinct values); a
+        boolean mask has one entry per column, as scikit-learn's ``categorical_features``.
     groups : mapping of str to sequence of str or int, optional
         Columns replaced together as one feature, e.g. one-hot blocks
         ``{"color": ["color_red", "color_blue"]}``. A group whose columns are all 0/1 with one
@@ -450,6 +451,10 @@ def as_dataset(
         )
     levels_of: dict[int, tuple] = {}
     input_shape = on_device = None
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):  # a scipy.sparse matrix or array
+        raise TypeError(
+            f"X is a sparse {type(X).__name__} of shape {X.shape}; jaximp replaces columns of "
+            "dense rows. Pass X.toarray() (or a DataFrame), or the rows you explain.")
     X = as_pandas(X)
     if isinstance(X, pd.DataFrame):
         names = [str(c) for c in X.columns]
@@ -564,6 +569,12 @@ def as_dataset(
 
     if isinstance(categorical, (str, int, np.integer)):  # one column, named or indexed
         categorical = [categorical]
+    mask = np.asarray(categorical if categorical is not None else [])
+    if mask.dtype == bool:  # a boolean mask over the columns, as scikit-learn's
+        if mask.shape != (c,):
+            raise ValueError(f"a boolean categorical mask must have one entry per column ({c});"
+                             f" got shape {mask.shape}.")
+        categorical = np.flatnonzero(mask).tolist()
     for key in categorical or ():
         i = column_index(key)
         if i not in levels_of:

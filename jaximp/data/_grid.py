@@ -142,6 +142,8 @@ def feature_grid(
         return uniques[:, None], tuple(labels[i] for i in present)
     if strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
+    if grid_resolution == math.inf:  # as many points as values: every distinct one (alibi's)
+        strategy = "unique"
     if strategy == "pdp":  # R pdp / vip: seq(min, max, length = grid.resolution), whose
         # default (NULL) is min(n_unique, 51)
         low, high = col.at([0, col.size - 1])
@@ -225,13 +227,13 @@ def _same_level(level, value) -> bool:
 
 def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
     """Edge checks shared by every grid-based method."""
-    if grid_resolution is not None and (
+    if grid_resolution is not None and grid_resolution != math.inf and (
         isinstance(grid_resolution, bool) or not isinstance(grid_resolution, (int, np.integer))
         or grid_resolution < 2
     ):
         raise ValueError(
-            f"grid_resolution must be an int >= 2 or None (the grid's default); got "
-            f"{grid_resolution!r}.")
+            f"grid_resolution must be an int >= 2, inf (every distinct value) or None (the "
+            f"grid's default); got {grid_resolution!r}.")
     if not isinstance(strategy, (str, dict)):
         raise TypeError(
             f"grid must be a strategy name {GRID_STRATEGIES} or a dict of feature -> values; got "

@@ -523,9 +523,10 @@ def partial_dependence(
         names or column indices to explicit 1-D values (other features:
         ``grid["__default__"]`` or ``"sklearn"``); a key that names no feature is an error.
         Categorical and one-hot features always use their levels.
-    grid_resolution : int, optional
+    grid_resolution : int or inf, optional
         Points per grid; default 100 (pdp's ``min(n_unique, 51)`` for ``grid="pdp"``, 49
-        for ``"hstats"``).
+        for ``"hstats"``). ``math.inf``: every distinct value (``grid="unique"``, alibi's
+        ``grid_resolution=np.inf``).
     percentiles : (float, float), default (0.05, 0.95)
         Use ``(0, 1)`` for min to max.
     centered : bool, default False

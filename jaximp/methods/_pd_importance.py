@@ -184,14 +184,9 @@ def pd_importance(
         measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap, random_state
     )
     if method == "recursion":
-        given = {"ice": bool(ice), "average": average != "mean", "n_bootstrap": n_bootstrap > 0,
-                 "sample_weight": sample_weight is not None,
-                 "categorical": categorical is not None, "groups": groups is not None}
-        if any(given.values()):
-            raise ValueError(
-                f"method='recursion' reads each feature's PD from the trees' training data; "
-                f"{[name for name, on in given.items() if on]} do not apply to it. Leave them "
-                "out, or use method='brute'.")
+        _check_recursion(ice=bool(ice), average=average != "mean",
+                         n_bootstrap=n_bootstrap > 0, sample_weight=sample_weight is not None,
+                         categorical=categorical is not None, groups=groups is not None)
         names = as_dataset(X, feature_names=feature_names, allow_missing=True).resolve(features)
         return PartialDependences({feat.name: partial_dependence(
             model, X, feat.name, method="recursion", grid=grid, grid_resolution=grid_resolution,
@@ -223,8 +218,17 @@ def pd_importance(
                                info=keep_layout(importance.info, dataset, chosen))
 
 
+def _check_recursion(**given) -> None:
+    """Refuse the options that ``method="recursion"`` does not read (those set in ``given``)."""
+    if any(given.values()):
+        raise ValueError(
+            f"method='recursion' reads each PD from the trees' training data; "
+            f"{[name for name, on in given.items() if on]} do not apply to it. Leave them "
+            "out, or use method='brute'.")
+
+
 @validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
-                 n_bootstrap=Replicates())
+                 n_bootstrap=Replicates(), method=Choice("brute", "recursion"))
 def pd_interaction(
     model,
     X,
@@ -248,6 +252,7 @@ def pd_interaction(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    method: str = "brute",
 ) -> FeatureInteraction:
     """The PD interaction statistic of feature pairs (Greenwell et al. 2018, section 3.2).
 
@@ -279,6 +284,9 @@ def pd_interaction(
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
     feature_names, categorical, groups, variables, memory_budget, progress
         As in :func:`pd_importance`.
+    method : {"brute", "recursion"}, default "brute"
+        As in :func:`pd_importance`: ``"recursion"`` reads each pair's 2-D PD from the trees
+        of a scikit-learn tree model, as alibi's ``TreePartialDependenceVariance``.
 
     Returns
     -------
@@ -298,6 +306,18 @@ def pd_interaction(
     grid, trim, n_bootstrap, key = _validate_common(
         measure, average, trim, grid, grid_resolution, percentiles, n_bootstrap, random_state
     )
+    if method == "recursion":
+        _check_recursion(average=average != "mean", n_bootstrap=n_bootstrap > 0,
+                         sample_weight=sample_weight is not None,
+                         categorical=categorical is not None, groups=groups is not None)
+        dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
+        pair_list = resolve_pairs(dataset, dataset.resolve(features), pairs, reference)
+        results = [partial_dependence(
+            model, X, [a.name, b.name], method="recursion", grid=grid,
+            grid_resolution=grid_resolution, percentiles=percentiles, output=output,
+            feature_names=feature_names) for a, b in pair_list]
+        return interaction_from_pds(pair_list, results, None, None, None, measure=measure,
+                                    average=average, trim=trim, n_bootstrap=0)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,

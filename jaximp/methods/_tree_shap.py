@@ -104,10 +104,13 @@ def _reason(err: TypeError) -> str:
 
 
 def _refusal(model, why: str) -> TypeError:
+    # a boosting library's model the arrays cannot read is evaluated by the library itself
+    explained = ("jaximp.as_predictor(model, trees='host')" if boosting_library(model)
+                 is not None else "model")
     return TypeError(
         f"tree_shap reads the trees of {_MODELS}; got {type(model).__name__}{why}. Fix: use "
-        "jaximp.shapley_values(model, X, background), which explains any model by evaluating "
-        "it.")
+        f"jaximp.shapley_values({explained}, X, background), which explains any model by "
+        "evaluating it.")
 
 
 def _boosted_arrays(model) -> tuple[dict, tuple[str, ...], float, int, Callable | None]:

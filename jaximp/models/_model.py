@@ -519,6 +519,9 @@ def _host_predictor(model, n_features, output_names, sample=None,
     if sample is None:
         if n_features is None:  # a fitted scikit-learn estimator knows its width
             n_features = getattr(model, "n_features_in_", None)
+        for count in ("num_feature", "num_features"):  # a LightGBM or XGBoost Booster
+            if n_features is None and callable(getattr(model, count, None)):
+                n_features = int(getattr(model, count)())
         if n_features is None:
             raise ValueError(f"n_features is needed to wrap the host model {name}; pass "
                              "as_predictor(model, n_features=X.shape[1]).")
