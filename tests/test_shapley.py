@@ -629,3 +629,32 @@ def test_text_arrays_code_rows_and_background_alike_for_a_host_pipeline():
     np.testing.assert_allclose(ours.values, expected, rtol=1e-10, atol=1e-12)
     bound = jaximp.Explainer(by_array, array).shapley_values(array[rows])
     np.testing.assert_allclose(bound.values, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_output_selects_the_outputs_explained():
+    """output= (an index, a name or a list) keeps those outputs of one game: the values,
+    base values, standard errors and names of the full result at those outputs, for exact,
+    sampled and interaction values and on an Explainer; an unknown output is refused."""
+    X = np.random.default_rng(0).normal(size=(30, 3))
+
+    def f(Z):
+        return jnp.stack([Z[:, 0] * Z[:, 1], Z[:, 2], Z[:, 0]], axis=1)
+
+    full = jaximp.shapley_values(f, X[:4], X)
+    for output, index in [(1, [1]), ("y2", [2]), ([2, 0], [2, 0])]:
+        chosen = jaximp.shapley_values(f, X[:4], X, output=output)
+        assert chosen.output_names == tuple(f"y{i}" for i in index)
+        np.testing.assert_array_equal(chosen.values, full.values[..., index])
+        np.testing.assert_array_equal(chosen.base_values, full.base_values[index])
+    sampled = dict(method="permutation", n_permutations=10)
+    every = jaximp.shapley_values(f, X[:4], X, **sampled)
+    two = jaximp.shapley_values(f, X[:4], X, output=[2, 0], **sampled)
+    np.testing.assert_array_equal(two.values, every.values[..., [2, 0]])
+    np.testing.assert_array_equal(two.standard_errors, every.standard_errors[..., [2, 0]])
+    pairs = jaximp.shapley_interactions(f, X[:4], X, output="y0")
+    np.testing.assert_array_equal(pairs.values,
+                                  jaximp.shapley_interactions(f, X[:4], X).values[..., [0]])
+    np.testing.assert_array_equal(jaximp.Explainer(f, X).shapley_values(output=1).values,
+                                  jaximp.shapley_values(f, X, X, output=1).values)
+    with pytest.raises(ValueError, match="output index 5 is out of range"):
+        jaximp.shapley_values(f, X[:4], X, output=5)

@@ -34,6 +34,7 @@ from ..data import (
     as_rows,
     check_choice,
     check_int,
+    select_outputs,
     validate_params,
 )
 from ..engine import (
@@ -288,6 +289,7 @@ def shapley_values(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    output=None,
 ) -> ShapleyValues:
     """Interventional Shapley values of any model (Lundberg & Lee 2017; Strumbelj &
     Kononenko 2014).
@@ -349,6 +351,8 @@ def shapley_values(
     progress : bool, optional
         A progress line on stderr (default: in an interactive terminal, for calls of more than
         one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
+    output : int, str or list, optional
+        Model outputs to explain (default all); the game is played once for all of them.
 
     Returns
     -------
@@ -391,7 +395,7 @@ def shapley_values(
                    background_weight=background_weight, sample_weight=sample_weight,
                    random_state=random_state, feature_names=feature_names,
                    categorical=categorical, groups=groups, variables=variables,
-                   memory_budget=memory_budget, progress=progress)
+                   memory_budget=memory_budget, progress=progress, output=output)
     # a repeated call (an Explainer's, or on the same small array) reuses its plans
     X = as_rows(X, _width(background))
     return warm_call("shapley values", _set_up_values, model, X, None, options)()
@@ -399,11 +403,13 @@ def shapley_values(
 
 def _set_up_values(model, X, _, *, background, features, method, link, n_permutations,
                    background_size, background_weight, sample_weight, random_state,
-                   feature_names, categorical, groups, variables, memory_budget, progress):
+                   feature_names, categorical, groups, variables, memory_budget, progress,
+                   output):
     """Validate and plan :func:`shapley_values`; returns ``run()``, which evaluates it."""
     game, names, output_names, data, info, key = _setup(
         model, X, background, features, background_size, background_weight, sample_weight,
         random_state, feature_names, categorical, groups, variables, memory_budget, progress)
+    chosen, output_names = _chosen_outputs(output_names, output)
     p = len(names)
     if method == "exact" and p > EXACT_LIMIT:
         raise ValueError(
@@ -417,7 +423,7 @@ def _set_up_values(model, X, _, *, background, features, method, link, n_permuta
         exact = _exact(game, p, interactions=False, link=link)
 
         def run():
-            out = exact()  # (base, values, None), or a Deferred of them
+            out = chosen(exact())  # (base, values, None), or a Deferred of them
             return ShapleyValues(Deferred.apply(lambda parts: parts[1], out),
                                  Deferred.apply(lambda parts: parts[0], out), data.copy(),
                                  names, output_names, None, method, info)
@@ -428,13 +434,27 @@ def _set_up_values(model, X, _, *, background, features, method, link, n_permuta
                              info.input_layout)
 
     def run():
-        out = sampled()  # (values, errors, base), or a Deferred of them
+        out = chosen(sampled())  # (values, errors, base), or a Deferred of them
         return ShapleyValues(Deferred.apply(lambda parts: parts[0], out),
                              Deferred.apply(lambda parts: parts[2], out), data.copy(), names,
                              output_names, Deferred.apply(lambda parts: parts[1], out),
                              method, info)
 
     return run
+
+
+def _chosen_outputs(output_names: tuple, output):
+    """``select(parts)``: a game's parts (arrays with outputs on their last axis, or None;
+    or a Deferred of them) at the outputs ``output`` selects, and those outputs' names."""
+    index = select_outputs(output_names, output)
+    if list(index) == list(range(len(output_names))):
+        return (lambda parts: parts), output_names
+
+    def select(parts):
+        return Deferred.apply(lambda parts: tuple(
+            None if part is None else part[..., index] for part in parts), parts)
+
+    return select, tuple(output_names[i] for i in index)
 
 
 def _linked(values: np.ndarray, link: str) -> np.ndarray:
@@ -585,6 +605,7 @@ def shapley_interactions(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
+    output=None,
 ) -> ShapleyInteractions:
     """Exact Shapley interaction values of any model, for at most 12 features or groups.
 
@@ -601,6 +622,8 @@ def shapley_interactions(
     model, X, background, features, link, background_size, background_weight, sample_weight
         As :func:`shapley_values`.
     random_state, feature_names, categorical, groups, variables, memory_budget, progress
+        As :func:`shapley_values`.
+    output : int, str or list, optional
         As :func:`shapley_values`.
 
     Returns
@@ -630,7 +653,8 @@ def shapley_interactions(
                    background_size=background_size, background_weight=background_weight,
                    sample_weight=sample_weight, random_state=random_state,
                    feature_names=feature_names, categorical=categorical, groups=groups,
-                   variables=variables, memory_budget=memory_budget, progress=progress)
+                   variables=variables, memory_budget=memory_budget, progress=progress,
+                   output=output)
     X = as_rows(X, _width(background))
     return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
 
@@ -644,11 +668,12 @@ def _width(background) -> int | None:
 
 def _set_up_interactions(model, X, _, *, background, features, link, background_size,
                          background_weight, sample_weight, random_state, feature_names,
-                         categorical, groups, variables, memory_budget, progress):
+                         categorical, groups, variables, memory_budget, progress, output):
     """Validate and plan :func:`shapley_interactions`; returns ``run()``."""
     game, names, output_names, data, info, _ = _setup(
         model, X, background, features, background_size, background_weight, sample_weight,
         random_state, feature_names, categorical, groups, variables, memory_budget, progress)
+    chosen, output_names = _chosen_outputs(output_names, output)
     p = len(names)
     if p > INTERACTION_LIMIT:
         raise ValueError(
@@ -657,7 +682,7 @@ def _set_up_interactions(model, X, _, *, background, features, link, background_
     exact = _exact(game, p, interactions=True, link=link)
 
     def run():
-        out = exact()  # (base, values, interaction values), or a Deferred of them
+        out = chosen(exact())  # (base, values, interaction values), or a Deferred of them
         return ShapleyInteractions(Deferred.apply(lambda parts: parts[2], out),
                                    Deferred.apply(lambda parts: parts[0], out), data.copy(),
                                    names, output_names, "exact", info)
