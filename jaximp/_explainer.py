@@ -300,17 +300,23 @@ class Explainer:
         """:func:`jaximp.permutation_importance` of this model, data and targets."""
         # a scorer callable scorer(estimator, X, y) calls the model itself, which the wrapped
         # one hides (a scikit-learn forest read into arrays)
-        scoring = options.get("scoring")
-        scorers = (scoring.values() if isinstance(scoring, dict) else
-                   scoring if isinstance(scoring, (list, tuple)) else [scoring])
-        model = self.model if any(callable(scorer) for scorer in scorers) else None
+        scorers = _listed(options.get("scoring"))
+        model = self.model if any(callable(scorer) for scorer in scorers) else (
+            self._roc_auc_estimator(options))
         return self._call(permutation_importance, self._targets("permutation_importance"),
                           model=model, **options)
+
+    def _roc_auc_estimator(self, options):
+        """The scikit-learn estimator where the losses name ``"roc_auc"``, which scikit-learn
+        scores on its ``decision_function`` (trees read into arrays give probabilities)."""
+        named = _listed(options.get("scoring")) + _listed(options.get("loss"))
+        return self._estimator() if "roc_auc" in [n for n in named if isinstance(n, str)] else None
 
     def conditional_importance(self, **options):
         """:func:`jaximp.conditional_importance` of this model, data and targets."""
         # the strata sampler reads a scikit-learn estimator's splits, as recursion its trees
-        model = self._estimator() if options.get("sampler") == "strata" else None
+        model = (self._estimator() if options.get("sampler") == "strata" else
+                 self._roc_auc_estimator(options))
         return self._call(conditional_importance, self._targets("conditional_importance"),
                           model=model, **options)
 
@@ -435,3 +441,9 @@ class Explainer:
             options.setdefault("y", self.y)
         return self._call(explain, **options)
 
+
+def _listed(option) -> list:
+    """A loss or scoring option as a list of its entries (a dict's values)."""
+    if isinstance(option, dict):
+        return list(option.values())
+    return list(option) if isinstance(option, (list, tuple)) else [option]

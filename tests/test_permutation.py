@@ -979,3 +979,43 @@ def test_accuracy_of_a_scikit_learn_classifier_scores_its_predict_labels():
     # conditional importance shares the losses: its accuracy is the classifier's score
     conditional = jaximp.conditional_importance(model, X, y, n_repeats=2)
     assert conditional.info["baseline"][0] == pytest.approx(model.score(X, y))
+
+
+def test_roc_auc_of_a_binary_scikit_learn_classifier_ranks_its_decision_function():
+    """scikit-learn's "roc_auc" scores a binary classifier's decision_function, which
+    probabilities tie where they saturate (a steep logistic regression) or round (trees
+    read into float32 arrays): equal to its scorer on the same permutations, alone, among
+    other losses (each scored on its own method) and on an Explainer; "roc_auc_ovr" scores
+    predict_proba, as scikit-learn does."""
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.metrics import get_scorer
+
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    y = (8 * X[:, 0] + X[:, 1] > 0).astype(int)
+    steep = LogisticRegression(C=1e4, max_iter=5000).fit(X, y)
+    assert (steep.predict_proba(X)[:, 1] == 1.0).sum() > 30  # ties among probabilities
+    boosted = GradientBoostingClassifier(n_estimators=100, random_state=0).fit(X, y)
+    options = dict(n_repeats=3, random_state=4)
+    for model in (steep, boosted):
+        reference = permutation_importance(model, X, y, scoring=get_scorer("roc_auc"),
+                                           **options)
+        np.testing.assert_allclose(
+            permutation_importance(model, X, y, scoring="roc_auc", **options).importances,
+            reference.importances, atol=1e-12)
+        several = permutation_importance(model, X, y, loss=["roc_auc", "log_loss", "accuracy"],
+                                         **options)
+        assert list(several) == ["roc_auc", "log_loss", "accuracy"]
+        np.testing.assert_allclose(several["roc_auc"].importances, reference.importances,
+                                   atol=1e-12)
+        np.testing.assert_allclose(
+            several["log_loss"].importances,
+            permutation_importance(model, X, y, loss="log_loss", **options).importances,
+            rtol=1e-12)
+        np.testing.assert_allclose(
+            jaximp.Explainer(model, X, y).permutation_importance(scoring="roc_auc",
+                                                                 **options).importances,
+            reference.importances, atol=1e-12)
+        np.testing.assert_allclose(
+            permutation_importance(model, X, y, scoring="roc_auc_ovr", **options).importances,
+            permutation_importance(model, X, y, scoring=get_scorer("roc_auc_ovr"),
+                                   **options).importances, atol=1e-6)

@@ -285,7 +285,7 @@ categorical, groups, variables, memory_budget, progress
     if loss is None:
         loss = default_loss(predictor, target)
         check_response(response, loss)
-    predictor = scored_predictor(predictor, [loss], response, output, dataset)
+    predictor = scored_predictor(predictor, model, [loss], response, output, dataset)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     spec = resolve_loss(loss, target, predictor, output, dataset.weights, greater_is_better)

@@ -21,12 +21,13 @@ from jaximp.kernels import _losses
 
 from ..data import select_outputs
 from ..engine import ROW_LOSSES, Itemwise, LossSums
-from ..models import Predictor, label_predictor, predicts_class_labels, probe_rows
+from ..models import (Predictor, predicts_class_labels, probability_classifier, probe_rows,
+                      response_predictor)
 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
-           "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms", "scored_predictor",
-           "weighted_loss_metrics"]
+           "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms",
+           "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
@@ -72,17 +73,33 @@ def default_loss(predictor: Predictor, y) -> str:
             else "mse")
 
 
-def scored_predictor(predictor: Predictor, losses, response: str, output, dataset
+#: What scikit-learn scores a classifier's loss on where it is not ``predict_proba``: the
+#: labels of ``predict`` for accuracy, ``decision_function`` for its binary ``roc_auc``.
+_SKLEARN_RESPONSES = {"accuracy": "predict", "roc_auc": "decision_function"}
+
+
+def sklearn_response(loss) -> str | None:
+    """The classifier method scikit-learn scores ``loss`` (a name) on, if not predict_proba."""
+    return _SKLEARN_RESPONSES.get(loss) if isinstance(loss, str) else None
+
+
+def scored_predictor(predictor: Predictor, model, losses, response: str, output, dataset
                      ) -> Predictor:
-    """The predictor that the losses ``losses`` (names or callables) score: a scikit-learn
-    classifier's ``predict`` where every one is accuracy of all its class columns (as
-    scikit-learn's accuracy: a tuned threshold or SVC's probabilities set its labels apart
-    from the most probable class); ``predictor`` itself otherwise."""
-    if (response != "probability" or output is not None
-            or not all(isinstance(each, str) and each == "accuracy" for each in losses)):
+    """The predictor that the losses ``losses`` (names or callables) of ``model`` score: a
+    scikit-learn classifier's ``predict`` where every one is accuracy and the predictor
+    calls its ``predict_proba`` on the host (trees read into arrays predict the most probable
+    class, as their ``predict``), its ``decision_function`` where every one is the binary
+    ``"roc_auc"``, as scikit-learn scores them; ``predictor`` itself otherwise."""
+    kinds = {sklearn_response(each) for each in losses}
+    if response != "probability" or output is not None or len(kinds) != 1 or None in kinds:
+        return predictor
+    kind = kinds.pop()
+    estimator = probability_classifier(model if kind == "decision_function" else predictor)
+    if estimator is None or (kind == "decision_function"
+                             and len(getattr(estimator, "classes_", ())) != 2):
         return predictor
     sample = probe_rows(dataset.source if dataset.source is not None else dataset.X)
-    return label_predictor(predictor, sample) or predictor
+    return response_predictor(estimator, kind, sample) or predictor
 
 
 def class_labels(predictor: Predictor, y) -> bool:

@@ -50,6 +50,7 @@ from ._loss import (
     resolve_loss,
     row_loss_terms,
     scored_predictor,
+    sklearn_response,
     weighted_loss_metrics,
 )
 from ._scorers import has_scorer, scorer_importances
@@ -162,7 +163,8 @@ def permutation_importance(
         ``"neg_mean_absolute_error"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
         ``"r2"``, ``"accuracy"``) and give scikit-learn's importances: a scikit-learn
         classifier's accuracy scores the labels of its ``predict`` (a tuned threshold, SVC's
-        probabilities), the other losses its ``predict_proba``.
+        probabilities), ``"roc_auc"`` of a binary one its ``decision_function`` (which
+        saturated probabilities tie), the other losses its ``predict_proba``.
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.
@@ -267,12 +269,12 @@ def permutation_importance(
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress,
                    scoring=scoring, n_jobs=n_jobs)
-    parts = _accuracy_apart(model, loss if scoring is None else scoring, greater_is_better)
+    parts = _apart_by_response(model, loss if scoring is None else scoring, greater_is_better)
     if parts is not None:  # on the same permutations, one set of losses after the other
         named = "loss" if scoring is None else "scoring"
         results = {}
-        accuracies, others = parts
-        for part, gib in ((accuracies, None), (others, greater_is_better)):
+        for part in parts:
+            gib = greater_is_better if any(map(callable, part.values())) else None
             results.update(warm_call("permutation importance", _set_up, model, X, y,
                                      dict(options, greater_is_better=gib, **{named: part}))())
         return {name: results[name] for name in _named_losses(options[named])}
@@ -281,24 +283,21 @@ def permutation_importance(
     return warm_call("permutation importance", _set_up, model, X, y, options)()
 
 
-def _accuracy_apart(model, loss, greater_is_better) -> tuple[dict, dict] | None:
-    """Several losses, accuracy among them, of a scikit-learn classifier: the accuracies and
-    the others, which run apart (its accuracy scores ``predict``'s labels, as scikit-learn's,
-    the others ``predict_proba``); else None (and for losses the set-up refuses)."""
+def _apart_by_response(model, loss, greater_is_better) -> list[dict] | None:
+    """Several losses of a scikit-learn classifier that scikit-learn scores on different
+    methods (accuracy on ``predict``, ``"roc_auc"`` on ``decision_function``, the others on
+    ``predict_proba``): the losses of each method, which run apart; else None (and for
+    losses the set-up refuses)."""
     if (not _several(loss) or (isinstance(loss, Mapping) and has_scorer(loss))
             or probability_classifier(model) is None):
         return None
     named = _named_losses(loss)
     if greater_is_better is not None and not any(map(callable, named.values())):
         return None  # refused by the set-up, naming them all
-    accuracies = {name: each for name, each in named.items() if _is_accuracy(each)}
-    if not accuracies or len(accuracies) == len(named):
-        return None
-    return accuracies, {name: each for name, each in named.items() if name not in accuracies}
-
-
-def _is_accuracy(loss) -> bool:
-    return isinstance(loss, str) and loss == "accuracy"
+    parts: dict = {}
+    for name, each in named.items():
+        parts.setdefault(sklearn_response(each), {})[name] = each
+    return list(parts.values()) if len(parts) > 1 else None
 
 
 def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, features, output,
@@ -342,7 +341,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
         default = default_loss(predictor, target)
         check_response(response, default)
         losses = _named_losses(default)
-    predictor = scored_predictor(predictor, losses.values(), response, output, dataset)
+    predictor = scored_predictor(predictor, model, losses.values(), response, output, dataset)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     rows = _sample_rows(max_samples, n, bits)

@@ -14,7 +14,7 @@ from ._mlp import (
     train_mlp_params,
 )
 from ._model import (as_2d_output, as_predictor, combine_outputs, gradient_predictor,
-                     label_predictor, predicts_class_labels, probability_classifier)
+                     predicts_class_labels, probability_classifier, response_predictor)
 from ._predictor import Predictor, stable_apply
 from ._trees import (
     read_boosted,
@@ -40,9 +40,9 @@ __all__ = [
     "fit_mlp_options",
     "gradient_predictor",
     "init_mlp_params",
-    "label_predictor",
     "predicts_class_labels",
     "probability_classifier",
+    "response_predictor",
     "probe_rows",
     "read_boosted",
     "read_trees",

@@ -472,16 +472,17 @@ def probability_classifier(model):
     return model
 
 
-def label_predictor(predictor: Predictor, sample=None) -> Predictor | None:
-    """The Predictor of ``predict`` of the classifier whose ``predict_proba`` ``predictor``
-    calls on the host (:func:`probability_classifier`), probed on ``sample``; None for any
-    other predictor. scikit-learn's accuracy scores the labels ``predict`` gives, which need
-    not be the most probable class (a tuned decision threshold, SVC's Platt-scaled
-    probabilities)."""
-    estimator = probability_classifier(predictor) if predictor.host else None
-    if estimator is None:
+def response_predictor(model, response_method: str, sample=None) -> Predictor | None:
+    """The Predictor of ``response_method`` (``"predict"`` or ``"decision_function"``) of the
+    scikit-learn classifier ``model`` is or calls on the host (:func:`probability_classifier`),
+    probed on ``sample``; None for any other model, or a classifier without that method.
+    scikit-learn's accuracy scores the labels of ``predict``, which need not be the most
+    probable class (a tuned decision threshold, SVC's Platt-scaled probabilities), and its
+    binary ``roc_auc`` ranks ``decision_function``, which saturated probabilities tie."""
+    estimator = probability_classifier(model)
+    if estimator is None or not hasattr(estimator, response_method):
         return None
-    return _host_predictor(estimator, None, None, sample, response_method="predict")
+    return _host_predictor(estimator, None, None, sample, response_method=response_method)
 
 
 def _finish(apply, params, n_outputs, output_names, name, classes=None, host=False
