@@ -74,6 +74,17 @@ def test_ratio_is_perturbed_over_baseline(linear_data, ols):
     ratio = permutation_importance(ols[0], X, y, n_repeats=3, kind="ratio")
     base = diff.info["baseline"][0]
     np.testing.assert_allclose(ratio.importances, (diff.importances + base) / base, rtol=1e-6)
+    # hstats' normalize = TRUE: (perm - perf) / perf, per repeat, for built-in losses and
+    # for a scorer (its scores as losses: score_orig / score_perm - 1)
+    relative = permutation_importance(ols[0], X, y, n_repeats=3, kind="relative")
+    np.testing.assert_allclose(relative.importances, diff.importances / base, rtol=1e-6)
+    from sklearn.metrics import get_scorer
+    model = LinearRegression().fit(X, y)
+    scorer = get_scorer("neg_mean_squared_error")
+    scored = {kind: permutation_importance(model, X, y, scoring=scorer, n_repeats=3, kind=kind)
+              for kind in ("ratio", "relative")}
+    np.testing.assert_allclose(scored["relative"].importances,
+                               scored["ratio"].importances - 1, rtol=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["mse", "rmse", "mae", "r2"])

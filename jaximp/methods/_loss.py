@@ -306,7 +306,10 @@ class LossSpec:
 
     def importance(self, perturbed: np.ndarray, baseline: np.ndarray, kind: str) -> np.ndarray:
         """Importance of perturbed metric values against the baseline (broadcast); ``"raw"``:
-        the perturbed loss itself (a score with best value 1 as its loss, ``1 - score``)."""
+        the perturbed loss itself (a score with best value 1 as its loss, ``1 - score``);
+        ``"relative"``: the ratio less 1."""
+        if kind == "relative":
+            return self.importance(perturbed, baseline, "ratio") - 1.0
         if kind == "raw":
             return 1.0 - perturbed if self.bounded else np.array(perturbed, np.float64)
         if kind == "difference":
@@ -317,7 +320,7 @@ class LossSpec:
             perturbed, baseline = baseline, perturbed
         if np.any(baseline == 0):
             raise ValueError(
-                f"kind='ratio' divides by the baseline {self.name} loss, which is 0 (the model "
+                f"kind='{kind}' divides by the baseline {self.name} loss, which is 0 (the model "
                 "fits these data exactly); use kind='difference'."
             )
         ratio = perturbed / baseline
@@ -325,7 +328,7 @@ class LossSpec:
         # ratios (1e13 for a float32 model that fits exactly) would mean nothing
         if np.max(np.abs(ratio)) > _RATIO_LIMIT:
             raise ValueError(
-                f"kind='ratio' divides by the baseline {self.name} loss, "
+                f"kind='{kind}' divides by the baseline {self.name} loss, "
                 f"{float(np.min(np.abs(baseline))):.3g}, which is float rounding next to the "
                 f"perturbed losses (up to {float(np.max(np.abs(perturbed))):.3g}): the model "
                 "fits these data exactly up to rounding. Use kind='difference'."

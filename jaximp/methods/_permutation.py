@@ -59,7 +59,7 @@ from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepa
 
 __all__ = ["LOSSES", "permutation_importance"]
 
-_KINDS = ("difference", "ratio", "raw")
+_KINDS = ("difference", "ratio", "relative", "raw")
 
 
 def _baseline(spec, metric: np.ndarray, kind: str) -> np.ndarray:
@@ -111,7 +111,7 @@ def permutation_importance(
     y,
     *,
     loss: str | Callable | None = None,
-    kind: Literal["difference", "ratio", "raw"] = "difference",
+    kind: Literal["difference", "ratio", "relative", "raw"] = "difference",
     n_repeats: int = 5,
     max_samples: int | float | None = None,
     n_bootstrap: int = 0,
@@ -168,7 +168,9 @@ def permutation_importance(
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.
-    kind : {"difference", "ratio", "raw"}, default "difference"
+    kind : {"difference", "ratio", "relative", "raw"}, default "difference"
+        ``"relative"``: ``e_perm / e_orig - 1``, R hstats' ``perm_importance(normalize =
+        TRUE)``.
         ``"raw"``: the permuted loss itself, DALEX's ``model_parts(type="variable_importance")``
         (a score with best value 1 as its loss ``1 - score``, DALEX's ``1 - AUC``; a scorer
         callable's permuted score as it returns it); ``info.baseline`` is the intact data's
@@ -440,7 +442,7 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
         )
 
     results = {name: result(specs[name], metrics[name], reducers[name]) for name in specs}
-    if not dataset.defers_reads or kind == "ratio":
+    if not dataset.defers_reads or kind in ("ratio", "relative"):
         # read now: a plain call refuses bad predictions at the call, and kind="ratio" may
         # refuse a baseline of float rounding
         for each in results.values():

@@ -95,9 +95,9 @@ def scorer_importances(model, dataset: Dataset, y, chosen, plan, rows, kind: str
     for (name, key), values in scores.items():
         values = np.asarray(values, np.float64)
         base, permuted = values[0], values[1:].reshape(p, 1, n_repeats)
-        if kind == "ratio":
+        if kind in ("ratio", "relative"):
             with np.errstate(divide="ignore", invalid="ignore"):
-                importances = base / permuted
+                importances = base / permuted - (kind == "relative")
         elif kind == "raw":  # the permuted score, as the scorer returns it
             importances = permuted
         else:
