@@ -439,6 +439,10 @@ def test_per_row_output_is_each_rows_column_of_the_all_outputs_attributions():
     jax_array = jaximp.saliency(mlp, X, output=jnp.asarray(PREDICTED))
     np.testing.assert_array_equal(series.values, jax_array.values)
     assert series.importance(n_bootstrap=0).output_names == ("output per row",)
+    # one index as an array (captum's target=torch.tensor(1) or tensor([1])) serves every row
+    one = jaximp.saliency(mlp, X, output=1).values
+    for same in (np.array(1), np.array([1]), jnp.asarray([1])):
+        np.testing.assert_array_equal(jaximp.saliency(mlp, X, output=same).values, one)
 
 
 def test_against_captum_with_a_target_per_row():

@@ -43,7 +43,8 @@ def row_outputs(output, output_names, n_rows: int) -> np.ndarray | None:
     """``output`` as one output index per row (n,) int32 when it is an array (NumPy, JAX or
     a pandas Series), else None (an index, a name, a list of them or None: the outputs to
     explain, every row the same). captum's ``target`` tensor: row ``i`` is explained for
-    output ``output[i]`` alone, e.g. each row's predicted class."""
+    output ``output[i]`` alone, e.g. each row's predicted class; one index (a 0-d array or
+    one entry) serves every row."""
     if isinstance(output, pd.Series):
         output = output.to_numpy()
     elif hasattr(output, "__dlpack__") and not isinstance(output, jax.Array):
@@ -52,6 +53,8 @@ def row_outputs(output, output_names, n_rows: int) -> np.ndarray | None:
         return None
     o = len(output_names)
     values = np.asarray(output)
+    if values.size == 1 and values.ndim <= 1:  # one index for every row, as captum broadcasts
+        values = np.broadcast_to(values.reshape(-1), (n_rows,))
     if values.ndim != 1 or values.shape[0] != n_rows:
         raise ValueError(
             f"output as an array gives one output index per row of X, so it must have shape "
