@@ -167,8 +167,9 @@ def test_text_columns_are_categorical_and_mixed_objects_are_refused():
 
 def test_bad_pd_arguments(data3):
     f = lambda X: X.sum(axis=1)  # noqa: E731
-    with pytest.raises(ValueError, match=r"grid_resolution must be an int >= 2 or None \(the "
-                                         r"grid's default\); got 1"):
+    with pytest.raises(ValueError, match=r"grid_resolution must be an int >= 2, inf \(every "
+                                         r"distinct value\) or None \(the grid's default\); "
+                                         r"got 1"):
         jaximp.partial_dependence(f, data3, "x0", grid_resolution=1)
     with pytest.raises(ValueError, match=r"unknown feature 'nope'; known features are "
                        r"\['x0', 'x1', 'x2'\]"):

@@ -421,3 +421,29 @@ def test_a_column_the_others_determine_has_no_residual_and_no_evidence():
         np.testing.assert_array_equal(result.importances_mean[[0, 1, 3], 0], 0.0)
         np.testing.assert_array_equal(result.info["test"]["pvalue"][[0, 1, 3], 0], 1.0)
         assert result.importances_mean[2, 0] > 0
+
+
+def test_each_repeat_draws_its_own_knockoff_noise():
+    """The knockoff of a repeat is a fresh Gaussian draw, not a permutation of one draw
+    shared by the repeats: over many repeats the importance of a linear model reaches, for
+    every seed, its expectation over the knockoff noise on these rows, beta_j^2 (mean (M_j -
+    x_j)^2 + Var A_j) - 2 beta_j mean((M_j - x_j) e) with e = y - f(x) (one shared draw
+    converged to a limit of its own per seed), and the repeats' standard error covers the
+    seeds' spread."""
+    X, y = _correlated(500, seed=9)
+    params = S.knockoff_parameters(X)
+    s, omega = params["s"], params["precision"]
+    shift = -((X - params["mean"]) @ omega) * s  # M - x, per feature
+    noise_var = 2 * s - s ** 2 * np.diag(omega)
+    residual = y - X @ BETA
+    expected = (BETA ** 2 * ((shift ** 2).mean(axis=0) + noise_var)
+                - 2 * BETA * (shift * residual[:, None]).mean(axis=0)) * (499 / 500)
+    means, errors = [], []
+    for seed in range(4):
+        result = jaximp.conditional_importance(_linear, X, y, sampler="knockoff",
+                                               n_repeats=200, random_state=seed)
+        means.append(result.importances_mean[:, 0])
+        errors.append(result.importances_std[:, 0] / np.sqrt(200))
+    means, errors = np.array(means), np.array(errors)
+    assert np.all(np.abs(means - expected) < 5 * errors + 0.005 * expected)
+    assert np.all(means.std(axis=0, ddof=1) < 3 * errors.mean(axis=0))

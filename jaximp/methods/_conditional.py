@@ -6,12 +6,13 @@ features, and the model is scored exactly as permutation importance scores it. T
 (:mod:`._samplers`) fit once per feature on the host; the model evaluations are one engine plan:
 
 - ``"gaussian"``, ``"knockoff"``, ``"residual"``: the draw for row ``i`` is ``M[i] + A[pi(i)]``
-  (a conditional mean plus a row of exchangeable noise: permuted residuals or knockoff
-  noise). The engine evaluates the model on ``[X | M | A | A]``, whose item ``(j, r)``
-  permutes feature ``j``'s columns of the first ``A`` block with a permutation computed on the
-  device from the key and the label ``(j, r)``, as permutation importance does; the model sees
-  ``X`` with ``x_j`` set to ``M + A[pi]`` wherever the permuted noise differs from the row's own
-  (a row the permutation maps to itself keeps its value, as in permutation importance).
+  (a conditional mean plus a row of exchangeable noise: permuted residuals, or a knockoff
+  noise draw of its own for each repeat). The engine evaluates the model on ``[X | M | A |
+  A]``, whose item ``(j, r)`` permutes feature ``j``'s columns of the first ``A`` (its block
+  for repeat ``r``) with a permutation computed on the device from the key and the label
+  ``(j, r)``, as permutation importance does; the model sees ``X`` with ``x_j`` set to ``M +
+  A[pi]`` wherever the permuted noise differs from the row's own (a row the permutation maps
+  to itself keeps its value, as in permutation importance).
 - ``"strata"`` and a callable sampler: replacement rows per item (a within-strata permutation,
   or the user's draws) read through a per-row code table.
 
@@ -168,8 +169,9 @@ categorical, groups, variables, memory_budget, progress
           construction from the estimated mean and covariance; the knockoff of ``x_j`` is
           drawn given all of ``X``. (R's cpi also uses Gaussian knockoffs, by default
           ``knockoff::create.second_order``'s approximate SDP construction; the
-          equicorrelated one is ``method="equi"`` there.) For a linear model with squared
-          error the importance is ``2 beta_j^2 s_j``.
+          equicorrelated one is ``method="equi"`` there.) Each repeat draws its own
+          knockoff noise, as hidimstat's knockoffs. For a linear model with squared error
+          the importance is ``2 beta_j^2 s_j``.
         - ``"residual"``: ``regressor`` (any scikit-learn-like regressor, cloned and fitted
           once per feature on ``x_-j``), fitted values plus permuted in-sample residuals
           (hidimstat's ``CFI`` with ``imputation_model_continuous=regressor``).
@@ -306,7 +308,8 @@ categorical, groups, variables, memory_budget, progress
             data, evaluated, plan = dataset, predictor, _strata_plan(
                 dataset, chosen, ids, n_repeats, bits, cuts, strata_threshold)
         else:
-            means, noises = _mean_and_noise(sampler, dataset, chosen, ids, regressor, bits)
+            means, noises = _mean_and_noise(sampler, dataset, chosen, ids, regressor,
+                                            n_repeats, bits)
             data, evaluated, plan = _permuted_noise(dataset, predictor, chosen, ids, means,
                                                     noises, n_repeats, bits)
             data = data.pin() if dataset.pinned else data  # sent to the devices once
@@ -415,68 +418,89 @@ def _check_categorical(sampler: str, dataset: Dataset, chosen) -> None:
 # ------------------------------------------------------------------------------- plans
 
 
-def _mean_and_noise(sampler, dataset, chosen, ids, regressor, bits):
-    """Per feature, the conditional mean (n, k) and the exchangeable noise (n, k)."""
+def _mean_and_noise(sampler, dataset, chosen, ids, regressor, n_repeats, bits):
+    """Per feature, the conditional mean (n, k) and its exchangeable noise (b, n, k): the
+    permuted residuals' one block (b = 1), or one independent knockoff noise draw per repeat
+    (b = n_repeats), whose permutations are then independent draws of the knockoff."""
     X, w = dataset.X, row_weights(dataset)
     if sampler == "gaussian":
         pairs = linear_samplers(X, [feat.columns for feat in chosen], w)
-        return [m for m, _ in pairs], [a for _, a in pairs]
+        return [m for m, _ in pairs], [a[None] for _, a in pairs]
     knockoffs = knockoff_parameters(X, w) if sampler == "knockoff" else None
     means, noises = [], []
     for feat, fid in zip(chosen, ids):
         if sampler == "knockoff":
             mean, noise = knockoff_sampler(X, feat.columns, knockoffs,
-                                           rng_stream(bits, _STREAM, fid))
+                                           rng_stream(bits, _STREAM, fid), draws=n_repeats)
         else:
             mean, noise = regressor_sampler(X, feat.columns, regressor)
+            noise = noise[None]
         means.append(mean)
         noises.append(noise)
     return means, noises
 
 
 def _permuted_noise(dataset, predictor, chosen, ids, means, noises, n_repeats, bits):
-    """The data ``[X | M | A | A]``, the model reading it, and the plan whose item (j, r)
-    permutes feature j's columns of the first noise block."""
+    """The data ``[X | M | A | A]`` (``A``: b blocks of noise, side by side), the model
+    reading it, and the plan whose item (j, r) permutes feature j's columns of block
+    ``r mod b`` of the first copy of ``A``."""
     X = dataset.X
     _n, c = X.shape
     targets = tuple(col for feat in chosen for col in feat.columns)
-    q = len(targets)
-    M, A = np.concatenate(means, axis=1), np.concatenate(noises, axis=1)
+    q, blocks = len(targets), noises[0].shape[0]
+    M = np.concatenate(means, axis=1)
+    A = np.concatenate([np.concatenate([noise[b] for noise in noises], axis=1)
+                        for b in range(blocks)], axis=1)  # (n, b q)
     Z = np.concatenate([X, M, A, A], axis=1)
     width = Z.shape[1]
     data = Dataset(X=Z, column_names=tuple(f"z{i}" for i in range(width)),
                    features=tuple(Feature(f"z{i}", (i,)) for i in range(width)),
                    weights=dataset.weights)
     p = len(chosen)
-    masks = np.zeros((p + 1, width), bool)  # the last mask replaces nothing: the baseline
+    # mask j b + block: feature j's columns of that block; the last replaces nothing
+    masks = np.zeros((p * blocks + 1, width), bool)
     start = 0
     for j, feat in enumerate(chosen):
-        masks[j, c + q + start: c + q + start + len(feat.columns)] = True
+        for block in range(blocks):
+            first = c + q + block * q + start
+            masks[j * blocks + block, first:first + len(feat.columns)] = True
         start += len(feat.columns)
     streams = [(-1, 0)] + [(ids[j], r) for j in range(p) for r in range(n_repeats)]
-    item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
+    item_mask = np.concatenate([[p * blocks], [j * blocks + r % blocks for j in range(p)
+                                              for r in range(n_repeats)]])
     plan = at_permuted_rows(masks, item_mask, tuple(bits), streams)
-    return data, _reading_draws(predictor, dataset, c, targets), plan
+    return data, _reading_draws(predictor, dataset, c, targets, blocks), plan
 
 
-def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tuple) -> Predictor:
-    """The model on ``[X | M | A' | A]`` (width c + 3q): ``X`` with columns ``targets`` set to
-    ``M + A'`` where the permuted noise ``A'`` differs from the row's own ``A``."""
+def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tuple,
+                   blocks: int) -> Predictor:
+    """The model on ``[X | M | A' | A]`` (width c + q + 2 b q, ``A`` b blocks of q noise
+    columns): ``X`` with columns ``targets`` set to ``M + A'`` of the block whose permuted
+    noise ``A'`` differs from the row's own ``A`` (one block at most is permuted)."""
     q = len(targets)
     # int32 indices: JAX fails to trace int64 array indices under jax.enable_x64 after the
     # same indexing was traced without it (int32 vs int64 in its index normalization)
     index = np.asarray(targets, np.int32)
 
+    def parts(Z, xp):
+        n, noisy = Z.shape[0], blocks * q
+        mean = Z[:, c:c + q]
+        noise = Z[:, c + q:c + q + noisy].reshape(n, blocks, q)
+        own = Z[:, c + q + noisy:].reshape(n, blocks, q)
+        moved = noise != own
+        drawn = mean + xp.where(moved, noise, 0).sum(axis=1)
+        return moved.any(axis=1), drawn
+
     def make():
         def apply(params, Z):
             X = Z[:, :c]
-            mean, noise, own = Z[:, c:c + q], Z[:, c + q:c + 2 * q], Z[:, c + 2 * q:]
-            drawn = jnp.where(noise != own, mean + noise, X[:, index])
-            return predictor.apply(params, X.at[:, index].set(drawn))
+            moved, drawn = parts(Z, jnp)
+            return predictor.apply(params, X.at[:, index].set(
+                jnp.where(moved, drawn, X[:, index])))
 
         return apply
 
-    apply = stable_apply(("conditional draws", predictor.apply, c, targets), make)
+    apply = stable_apply(("conditional draws", predictor.apply, c, targets, blocks), make)
     host_fn = None
     if predictor.host_fn is not None:
         source = dataset.source
@@ -488,8 +512,8 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
         def host_fn(batch):
             Z = np.asarray(batch, np.float64)
             X = Z[:, :c].copy()
-            mean, noise, own = Z[:, c:c + q], Z[:, c + q:c + 2 * q], Z[:, c + 2 * q:]
-            X[:, index] = np.where(noise != own, mean + noise, X[:, index])
+            moved, drawn = parts(Z, np)
+            X[:, index] = np.where(moved, drawn, X[:, index])
             return inner(X if user is None else user.batch(np.zeros(len(Z), np.int64), X,
                                                            range(c)))
 

@@ -117,19 +117,21 @@ def knockoff_parameters(X: np.ndarray, w: np.ndarray | None = None) -> dict:
     return {"mean": mean, "cov": cov, "precision": np.linalg.inv(cov), "s": s}
 
 
-def knockoff_sampler(X: np.ndarray, cols, params: dict, rng: np.random.Generator):
+def knockoff_sampler(X: np.ndarray, cols, params: dict, rng: np.random.Generator,
+                     draws: int | None = None):
     """The knockoff of ``X[:, cols]`` given all of X: ``x~_G | x ~ N(x_G - s_G (Omega (x -
     mu))_G, 2 diag(s_G) - diag(s_G) Omega_GG diag(s_G))``. Returns the conditional mean ``M``
-    (n, k) and one Gaussian noise draw ``A`` (n, k) (the mean does not depend on the row of
-    the noise, so a permutation of the noise is another draw)."""
+    (n, k) and one Gaussian noise draw ``A`` (n, k), or ``draws`` independent ones
+    (draws, n, k) (the mean does not depend on the row of the noise, so a permutation of a
+    noise draw is another draw of the knockoff, though not one independent of it)."""
     cols = list(cols)
     s, omega = params["s"][cols], params["precision"]
     mean = X[:, cols] - ((X - params["mean"]) @ omega[:, cols]) * s
     cov = 2 * np.diag(s) - s[:, None] * omega[np.ix_(cols, cols)] * s[None, :]
     values, vectors = np.linalg.eigh(cov)  # PSD, possibly singular at s = 2 lambda_min
     root = vectors * np.sqrt(np.clip(values, 0, None))
-    noise = rng.standard_normal((X.shape[0], len(cols))) @ root.T
-    return mean, noise
+    shape = (X.shape[0], len(cols)) if draws is None else (draws, X.shape[0], len(cols))
+    return mean, rng.standard_normal(shape) @ root.T
 
 
 def regressor_sampler(X: np.ndarray, cols, regressor):
