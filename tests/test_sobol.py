@@ -5,6 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaximp
+
 from jaximp.data import as_key
 from jaximp.engine import key_bits, rng_stream
 from jaximp.methods._sobol import SobolIndices, sobol_indices
@@ -123,6 +125,12 @@ def test_checks():
         sobol_indices(lambda A: A[:, 0], X, n_bootstrap=1)
     with pytest.raises(ValueError, match="constant"):
         sobol_indices(lambda A: 0 * A[:, 0] + 1, X)
+    # a float64 mean of 500 equal values rounds: Var f of 4e-31, still a constant
+    many = np.random.default_rng(5).uniform(size=(500, 3))
+    with pytest.raises(ValueError, match="constant"):
+        sobol_indices(lambda A: 0 * A[:, 0] + 1, many)
+    with pytest.raises(ValueError, match="constant over the rows"):
+        jaximp.dgsm(lambda A: 0 * A[:, 0] + 1, many, normalize=True, n_bootstrap=0)
     with pytest.raises(TypeError, match="first must be True or False"):
         sobol_indices(lambda A: A[:, 0], X, first="yes")
 

@@ -203,7 +203,7 @@ def dgsm(
         w = weights / weights.sum(axis=1, keepdims=True)  # (1 + r, n)
         mean = w @ preds
         variance = np.einsum("rn,rno->ro", w, (preds[None] - mean[:, None]) ** 2)  # (1 + r, o)
-        if np.any(variance[0] <= 0):
+        if np.any((variance[0] <= 0) | (np.ptp(preds, axis=0) == 0)):  # rounding of a constant
             raise ValueError("the predictions are constant over the rows (Var f = 0); "
                              "normalize=True cannot scale by it.")
         scale = ((high - low) ** 2 / np.pi ** 2)[:, None, None]  # (p, 1, 1)

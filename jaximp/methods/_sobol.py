@@ -316,7 +316,7 @@ def sobol_indices(
     means = all_weights @ fa / all_weights.sum(axis=1)[:, None]  # (W, o)
     variance = np.einsum("wn,wno->wo", all_weights, (fa[None] - means[:, None]) ** 2) \
         / all_weights.sum(axis=1)[:, None]
-    if np.any(variance[0, out_idx] <= 0):
+    if np.any(((variance[0] <= 0) | (np.ptp(fa, axis=0) == 0))[out_idx]):  # a constant
         raise ValueError("the model output is constant over X (zero variance), so Sobol "
                          "indices are undefined.")
     with np.errstate(divide="ignore", invalid="ignore"):  # a replicate may hold one row
