@@ -489,11 +489,16 @@ def test_validation_messages(linear_data, ols, classification_data):
     X, y = linear_data
     f = ols[0]
     cases = [
-        (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'raw'); got 'diff'."),
+        (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'relative', 'raw'); "
+                            "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
         (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'log_loss', "
-                           "'accuracy', 'auc') or a callable (y, prediction[, weights]); got "
-                           "'nll'."),
+                           "'accuracy', 'auc') (or scikit-learn's scoring names ['neg_log_loss', "
+                           "'neg_mean_absolute_error', 'neg_mean_squared_error', "
+                           "'neg_root_mean_squared_error', 'roc_auc', 'roc_auc_ovr'], or R's "
+                           "['absolute_error', 'classification_error', 'logloss', 'mlogloss', "
+                           "'mn_log_loss', 'rsq_trad', 'squared_error']) or a callable (y, "
+                           "prediction[, weights]); got 'nll'."),
         (dict(max_samples=0), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
                               "got 0."),
         (dict(max_samples=0.0005), "max_samples=0.0005 of 1000 rows is floor(0.0005 * 1000) = 0 "
@@ -1030,3 +1035,22 @@ def test_roc_auc_of_a_binary_scikit_learn_classifier_ranks_its_decision_function
             permutation_importance(model, X, y, scoring="roc_auc_ovr", **options).importances,
             permutation_importance(model, X, y, scoring=get_scorer("roc_auc_ovr"),
                                    **options).importances, atol=1e-6)
+
+
+def test_r_loss_names_are_the_same_losses(linear_data, ols, classification_data):
+    """hstats' and yardstick's names give the importances of jaximp's losses of the same
+    definition, on the same permutations."""
+    X, y = linear_data
+    for r_name, name in [("squared_error", "mse"), ("absolute_error", "mae"),
+                         ("rsq_trad", "r2")]:
+        np.testing.assert_array_equal(
+            permutation_importance(ols[0], X, y, loss=r_name, n_repeats=2).importances,
+            permutation_importance(ols[0], X, y, loss=name, n_repeats=2).importances)
+    Xc, yc = classification_data
+    for r_name, name in [("logloss", "log_loss"), ("mlogloss", "log_loss"),
+                         ("mn_log_loss", "log_loss"), ("classification_error", "accuracy")]:
+        np.testing.assert_array_equal(
+            permutation_importance(logistic, Xc, yc, loss=r_name, n_repeats=2).importances,
+            permutation_importance(logistic, Xc, yc, loss=name, n_repeats=2).importances)
+    with pytest.raises(ValueError, match=r"or R's \['absolute_error'"):
+        permutation_importance(ols[0], X, y, loss="poisson")

@@ -58,10 +58,24 @@ SKLEARN_SCORING = {
 }
 
 
+#: R's names for the same losses: hstats' (``squared_error``...) and yardstick's (vip's).
+R_LOSS_NAMES = {
+    "squared_error": "mse",
+    "absolute_error": "mae",
+    "logloss": "log_loss",
+    "mlogloss": "log_loss",
+    "classification_error": "accuracy",  # 1 - accuracy, as jaximp scores accuracy
+    "rsq_trad": "r2",
+    "mn_log_loss": "log_loss",
+}
+
+
 def canonical_loss(loss):
-    """A built-in loss by its jaximp name (scikit-learn scoring names are translated); any
-    other value unchanged."""
-    return SKLEARN_SCORING.get(loss, loss) if isinstance(loss, str) else loss
+    """A built-in loss by its jaximp name (scikit-learn's scoring names and R's loss names
+    are translated); any other value unchanged."""
+    if not isinstance(loss, str):
+        return loss
+    return SKLEARN_SCORING.get(loss, R_LOSS_NAMES.get(loss, loss))
 
 
 def default_loss(predictor: Predictor, y) -> str:
@@ -469,8 +483,9 @@ def resolve_loss(
     loss = canonical_loss(loss)
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(
-            f"loss must be one of {LOSSES} or a callable (y, prediction[, weights]); got "
-            f"{loss!r:.60}."
+            f"loss must be one of {LOSSES} (or scikit-learn's scoring names "
+            f"{sorted(SKLEARN_SCORING)}, or R's {sorted(R_LOSS_NAMES)}) or a callable "
+            f"(y, prediction[, weights]); got {loss!r:.60}."
         )
     score = loss in _SCORES
     if loss in _REGRESSION:

@@ -161,10 +161,13 @@ def permutation_importance(
         scikit-learn's scoring names for the same metrics are accepted
         (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
         ``"neg_mean_absolute_error"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
-        ``"r2"``, ``"accuracy"``) and give scikit-learn's importances: a scikit-learn
-        classifier's accuracy scores the labels of its ``predict`` (a tuned threshold, SVC's
-        probabilities), ``"roc_auc"`` of a binary one its ``decision_function`` (which
-        saturated probabilities tie), the other losses its ``predict_proba``.
+        ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
+        ``"absolute_error"``, ``"logloss"``, ``"mlogloss"``, ``"classification_error"``;
+        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``), and give their importances: a
+        scikit-learn classifier's accuracy scores the labels of its ``predict`` (a tuned
+        threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
+        ``decision_function`` (which saturated probabilities tie), the other losses its
+        ``predict_proba``.
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
         are scored on the very same permutations, those that decompose over rows in one pass,
         and give a dict of results by name.
