@@ -224,6 +224,12 @@ def test_native_importances_equal_the_libraries(data):
         booster_importance(model, "LossFunctionChange")
     with pytest.raises(TypeError, match="booster_importance"):
         jaximp.impurity_importance(model)
+    # a model the arrays do not read: the library's own report is the fix
+    softmax = xgb.XGBClassifier(objective="multi:softmax", n_estimators=2, max_depth=2,
+                                n_jobs=1).fit(np.nan_to_num(X), y_3)
+    with pytest.raises(TypeError, match=r"multi:softmax.*Fix: ask the library itself, "
+                                        r"model.get_booster\(\).get_score"):
+        booster_importance(softmax)
 
 
 def test_methods_through_arrays_equal_the_host_path(data):
@@ -293,6 +299,20 @@ def test_recursion_pd_equals_a_numpy_traversal(data):
     init = np.asarray(params["init"], np.float64)
     ref = np.stack([per_tree[tree_class == k].sum(axis=0) + init[k] for k in range(3)], axis=1)
     np.testing.assert_allclose(average, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_recursion_pd_of_a_lightgbm_random_forest_is_its_raw_margin():
+    """LightGBM's random forest stores leaves that average; its raw margin is their sum,
+    which the recursion PD gives as for every booster (one feature: the PD is the raw
+    score itself)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 1))
+    model = lgb.LGBMRegressor(boosting_type="rf", n_estimators=5, subsample=0.7,
+                              subsample_freq=1, verbose=-1).fit(X, 3 * X[:, 0] + 1)
+    values, average = tree_partial_dependence(model, X, 0, grid_resolution=7)
+    grid = np.asarray(values, np.float64).reshape(-1, 1)
+    np.testing.assert_allclose(np.ravel(average), model.predict(grid, raw_score=True),
+                               rtol=1e-5)
 
 
 def test_methods_pass_missing_values_to_the_arrays_as_to_the_library(data):

@@ -18,6 +18,7 @@ from sklearn.ensemble import (
 )
 from sklearn.tree import DecisionTreeRegressor
 
+import jaximp
 from jaximp.methods._tree_stats import TransversalRates, transversal_rates
 
 
@@ -218,3 +219,55 @@ def test_syn1_noise_mixing_degrades_the_trend():
     informative = atr[:, :3].mean(axis=1)
     assert informative[0] > informative[1] > informative[2]
     assert np.abs(atr[0, 3:]).mean() < informative[0] - 0.3
+
+
+def test_catboost_splits_with_an_empty_child_are_not_counted(tmp_path):
+    """CatBoost's oblivious trees split nodes that no training row reaches: those splits have
+    no child mean and are left out, as a float64 loop over CatBoost's own JSON dump (leaf
+    averages weighted by its leaf weights) leaves them out."""
+    import json
+
+    cb = pytest.importorskip("catboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = X[:, 0] - X[:, 1] + 10.0 + 0.2 * rng.normal(size=150)
+    model = cb.CatBoostRegressor(iterations=10, depth=6, verbose=0, thread_count=1,
+                                 random_seed=0).fit(X, y)
+    model.save_model(str(tmp_path / "m.json"), format="json")
+    signs, relative, counts, empty = np.zeros(3), np.zeros(3), np.zeros(3, int), 0
+    for tree in json.loads((tmp_path / "m.json").read_text())["oblivious_trees"]:
+        depth, values = len(tree["splits"]), np.array(tree["leaf_values"])
+        weights = np.array(tree["leaf_weights"])
+        for level in range(depth):  # splits[0] decides the leaf index's lowest bit
+            bit = depth - 1 - level
+            feature = tree["splits"][bit]["float_feature_index"]
+            for prefix in range(2 ** level):
+                below = [leaf for leaf in range(2 ** depth) if leaf >> (bit + 1) == prefix]
+                left = [leaf for leaf in below if not (leaf >> bit) & 1]
+                right = [leaf for leaf in below if (leaf >> bit) & 1]
+                if weights[left].sum() == 0 or weights[right].sum() == 0:
+                    empty += 1
+                    continue
+                low, high = (np.average(values[side], weights=weights[side])
+                             for side in (left, right))
+                counts[feature] += 1
+                signs[feature] += np.sign(high - low)
+                relative[feature] += 2 * (high - low) / abs(low + high) if high != low else 0
+    assert empty > 100  # the case at hand
+    rates = transversal_rates(model)
+    np.testing.assert_array_equal(rates.n_splits, counts)
+    np.testing.assert_allclose(rates.atr, signs / counts, rtol=1e-12)
+    np.testing.assert_allclose(rates.rtr, relative, rtol=1e-5)
+
+
+def test_tree_statistics_of_a_multi_output_classifier_name_their_alternative():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = np.random.default_rng(1).normal(size=(80, 3))
+    Y = np.c_[X[:, 0] > 0, X[:, 1] > 0].astype(int)
+    forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, Y)
+    with pytest.raises(TypeError, match=r"multi-output classifier\). Fix: scikit-learn's "
+                                        r"estimator.feature_importances_ where it has them"):
+        jaximp.impurity_importance(forest)
+    with pytest.raises(TypeError, match="Fix: transversal_rates of a model fitted on one"):
+        transversal_rates(forest, output=0)

@@ -144,7 +144,8 @@ def test_dataframe_fit_and_feature_names(data):
 def test_unsupported_estimators_raise(data):
     X, y, _, _ = data
     hgb = HistGradientBoostingRegressor(max_iter=5).fit(X, y)
-    with pytest.raises(TypeError, match="got HistGradientBoostingRegressor.*pass the estimator"):
+    with pytest.raises(TypeError, match="got HistGradientBoostingRegressor.*Fix: .*"
+                                        "jaximp.permutation_importance"):
         impurity_importance(hgb)  # predictions only: no impurities in its nodes
     with pytest.raises(TypeError, match="got KNeighborsRegressor.*pass the estimator"):
         from sklearn.neighbors import KNeighborsRegressor

@@ -27,6 +27,12 @@ from ..results import FeatureImportance, TreeDetails
 
 __all__ = ["booster_importance"]
 
+_OWN_REPORT = {  # each library's own call for the importances
+    "xgboost": "model.get_booster().get_score(importance_type=...)",
+    "lightgbm": "model.booster_.feature_importance(importance_type=...) (a Booster: "
+                "booster.feature_importance(...))",
+    "catboost": "model.get_feature_importance(type='PredictionValuesChange')",
+}
 _TYPES = {
     "xgboost": ("gain", "weight", "cover", "total_gain", "total_cover"),
     "lightgbm": ("split", "gain"),
@@ -128,7 +134,13 @@ def booster_importance(model, importance_type: str | None = None,
             f"importance_type for a {library} model must be one of {types}; got "
             f"{importance_type!r}{extra}."
         )
-    boosted = read_boosted(model, all_trees=True)
+    try:
+        boosted = read_boosted(model, all_trees=True)
+    except TypeError as err:  # the readers' fix (a host predictor) does not apply here
+        if "trees='host'" not in str(err):
+            raise
+        raise TypeError(f"{str(err).split(' Fix:')[0]} Fix: ask the library itself, "
+                        f"{_OWN_REPORT[library]}.") from None
     p = boosted.n_features
     if feature_names is None:
         names = boosted.feature_names

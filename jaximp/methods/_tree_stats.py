@@ -141,7 +141,8 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
             " keeps none. Fix: jaximp.booster_importance(model, importance_type=...) gives "
             "the library's own gain, cover and split counts."
         )
-    kind, _, params, _ = read_trees(estimator)
+    kind, _, params, _ = _statistic_trees(estimator, "scikit-learn's "
+                                          "estimator.feature_importances_ where it has them")
     feature_names = _feature_names(estimator, feature_names)
     p = len(feature_names)
     raw = np.asarray(_per_tree_importance(params, p), np.float64)  # (T, p)
@@ -466,7 +467,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     elif "tree_class" in params:  # XGBoost, LightGBM, CatBoost: init + sum per output
         tree_class = np.asarray(params["tree_class"])
         init = np.asarray(params["init"], np.float64)
-        average = np.stack([per_tree[tree_class == k, :, 0].sum(axis=0) + init[k]
+        # LightGBM's random forest keeps leaves that average: its raw margin scales the sum
+        scale = read_boosted(estimator).margin_scale
+        average = np.stack([scale * per_tree[tree_class == k, :, 0].sum(axis=0) + init[k]
                             for k in range(init.shape[0])], axis=1)
     elif kind == "hist":  # leaf values are shrunk already; no baseline, as scikit-learn
         K = int(estimator.n_trees_per_iteration_)
@@ -570,11 +573,14 @@ def _transversal_sums(params, value, n_features: int, depth: int, leaf_averages:
         low, high = value[left], value[right]
         diff = high - low
         relative = jnp.where(diff == 0, 0.0, 2.0 * diff / jnp.abs(low + high))
+        # a child without training weight (CatBoost's oblivious trees have them) has no mean
+        compared = split & (weight[left] > 0) & (weight[right] > 0)
 
         def total(a):
-            return jax.ops.segment_sum(jnp.where(split, a, 0), feature, num_segments=n_features)
+            return jax.ops.segment_sum(jnp.where(compared, a, 0), feature,
+                                       num_segments=n_features)
 
-        return total(jnp.sign(diff)), total(relative), total(split.astype(jnp.int32))
+        return total(jnp.sign(diff)), total(relative), total(compared.astype(jnp.int32))
 
     return jax.vmap(one)(params["feature"], params["children_left"], params["children_right"],
                          params["weighted_n_node_samples"], value)
@@ -596,7 +602,9 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
       RTR none, so RTR grows with the number of splits (and trees); the per-split average is
       the read-out :attr:`TransversalRates.rtr_mean`. A split whose child means sum to 0
       makes RTR infinite, and means near 0 make it unstable (the paper's observation on noisy
-      data); a tie ``L = R`` counts in ``n`` and adds 0 to both.
+      data); a tie ``L = R`` counts in ``n`` and adds 0 to both. A split with an empty child
+      (no training weight, as CatBoost's oblivious trees have) has no mean there and is not
+      counted.
 
     The means are computed in JAX from the node arrays of :func:`tree_predictor`, vectorized
     over trees:
@@ -619,8 +627,9 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
         Default: ``estimator.feature_names_in_`` when fitted on a DataFrame, else
         ``x0, x1, ...``.
     output : int or str, optional
-        The compared output: a class label (or index into ``classes_``) for classifiers, an
-        index for a multi-output regressor. Default: the only output of a regressor, the
+        The compared output: for classifiers an index into ``classes_`` (an int) or a class
+        label as its string (``"5"`` for the label 5), for a multi-output regressor an
+        index. Default: the only output of a regressor, the
         positive class ``classes_[1]`` of a binary classifier; required otherwise (several
         classes or targets), since each class has its own trend.
 
@@ -651,8 +660,21 @@ def transversal_rates(estimator, feature_names=None, *, output=None) -> Transver
         return _transversal_rates(estimator, feature_names, output)
 
 
+def _statistic_trees(estimator, alternative: str):
+    """:func:`read_trees` of a statistic read from the trees themselves: its refusal names
+    ``alternative``, not the host predictions that help the methods evaluating a model."""
+    try:
+        return read_trees(estimator)
+    except TypeError as err:
+        if "pass the estimator itself" not in str(err):
+            raise
+        raise TypeError(f"{str(err).split(' Fix:')[0]} Fix: {alternative}; or "
+                        "jaximp.permutation_importance, which evaluates any model.") from None
+
+
 def _transversal_rates(estimator, feature_names, output) -> TransversalRates:
-    kind, classifier, params, depth = read_trees(estimator)
+    kind, classifier, params, depth = _statistic_trees(
+        estimator, "transversal_rates of a model fitted on one output at a time")
     feature_names = _feature_names(estimator, feature_names)
     if classifier:
         names = [str(c) for c in estimator.classes_]
