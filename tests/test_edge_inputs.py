@@ -494,3 +494,27 @@ def test_loco_held_out_data_with_fit_mlp_and_misuse():
     with pytest.raises(ValueError, match=r"y must have n = 100 rows like X; got 99"):
         jaximp.loco_importance(None, X_all[:100], y_all[:100], fit=fit, X_test=X_all[100:],
                                y_test=y_all[101:])
+
+
+def test_loco_held_out_text_is_coded_with_the_training_labels():
+    """A held-out text column lacking a training label is coded with X's labels, which the
+    JAX fits learnt (it was coded on its own: 'b' read as 'a'); a label X lacks is refused."""
+    import functools
+
+    rng = np.random.default_rng(5)
+
+    def data(n, labels):
+        label = rng.choice(labels, n)
+        frame = pd.DataFrame({"c": label, "u": rng.normal(size=n)})
+        return frame, np.select([label == "a", label == "b"], [0.0, 2.0], 4.0) + frame["u"]
+
+    X, y = data(200, ["a", "b", "c"])
+    X_test, y_test = data(100, ["b", "c"])
+    fit = functools.partial(jaximp.fit_mlp, hidden=(8,), steps=100)
+    as_text = jaximp.loco_importance(None, X, y, fit=fit, X_test=X_test, y_test=y_test)
+    levels = X_test.assign(c=pd.Categorical(X_test["c"], categories=["a", "b", "c"]))
+    as_levels = jaximp.loco_importance(None, X, y, fit=fit, X_test=levels, y_test=y_test)
+    np.testing.assert_array_equal(as_text.importances, as_levels.importances)
+    with pytest.raises(ValueError, match=r"X_test' column 'c' must hold the labels of X"):
+        jaximp.loco_importance(None, X, y, fit=fit, X_test=X_test.assign(c="z"),
+                               y_test=y_test)

@@ -180,3 +180,57 @@ def test_pdp_grid_is_r_pdp_sequence():
     np.testing.assert_allclose(np.asarray(pd4.grid_values[0]), np.linspace(0.0, 10.0, 4))
     assert np.asarray(jaximp.pd_importance(lambda X: X[:, 0], few, grid_resolution=4)
                       .info.grid_values["x0"]).size == 4
+
+
+def test_seeds_beyond_32_bits_make_their_own_keys_in_both_float_modes():
+    """Without x64 jax.random.key keeps a seed's low 32 bits: 0 and 2**32 drew the same
+    permutations. Their keys now differ, equal under x64 and without it."""
+    import jax
+
+    from jaximp.data import as_key
+
+    def data(seed):
+        return tuple(np.asarray(jax.random.key_data(as_key(seed))).tolist())
+
+    seeds = (0, 1, 2**32 - 1, 2**32, 2**32 + 1, -1, 2**63 - 1)
+    plain = [data(seed) for seed in seeds]
+    assert len(set(plain)) == len(seeds)
+    assert plain[:3] == [data(seed) for seed in (0, 1, 2**32 - 1)]
+    with jax.enable_x64(True):
+        assert [data(seed) for seed in seeds] == plain
+
+
+def test_dates_and_durations_are_refused_naming_a_unit():
+    import pandas as pd
+
+    days = np.array(["2020-01-01", "2020-02-01", "2020-03-01"], "datetime64[D]")[:, None]
+    for data, what in [(days, "X"), (days - days.min(), "X"),
+                       (pd.DataFrame({"t": pd.to_timedelta([1, 2, 3], unit="D")}), "column 't'"),
+                       (pd.DataFrame({"t": pd.to_datetime(["2020-01-01"] * 3)}), "column 't'")]:
+        with pytest.raises(TypeError, match=rf"{what} holds dates or durations .*timedelta64"):
+            jaximp.as_dataset(data)
+
+
+def test_bfloat16_targets_and_weights_are_numbers():
+    """A bfloat16 y (ml_dtypes, or a JAX array) is a regression target and bfloat16 weights
+    are weights: the same results as their float64 values (filter_importance read such a y
+    as class labels)."""
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(200, 3))
+    target = (data @ np.array([2.0, 0.5, 0.0])).astype(ml_dtypes.bfloat16)
+    exact = target.astype(np.float64)
+    weights = rng.uniform(0.5, 2.0, 200).astype(ml_dtypes.bfloat16)
+    for y in (target, jnp.asarray(target)):
+        result = jaximp.filter_importance(data, y)
+        assert result.info["method"] == "t"
+        np.testing.assert_array_equal(result.importances_mean,
+                                      jaximp.filter_importance(data, exact).importances_mean)
+        np.testing.assert_array_equal(
+            jaximp.permutation_importance(lambda Z: Z[:, 0], data, y, n_repeats=2,
+                                          sample_weight=weights).importances,
+            jaximp.permutation_importance(lambda Z: Z[:, 0], data, exact, n_repeats=2,
+                                          sample_weight=weights.astype(np.float64)
+                                          ).importances)

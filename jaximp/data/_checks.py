@@ -164,8 +164,7 @@ def as_key(random_state) -> jax.Array:
     elif isinstance(random_state, np.random.Generator):
         random_state = int(random_state.integers(np.iinfo(np.int32).max + 1))
     if isinstance(random_state, (int, np.integer)):
-        # the float mode and the key type are part of the key's making: a seed of 2**32 or
-        # more makes another key under jax_enable_x64
+        # the float mode and the key type are part of the key's making (cached by them)
         return _int_key(int(random_state), jax.config.jax_enable_x64,
                         jax.config.jax_default_prng_impl)
     if jax.dtypes.issubdtype(random_state.dtype, jax.dtypes.prng_key):
@@ -177,16 +176,25 @@ def as_key(random_state) -> jax.Array:
 def _int_key(seed: int, x64: bool, impl: str) -> jax.Array:
     """The key of an int seed, made once (keys are immutable; making one costs ~0.5 ms). On
     an accelerator its data is also made on the CPU, for the draws made on the host: reading
-    the key itself would wait for the device's queue (every call made before it)."""
-    key = jax.random.key(seed)
+    the key itself would wait for the device's queue (every call made before it). A seed
+    outside ``[0, 2**32)`` folds its high 32 bits into the key of its low ones, in both float
+    modes (``jax.random.key`` would keep only the low bits without x64, so 0 and 2**32 drew
+    the same numbers)."""
+    key = _seed_key(seed)
     if next(iter(key.devices())).platform != "cpu":
         try:
             cpu = jax.local_devices(backend="cpu")[0]
         except RuntimeError:  # JAX started without its CPU backend
             return key
         with jax.default_device(cpu):
-            _remember(key, jax.random.key_data(jax.random.key(seed)))
+            _remember(key, jax.random.key_data(_seed_key(seed)))
     return key
+
+
+def _seed_key(seed: int) -> jax.Array:
+    low, high = seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF
+    key = jax.random.key(low)
+    return key if 0 <= seed < 1 << 32 else jax.random.fold_in(key, high)
 
 
 _KEY_DATA: dict[int, tuple] = {}  # id(key) -> (key, its data): one device read per key

@@ -390,6 +390,11 @@ def _as_numbers(values: np.ndarray) -> np.ndarray | None:
         values.shape)
 
 
+_TIME_MESSAGE = (
+    "{} holds dates or durations ({}), whose numbers depend on their unit; convert them to "
+    "the numbers the model reads, e.g. days: (x - x.min()) / np.timedelta64(1, 'D').")
+
+
 @validate_params(allow_missing=Flag())
 def as_dataset(
     X,
@@ -475,6 +480,8 @@ def as_dataset(
                 codes = col.cat.codes.to_numpy(dtype=np.float64)
                 codes[codes < 0] = np.nan  # a missing level, for a model that handles it
                 columns.append(codes)
+            elif col.dtype.kind in "mM":
+                raise TypeError(_TIME_MESSAGE.format(f"column {name!r}", col.dtype))
             elif col.dtype == bool:
                 columns.append(col.to_numpy(dtype=np.float64))
             elif pd.api.types.is_complex_dtype(col.dtype):
@@ -500,6 +507,8 @@ def as_dataset(
         if values.dtype.kind == "c":
             raise TypeError("X must hold real numbers; got complex values. Pass the real and "
                             "imaginary parts as separate columns.")
+        if values.dtype.kind in "mM":
+            raise TypeError(_TIME_MESSAGE.format("X", values.dtype))
         # object, text and structured arrays; bfloat16 and the other ml_dtypes floats are
         # numbers (NumPy gives them kind "V")
         if on_device is None and is_text_array(values) and len(
@@ -628,6 +637,8 @@ def as_dataset(
     weights = None
     if sample_weight is not None:
         weights = np.asarray(sample_weight)
+        if weights.dtype.kind == "V" and jnp.issubdtype(weights.dtype, jnp.floating):
+            weights = weights.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
         if weights.dtype.kind not in "biuf":
             raise TypeError(
                 f"sample_weight must hold numbers (one weight per row); got an array of dtype "

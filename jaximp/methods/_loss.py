@@ -147,6 +147,8 @@ def check_target(y, n: int) -> np.ndarray:
     if y is None:
         raise ValueError(f"y must be an array of {n} targets; got None.")
     values = np.asarray(y)
+    if values.dtype.kind == "V" and jnp.issubdtype(values.dtype, jnp.floating):
+        values = values.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
     if values.ndim == 0 or values.ndim > 2:
         raise ValueError(f"y must have shape (n,) or (n, outputs); got shape {values.shape}.")
     if values.shape[0] != n:

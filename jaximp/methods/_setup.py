@@ -206,11 +206,13 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
     return bg
 
 
-def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Dataset:
-    """New rows to explain (an Explainer's call), as a Dataset with ``dataset``'s columns,
-    groups and categorical columns, each text or category column coded with ``dataset``'s
-    labels (its rows, the background, hold codes of those labels); labels it lacks are
-    refused."""
+def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
+                 names: tuple[str, str] = ("rows", "the Explainer's data")) -> Dataset:
+    """New rows to explain (an Explainer's call; held-out rows), as a Dataset with
+    ``dataset``'s columns, groups and categorical columns, each text or category column
+    coded with ``dataset``'s labels (its rows, the background, hold codes of those labels);
+    labels it lacks are refused. ``names``: the rows' and the data's in the messages."""
+    what, of = names
     rows, array = _framed(rows, dataset)
     frame = isinstance(rows, pd.DataFrame)
     source = _labelled_source(dataset)  # made once: an array of text is framed anew each time
@@ -222,7 +224,7 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
         explained = dataclasses.replace(explained, source=array)
     if explained.column_names != dataset.column_names:
         raise ValueError(
-            f"rows must have the columns of the Explainer's data {list(dataset.column_names)}; "
+            f"{what} must have the columns of {of} {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
     for ours, theirs in zip(dataset.features, explained.features):
         labelled = source is not None and len(ours.columns) == 1 and (
@@ -230,7 +232,7 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None) -> Datas
             or isinstance(source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
         if labelled and tuple(theirs.levels or ()) != tuple(ours.levels or ()):
             raise ValueError(
-                f"rows' column {ours.name!r} must hold the labels of the Explainer's data "
+                f"{what}' column {ours.name!r} must hold the labels of {of} "
                 f"{list(ours.levels)}; got {list(theirs.levels)}.")
     return explained
 
