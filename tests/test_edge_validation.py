@@ -3,6 +3,7 @@ accepted form gives the documented result, before any model evaluation."""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -234,3 +235,13 @@ def test_bfloat16_targets_and_weights_are_numbers():
             jaximp.permutation_importance(lambda Z: Z[:, 0], data, exact, n_repeats=2,
                                           sample_weight=weights.astype(np.float64)
                                           ).importances)
+
+
+def test_missing_class_labels_are_refused_by_row():
+    labels = np.array(["a", "b", None, "a"] * 15, dtype=object)
+    for call in (lambda: jaximp.filter_importance(X, labels),
+                 lambda: jaximp.permutation_importance(
+                     lambda Z: jnp.stack([Z[:, 0], 1 - Z[:, 0]], axis=1), X, labels)):
+        with pytest.raises(ValueError, match=r"y has 15 missing labels \(None or NaN; first "
+                                             r"at row 2\)"):
+            call()

@@ -168,3 +168,11 @@ def test_correlated_inputs_warn_that_the_indices_assume_independence():
     with pytest.warns(UserWarning, match=r"assumes independent inputs, but 'x0' and 'x1' "
                                          r"correlate at 0\.9\d"):
         sobol_indices(lambda A: A.sum(axis=1), X, n_bootstrap=0)
+    # the correlated columns in one group are resampled together: no warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grouped = sobol_indices(lambda A: A.sum(axis=1), X, n_bootstrap=0,
+                                groups={"g": ["x0", "x1"]})
+    assert grouped.first.feature_names == ("g", "x2")

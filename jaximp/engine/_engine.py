@@ -348,9 +348,9 @@ def _checked_finite(out: np.ndarray, predictor: Predictor, reducer: Reducer) -> 
     finite = np.isfinite(out)
     if not finite.all() and not (reducer.may_be_nan and np.all(finite | np.isnan(out))):
         raise FloatingPointError(
-            f"the model {predictor.name} returned NaN or infinite predictions on the modified "
-            "data; check that it is defined over the replacement values (grid range, "
-            "categorical levels)."
+            f"the model {predictor.name} returned NaN or infinite predictions; check that it "
+            "is defined on the rows of X themselves and over the values the method puts in "
+            "them (grid range, categorical levels, permuted rows)."
         )
     return out
 

@@ -16,6 +16,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
 from jaximp.kernels import _losses
 
@@ -155,6 +156,10 @@ def check_target(y, n: int) -> np.ndarray:
         raise ValueError(f"y must have n = {n} rows like X; got {values.shape[0]}.")
     if values.dtype.kind in "fc" and not np.all(np.isfinite(values)):
         raise ValueError("y contains NaN or infinite values; drop or impute those rows.")
+    if values.dtype == object and pd.isna(values).any():  # labels with None, NaN or pd.NA
+        rows = np.flatnonzero(pd.isna(values).reshape(len(values), -1).any(axis=1))
+        raise ValueError(f"y has {rows.size} missing labels (None or NaN; first at row "
+                         f"{rows[0]}); drop or impute those rows.")
     return values
 
 

@@ -200,7 +200,10 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                 raise ValueError(
                     f"background column {name!r} must have the same categories as X's, so "
                     f"that their codes agree; got {_dtype_name(theirs)} for "
-                    f"{_dtype_name(ours)}. Use background[name].astype(X[name].dtype).")
+                    f"{_dtype_name(ours)}. Give both the categories of both: levels = "
+                    "X[name].cat.categories.union(background[name].unique()), then "
+                    "X[name].cat.set_categories(levels) and "
+                    "background[name].astype(X[name].dtype).")
     if predictor is not None:
         check_rows(predictor, bg)
     return bg

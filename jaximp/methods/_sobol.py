@@ -168,14 +168,19 @@ class _SobolSums(Reducer):
 
 def _warn_if_dependent(dataset, threshold: float = 0.5) -> None:
     """Sobol indices assume independent inputs; resampling one column of correlated data
-    scores the model off the data. Warn when two columns correlate above ``threshold``."""
+    scores the model off the data. Warn when two columns of different features correlate
+    above ``threshold`` (a group's columns are resampled together)."""
     X = dataset.X
     spread = X.std(axis=0)
     varying = spread > 0
     if varying.sum() < 2:
         return
+    owner = np.empty(X.shape[1], int)
+    for k, feat in enumerate(dataset.features):
+        owner[list(feat.columns)] = k
+    owner = owner[varying]
     corr = np.corrcoef(X[:, varying], rowvar=False)
-    np.fill_diagonal(corr, 0.0)
+    corr[owner[:, None] == owner[None, :]] = 0.0  # the diagonal, and columns of one group
     a, b = np.unravel_index(np.argmax(np.abs(corr)), corr.shape)
     if abs(corr[a, b]) > threshold:
         names = [name for name, keep in zip(dataset.column_names, varying) if keep]
