@@ -515,6 +515,6 @@ def test_loco_held_out_text_is_coded_with_the_training_labels():
     levels = X_test.assign(c=pd.Categorical(X_test["c"], categories=["a", "b", "c"]))
     as_levels = jaximp.loco_importance(None, X, y, fit=fit, X_test=levels, y_test=y_test)
     np.testing.assert_array_equal(as_text.importances, as_levels.importances)
-    with pytest.raises(ValueError, match=r"X_test' column 'c' must hold the labels of X"):
+    with pytest.raises(ValueError, match=r"column 'c' of X_test must hold the labels of X"):
         jaximp.loco_importance(None, X, y, fit=fit, X_test=X_test.assign(c="z"),
                                y_test=y_test)

@@ -620,7 +620,7 @@ def test_new_rows_take_the_explainers_groups_names_and_labels():
     subset = pd.DataFrame({"x": [0.0, 0.5], "c": ["b", "c"]})  # lacks label "a"
     np.testing.assert_allclose(ex.shapley_values(subset).values,
                                jaximp.shapley_values(model, subset, frame).values, atol=1e-12)
-    with pytest.raises(ValueError, match=r"rows' column 'c' must hold the labels"):
+    with pytest.raises(ValueError, match=r"column 'c' of rows must hold the labels"):
         ex.shapley_values(pd.DataFrame({"x": [0.0], "c": ["z"]}))
 
 

@@ -370,16 +370,17 @@ def test_shared_keywords_have_one_docstring():
 
 
 def test_an_int_seed_makes_its_key_in_the_float_mode_of_the_call():
-    """An int random_state's key is kept per float mode: a seed of 2**32 or more makes other
-    keys with and without jax_enable_x64, and a call after switching uses the mode's key."""
+    """An int random_state's key is kept per float mode, and a seed of 2**32 or more makes
+    the same key in both (without x64 jax.random.key would keep its low 32 bits only): its
+    high bits folded into the key of its low ones."""
     from jaximp.data._checks import as_key
 
-    seed = 2**40
+    seed = 2**40 + 7
     data = lambda: np.asarray(jax.random.key_data(as_key(seed)))  # noqa: E731
-    fresh = lambda: np.asarray(jax.random.key_data(jax.random.key(seed)))  # noqa: E731
+    folded = np.asarray(jax.random.key_data(jax.random.fold_in(jax.random.key(7), 2**8)))
     without = data()
+    np.testing.assert_array_equal(without, folded)
     with jax.enable_x64(True):
-        np.testing.assert_array_equal(data(), fresh())
-        assert not np.array_equal(data(), without)
+        np.testing.assert_array_equal(data(), without)
     np.testing.assert_array_equal(data(), without)
-    np.testing.assert_array_equal(without, fresh())
+    assert not np.array_equal(without, np.asarray(jax.random.key_data(as_key(7))))

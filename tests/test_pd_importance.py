@@ -378,7 +378,8 @@ def test_dataframe_input_equals_numpy_input():
         ({"n_bootstrap": -2}, ValueError, "n_bootstrap must be 0 .* got -2"),
         ({"random_state": 1.5}, TypeError, "random_state must be an int seed, a JAX PRNG key"),
         ({"grid_resolution": 1}, ValueError,
-         r"grid_resolution must be an int >= 2 or None \(the grid's default\); got 1"),
+         r"grid_resolution must be an int >= 2, inf \(every distinct value\) or None \(the "
+         r"grid's default\); got 1"),
         ({"features": "zz"}, ValueError, "unknown feature 'zz'"),
     ],
 )

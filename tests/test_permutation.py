@@ -74,8 +74,8 @@ def test_ratio_is_perturbed_over_baseline(linear_data, ols):
     ratio = permutation_importance(ols[0], X, y, n_repeats=3, kind="ratio")
     base = diff.info["baseline"][0]
     np.testing.assert_allclose(ratio.importances, (diff.importances + base) / base, rtol=1e-6)
-    # hstats' normalize = TRUE: (perm - perf) / perf, per repeat, for built-in losses and
-    # for a scorer (its scores as losses: score_orig / score_perm - 1)
+    # hstats' normalize = TRUE: (perm - perf) / perf, per repeat, for built-in losses; a
+    # scorer's ratio less 1 (score_orig / score_perm - 1)
     relative = permutation_importance(ols[0], X, y, n_repeats=3, kind="relative")
     np.testing.assert_allclose(relative.importances, diff.importances / base, rtol=1e-6)
     from sklearn.metrics import get_scorer

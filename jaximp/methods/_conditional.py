@@ -8,11 +8,11 @@ features, and the model is scored exactly as permutation importance scores it. T
 - ``"gaussian"``, ``"knockoff"``, ``"residual"``: the draw for row ``i`` is ``M[i] + A[pi(i)]``
   (a conditional mean plus a row of exchangeable noise: permuted residuals, or a knockoff
   noise draw of its own for each repeat). The engine evaluates the model on ``[X | M | A |
-  A]``, whose item ``(j, r)`` permutes feature ``j``'s columns of the first ``A`` (its block
-  for repeat ``r``) with a permutation computed on the device from the key and the label
-  ``(j, r)``, as permutation importance does; the model sees ``X`` with ``x_j`` set to ``M +
-  A[pi]`` wherever the permuted noise differs from the row's own (a row the permutation maps
-  to itself keeps its value, as in permutation importance).
+  A]`` (knockoffs: once per repeat, with that repeat's draw), whose item ``(j, r)`` permutes
+  feature ``j``'s columns of the first ``A`` with a permutation computed on the device from
+  the key and the label ``(j, r)``, as permutation importance does; the model sees ``X`` with
+  ``x_j`` set to ``M + A[pi]`` wherever the permuted noise differs from the row's own (a row
+  the permutation maps to itself keeps its value, as in permutation importance).
 - ``"strata"`` and a callable sampler: replacement rows per item (a within-strata permutation,
   or the user's draws) read through a per-row code table.
 
@@ -300,19 +300,27 @@ categorical, groups, variables, memory_budget, progress
     p = len(chosen)
 
     def build():
+        """The evaluations (data, model, plan) and the reducer: one evaluation of every item,
+        or for knockoffs one per repeat, over its own noise draw."""
         if callable(sampler):
-            data, evaluated, plan = dataset, predictor, _drawn_plan(
-                sampler, dataset, chosen, ids, n_repeats, key)
+            passes = [(dataset, predictor, _drawn_plan(sampler, dataset, chosen, ids,
+                                                       n_repeats, key))]
         elif sampler == "strata":
             cuts = _strata_cuts(strata, model, dataset, n_bins)
-            data, evaluated, plan = dataset, predictor, _strata_plan(
-                dataset, chosen, ids, n_repeats, bits, cuts, strata_threshold)
+            passes = [(dataset, predictor, _strata_plan(
+                dataset, chosen, ids, n_repeats, bits, cuts, strata_threshold))]
         else:
             means, noises = _mean_and_noise(sampler, dataset, chosen, ids, regressor,
                                             n_repeats, bits)
-            data, evaluated, plan = _permuted_noise(dataset, predictor, chosen, ids, means,
-                                                    noises, n_repeats, bits)
-            data = data.pin() if dataset.pinned else data  # sent to the devices once
+            repeats = ([[r] for r in range(n_repeats)] if noises[0].shape[0] > 1
+                       else [list(range(n_repeats))])
+            passes = []
+            for block, covered in enumerate(repeats):
+                data, evaluated, plan = _permuted_noise(
+                    dataset, predictor, chosen, ids, means, [a[block] for a in noises],
+                    covered, bits)
+                # sent to the devices once
+                passes.append((data.pin() if dataset.pinned else data, evaluated, plan))
         base: list = []  # the predictions on the intact data, computed once if needed
 
         def baseline_predictions():
@@ -320,11 +328,11 @@ categorical, groups, variables, memory_budget, progress
                 base.append(predict_rows(predictor, dataset, **engine))
             return base[0]
 
-        return data, evaluated, plan, spec.reducer(baseline_predictions, predictor.n_outputs)
+        return passes, spec.reducer(baseline_predictions, predictor.n_outputs)
 
     # kept on an Explainer for its repeats: everything but a callable sampler's draws and a
     # regressor's fit (objects that may change between calls)
-    data, evaluated, plan, reducer = cached_stage(
+    passes, reducer = cached_stage(
         dataset, ("conditional importance", sampler, tuple(ids), n_repeats, tuple(bits), strata,
                   n_bins, strata_threshold, predictor, loss, response, output, greater_is_better,
                   digest(target) if dataset.pinned else None),
@@ -332,12 +340,14 @@ categorical, groups, variables, memory_budget, progress
     label = "conditional importance"
     per_row = test is not None or n_bootstrap > 0
     if not per_row:
-        metric = evaluate(evaluated, data, plan, reducer, label=label, **engine)[:, None]
+        metric = _joined([evaluate(evaluated, data, plan, reducer, label=label, **engine)
+                          for data, evaluated, plan in passes], p)[:, None]
         terms = None
     else:
-        kept = evaluate(evaluated, data, plan, Keep(), label=label,
-                        result_hint="use fewer features, repeats or rows, or no test and "
-                        "no bootstrap (which keep every prediction)", **engine)
+        kept = _joined([evaluate(evaluated, data, plan, Keep(), label=label,
+                                 result_hint="use fewer features, repeats or rows, or no "
+                                 "test and no bootstrap (which keep every prediction)", **engine)
+                        for data, evaluated, plan in passes], p)
         terms = row_loss_terms(reducer, kept)  # (b, n, k)
         del kept
         weights, _ = bootstrap_weights(dataset, n_bootstrap, key)
@@ -420,7 +430,7 @@ def _check_categorical(sampler: str, dataset: Dataset, chosen) -> None:
 
 def _mean_and_noise(sampler, dataset, chosen, ids, regressor, n_repeats, bits):
     """Per feature, the conditional mean (n, k) and its exchangeable noise (b, n, k): the
-    permuted residuals' one block (b = 1), or one independent knockoff noise draw per repeat
+    permuted residuals' one draw (b = 1), or one independent knockoff noise draw per repeat
     (b = n_repeats), whose permutations are then independent draws of the knockoff."""
     X, w = dataset.X, row_weights(dataset)
     if sampler == "gaussian":
@@ -440,67 +450,60 @@ def _mean_and_noise(sampler, dataset, chosen, ids, regressor, n_repeats, bits):
     return means, noises
 
 
-def _permuted_noise(dataset, predictor, chosen, ids, means, noises, n_repeats, bits):
-    """The data ``[X | M | A | A]`` (``A``: b blocks of noise, side by side), the model
-    reading it, and the plan whose item (j, r) permutes feature j's columns of block
-    ``r mod b`` of the first copy of ``A``."""
+def _joined(results: list, p: int):
+    """The results of evaluations (item 0 the intact data, then items (j, r)) as one, in
+    the order of a single evaluation (item ``1 + j R + r``): one evaluation's as it is; one
+    per repeat (items j) interleaved."""
+    if len(results) == 1:
+        return results[0]
+    items = np.stack([np.asarray(result)[1:] for result in results], axis=1)  # (p, R, ...)
+    return np.concatenate([np.asarray(results[0])[:1],
+                           items.reshape(p * len(results), *items.shape[2:])])
+
+
+def _permuted_noise(dataset, predictor, chosen, ids, means, noises, repeats, bits):
+    """The data ``[X | M | A | A]``, the model reading it, and the plan whose item (j, r),
+    for each repeat r of ``repeats``, permutes feature j's columns of the first ``A``."""
     X = dataset.X
     _n, c = X.shape
     targets = tuple(col for feat in chosen for col in feat.columns)
-    q, blocks = len(targets), noises[0].shape[0]
-    M = np.concatenate(means, axis=1)
-    A = np.concatenate([np.concatenate([noise[b] for noise in noises], axis=1)
-                        for b in range(blocks)], axis=1)  # (n, b q)
+    q = len(targets)
+    M, A = np.concatenate(means, axis=1), np.concatenate(noises, axis=1)
     Z = np.concatenate([X, M, A, A], axis=1)
     width = Z.shape[1]
     data = Dataset(X=Z, column_names=tuple(f"z{i}" for i in range(width)),
                    features=tuple(Feature(f"z{i}", (i,)) for i in range(width)),
                    weights=dataset.weights)
     p = len(chosen)
-    # mask j b + block: feature j's columns of that block; the last replaces nothing
-    masks = np.zeros((p * blocks + 1, width), bool)
+    masks = np.zeros((p + 1, width), bool)  # the last mask replaces nothing: the baseline
     start = 0
     for j, feat in enumerate(chosen):
-        for block in range(blocks):
-            first = c + q + block * q + start
-            masks[j * blocks + block, first:first + len(feat.columns)] = True
+        masks[j, c + q + start: c + q + start + len(feat.columns)] = True
         start += len(feat.columns)
-    streams = [(-1, 0)] + [(ids[j], r) for j in range(p) for r in range(n_repeats)]
-    item_mask = np.concatenate([[p * blocks], [j * blocks + r % blocks for j in range(p)
-                                              for r in range(n_repeats)]])
+    streams = [(-1, 0)] + [(ids[j], r) for j in range(p) for r in repeats]
+    item_mask = np.concatenate([[p], np.repeat(np.arange(p), len(repeats))])
     plan = at_permuted_rows(masks, item_mask, tuple(bits), streams)
-    return data, _reading_draws(predictor, dataset, c, targets, blocks), plan
+    return data, _reading_draws(predictor, dataset, c, targets), plan
 
 
-def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tuple,
-                   blocks: int) -> Predictor:
-    """The model on ``[X | M | A' | A]`` (width c + q + 2 b q, ``A`` b blocks of q noise
-    columns): ``X`` with columns ``targets`` set to ``M + A'`` of the block whose permuted
-    noise ``A'`` differs from the row's own ``A`` (one block at most is permuted)."""
+def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tuple) -> Predictor:
+    """The model on ``[X | M | A' | A]`` (width c + 3q): ``X`` with columns ``targets`` set to
+    ``M + A'`` where the permuted noise ``A'`` differs from the row's own ``A``."""
     q = len(targets)
     # int32 indices: JAX fails to trace int64 array indices under jax.enable_x64 after the
     # same indexing was traced without it (int32 vs int64 in its index normalization)
     index = np.asarray(targets, np.int32)
 
-    def parts(Z, xp):
-        n, noisy = Z.shape[0], blocks * q
-        mean = Z[:, c:c + q]
-        noise = Z[:, c + q:c + q + noisy].reshape(n, blocks, q)
-        own = Z[:, c + q + noisy:].reshape(n, blocks, q)
-        moved = noise != own
-        drawn = mean + xp.where(moved, noise, 0).sum(axis=1)
-        return moved.any(axis=1), drawn
-
     def make():
         def apply(params, Z):
             X = Z[:, :c]
-            moved, drawn = parts(Z, jnp)
-            return predictor.apply(params, X.at[:, index].set(
-                jnp.where(moved, drawn, X[:, index])))
+            mean, noise, own = Z[:, c:c + q], Z[:, c + q:c + 2 * q], Z[:, c + 2 * q:]
+            drawn = jnp.where(noise != own, mean + noise, X[:, index])
+            return predictor.apply(params, X.at[:, index].set(drawn))
 
         return apply
 
-    apply = stable_apply(("conditional draws", predictor.apply, c, targets, blocks), make)
+    apply = stable_apply(("conditional draws", predictor.apply, c, targets), make)
     host_fn = None
     if predictor.host_fn is not None:
         source = dataset.source
@@ -512,8 +515,8 @@ def _reading_draws(predictor: Predictor, dataset: Dataset, c: int, targets: tupl
         def host_fn(batch):
             Z = np.asarray(batch, np.float64)
             X = Z[:, :c].copy()
-            moved, drawn = parts(Z, np)
-            X[:, index] = np.where(moved, drawn, X[:, index])
+            mean, noise, own = Z[:, c:c + q], Z[:, c + q:c + 2 * q], Z[:, c + 2 * q:]
+            X[:, index] = np.where(noise != own, mean + noise, X[:, index])
             return inner(X if user is None else user.batch(np.zeros(len(Z), np.int64), X,
                                                            range(c)))
 

@@ -212,7 +212,7 @@ def _replacement(dataset: Dataset, feature: Feature, strategy: str) -> np.ndarra
     return column_medians(columns, weights)
 
 
-def _held_out(X_test, y_test, strategy, dataset, categorical, groups):
+def _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits: bool):
     """The held-out (Dataset, targets) of the refits, described like ``X``; None without."""
     if X_test is None and y_test is None:
         return None
@@ -221,8 +221,15 @@ def _held_out(X_test, y_test, strategy, dataset, categorical, groups):
                          f"strategy={strategy!r} pass the data to score as X and y.")
     if X_test is None or y_test is None:
         raise ValueError("X_test and y_test go together: pass both held-out arrays or neither.")
-    # text and category columns coded with X's labels, which the fits learnt
-    held = rows_dataset(X_test, dataset, categorical, groups, names=("X_test", "X"))
+    if jax_fits:  # text and category columns coded with X's labels, which the fits learnt
+        held = rows_dataset(X_test, dataset, categorical, groups, names=("X_test", "X"))
+    else:  # a host fit gets X_test as it is (its encoder may take labels X lacks)
+        held = as_dataset(X_test, feature_names=None if hasattr(X_test, "columns")
+                          else dataset.column_names, categorical=categorical, groups=groups,
+                          allow_missing=True)
+        if held.column_names != dataset.column_names:
+            raise ValueError(f"X_test must have the columns of X {list(dataset.column_names)};"
+                             f" got {list(held.column_names)}.")
     return held, check_target(y_test, held.n_rows)
 
 
@@ -397,8 +404,9 @@ def loco_importance(
                          groups=groups, sample_weight=sample_weight, allow_missing=True)
     n, c = dataset.n_rows, dataset.n_columns
     target = check_target(y, n)
-    held_out = _held_out(X_test, y_test, strategy, dataset, categorical, groups)
-    if strategy == "refit" and (mlp_options is not None or traceable_fit):
+    jax_fits = strategy == "refit" and (mlp_options is not None or traceable_fit)
+    held_out = _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits)
+    if jax_fits:
         _refuse_missing_in_jax_fits(dataset, held_out, "fit_mlp" if mlp_options is not None
                                     else "a traceable fit")
     if model is not None:  # its outputs decide the default loss; a bad output is refused now

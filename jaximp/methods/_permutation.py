@@ -173,7 +173,7 @@ def permutation_importance(
         and give a dict of results by name.
     kind : {"difference", "ratio", "relative", "raw"}, default "difference"
         ``"relative"``: ``e_perm / e_orig - 1``, R hstats' ``perm_importance(normalize =
-        TRUE)``.
+        TRUE)`` (a scorer callable's ``score_orig / score_perm - 1``, as its ratio).
         ``"raw"``: the permuted loss itself, DALEX's ``model_parts(type="variable_importance")``
         (a score with best value 1 as its loss ``1 - score``, DALEX's ``1 - AUC``; a scorer
         callable's permuted score as it returns it); ``info.baseline`` is the intact data's
@@ -196,7 +196,8 @@ def permutation_importance(
         Features (or groups) to score; default all. A dict of names to lists of features
         scores each list as one set, its columns permuted together, and the sets may share
         features (dalex's ``variable_groups``; ``groups=`` declares sets that do not overlap,
-        which every method then reads as features).
+        which every method then reads as features). A set's permutations follow its place in
+        the dict.
     output : int, str or list, optional
         Model outputs the loss sees (default all). Regression losses give one importance per
         output; classification losses read all selected columns as class probabilities.
@@ -274,7 +275,8 @@ def permutation_importance(
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress,
                    scoring=scoring, n_jobs=n_jobs)
-    parts = _apart_by_response(model, loss if scoring is None else scoring, greater_is_better)
+    parts = None if n_bootstrap else _apart_by_response(  # refused below with one pass
+        model, loss if scoring is None else scoring, greater_is_better)
     if parts is not None:  # on the same permutations, one set of losses after the other
         named = "loss" if scoring is None else "scoring"
         results = {}
@@ -299,7 +301,7 @@ def _apart_by_response(model, loss, greater_is_better) -> list[dict] | None:
     named = _named_losses(loss)
     if greater_is_better is not None and not any(map(callable, named.values())):
         return None  # refused by the set-up, naming them all
-    parts: dict = {}
+    parts: dict = {}  # response method -> losses
     for name, each in named.items():
         parts.setdefault(sklearn_response(each), {})[name] = each
     return list(parts.values()) if len(parts) > 1 else None
@@ -503,9 +505,7 @@ def scored_items(dataset, features) -> tuple[list[Feature], tuple[int, ...]]:
         if not isinstance(name, str):
             raise TypeError(f"features as a dict names each set of features by a str; got "
                             f"{type(name).__name__} {name!r:.40}.")
-        members = dataset.resolve(members)
-        if not members:
-            raise ValueError(f"the set {name!r} of features lists no feature.")
+        members = dataset.resolve(members)  # refuses an empty list
         columns = sorted({column for feat in members for column in feat.columns})
         items.append(Feature(name, tuple(columns)))
     first = len(dataset.features)

@@ -235,7 +235,7 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
             or isinstance(source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
         if labelled and tuple(theirs.levels or ()) != tuple(ours.levels or ()):
             raise ValueError(
-                f"{what}' column {ours.name!r} must hold the labels of {of} "
+                f"column {ours.name!r} of {what} must hold the labels of {of} "
                 f"{list(ours.levels)}; got {list(theirs.levels)}.")
     return explained
 

@@ -36,11 +36,11 @@ from ..data import (
     PERCENTILES,
     Choice,
     Index,
-    Int,
     as_dataset,
     feature_grid,
     product_grid_index,
     select_outputs,
+    validate_grid_options,
     validate_params,
 )
 from ..models import (
@@ -350,7 +350,7 @@ def _recursion_pd(params, points, columns, depth: int) -> np.ndarray:
 
 @validate_params(grid=Choice(*GRID_STRATEGIES, also="explicit grid values (one entry per "
                                                    "feature for several)"),
-                 grid_resolution=Int(2, none=True), percentiles=PERCENTILES)
+                 percentiles=PERCENTILES)
 def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
                             grid_resolution: int | None = None,
                             percentiles: tuple[float, float] = (0.05, 0.95)):
@@ -397,7 +397,7 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
         A strategy of :func:`jaximp.partial_dependence` (``"sklearn"`` reproduces
         scikit-learn's grid) or explicit grid values (g,); for several features, one strategy
         for all or a list with a strategy or explicit values per feature.
-    grid_resolution : int, optional
+    grid_resolution : int or inf, optional
         Number of grid points of a strategy, per feature; default 100 (pdp's
         ``min(n_unique, 51)`` for ``"pdp"``).
     percentiles : tuple of float, default (0.05, 0.95)
@@ -433,6 +433,8 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     (4, 4, 1)
     """
     kind, _, params, depth = read_trees(estimator, recursion="estimator", host=True)
+    validate_grid_options(grid if isinstance(grid, str) else "sklearn", grid_resolution,
+                          percentiles)  # an int >= 2, inf (every distinct value) or None
     dataset = as_dataset(X, allow_missing=True)  # the grid reads the values present
     several = not isinstance(feature, (str, int, np.integer))
     features = [dataset.feature(f) for f in (feature if several else [feature])]

@@ -142,6 +142,9 @@ def round_down_float32(threshold: np.ndarray) -> np.ndarray:
     return _normal_float32(t32)
 
 
+_CHECKED_ROWS = 1 << 16  # rows Float32Splits reads at most
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Float32Splits:
     """A tree ensemble's numeric splits that its library compares in float64 (LightGBM,
@@ -180,14 +183,18 @@ class Float32Splits:
         return apart
 
     def __call__(self, X: np.ndarray, column_names) -> None:
-        apart = self.rows_apart(X)
+        # every row up to 65,536 of them, else evenly spaced ones: a warning, not a count
+        step = max(1, -(-X.shape[0] // _CHECKED_ROWS))
+        apart = self.rows_apart(X[::step])
         if apart:
             shown = ", ".join(f"{column_names[c]!r}: {k}" for c, k in list(apart.items())[:4])
+            checked = "" if step == 1 else f" of {len(X[::step])} checked"
             warnings.warn(
                 f"rows of X lie within float32 rounding of split thresholds of {self.name} "
-                f"(rows per feature: {shown}), and take another branch in the JAX trees' "
-                f"float32 comparisons than in the library's float64 ones, so their predictions "
-                "differ from the library's. Fix: enable float64 before reading the model "
+                f"(rows per feature{checked}: {shown}) and take another branch in the JAX "
+                f"trees' float32 comparisons than in the library's float64 ones, so their "
+                "predictions may differ from the library's. Fix: enable float64 before "
+                "reading the model "
                 "(jax.config.update('jax_enable_x64', True)), or predict on the host "
                 "(as_predictor(model, trees='host')).", PrecisionWarning,
                 stacklevel=user_stacklevel())

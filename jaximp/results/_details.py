@@ -71,9 +71,9 @@ class PermutationDetails(Details):
     ----------
     loss : str
         The loss (or score) name.
-    kind : {"difference", "ratio"}
+    kind : {"difference", "ratio", "relative", "raw"}
     baseline : ndarray of shape (o,)
-        The loss on the intact rows.
+        The loss on the intact rows (on the importances' scale for ``"raw"``).
     n_repeats : int
     n_samples : int
         Rows used.
