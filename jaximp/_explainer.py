@@ -257,6 +257,14 @@ class Explainer:
         another model: the wrapped one is the same)."""
         return self.model if type(self.model).__module__.startswith("sklearn.") else None
 
+    def _tree_model(self, options):
+        """The model itself where ``method="recursion"`` reads its trees (a scikit-learn or a
+        boosting library's model); None otherwise."""
+        if options.get("method", "brute") == "brute":
+            return None
+        root = type(self.model).__module__.split(".")[0]
+        return self.model if root in ("sklearn", "xgboost", "lightgbm", "catboost") else None
+
     def _targets(self, method: str):
         if self.y is None:
             raise ValueError(f"Explainer.{method} needs the targets; pass them as "
@@ -275,7 +283,7 @@ class Explainer:
     def partial_dependence(self, features, **options):
         """:func:`jaximp.partial_dependence` of this model and data."""
         # recursion reads a scikit-learn estimator's trees, which the wrapped model hides
-        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        model = self._tree_model(options)
         return self._call(partial_dependence, features, model=model, **options)
 
     def partial_dependence_all(self, **options):
@@ -284,12 +292,12 @@ class Explainer:
 
     def pd_importance(self, **options):
         """:func:`jaximp.pd_importance` of this model and data."""
-        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        model = self._tree_model(options)
         return self._call(pd_importance, model=model, **options)
 
     def pd_interaction(self, **options):
         """:func:`jaximp.pd_interaction` of this model and data."""
-        model = self._estimator() if options.get("method", "brute") != "brute" else None
+        model = self._tree_model(options)
         return self._call(pd_interaction, model=model, **options)
 
     def h_statistic(self, **options):

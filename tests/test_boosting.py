@@ -462,3 +462,19 @@ def test_transversal_rates_of_xgboost_stumps():
         on_j = (splits.Feature == f"f{j}").to_numpy()
         assert rates.n_splits[j] == on_j.sum()
         np.testing.assert_allclose(rates.atr[j], sign[on_j].mean(), rtol=1e-12)
+
+
+def test_an_explainers_recursion_reads_a_boosters_trees_as_the_functions_do():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 3))
+    model = lgb.LGBMRegressor(n_estimators=10, verbose=-1).fit(X, X[:, 0] * X[:, 1] + X[:, 2])
+    explainer = jaximp.Explainer(model, X)
+    np.testing.assert_array_equal(
+        explainer.pd_interaction(method="recursion").values,
+        jaximp.pd_interaction(model, X, method="recursion").values)
+    np.testing.assert_array_equal(
+        explainer.pd_importance(method="recursion").importances_mean,
+        jaximp.pd_importance(model, X, method="recursion").importances_mean)
+    np.testing.assert_array_equal(
+        np.asarray(explainer.partial_dependence(0, method="recursion").average),
+        np.asarray(jaximp.partial_dependence(model, X, 0, method="recursion").average))
