@@ -47,6 +47,7 @@ from .methods import (
     sobol_indices,
     tree_shap,
 )
+from .models import boosting_library
 
 __all__ = ["Explainer"]
 
@@ -262,8 +263,8 @@ class Explainer:
         boosting library's model); None otherwise."""
         if options.get("method", "brute") == "brute":
             return None
-        root = type(self.model).__module__.split(".")[0]
-        return self.model if root in ("sklearn", "xgboost", "lightgbm", "catboost") else None
+        return self._estimator() or (
+            self.model if boosting_library(self.model) is not None else None)
 
     def _targets(self, method: str):
         if self.y is None:
