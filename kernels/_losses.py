@@ -28,6 +28,8 @@ __all__ = [
     "binary_roc_auc",
     "log_loss",
     "mean_absolute_error",
+    "mean_gamma_deviance",
+    "mean_poisson_deviance",
     "mean_squared_error",
     "r2_score",
     "roc_auc_score",
@@ -106,6 +108,43 @@ def mean_absolute_error(
     """
     _check_rows("mean_absolute_error", y, prediction, weights)
     return weighted_mean(jnp.abs(jnp.asarray(y) - jnp.asarray(prediction)), weights)
+
+
+def mean_poisson_deviance(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean Poisson deviance ``mean_i 2 (y_i log(y_i / f_i) - y_i + f_i)`` of predicted means
+    ``f > 0`` (``2 f_i`` where ``y_i = 0``), as :func:`sklearn.metrics.mean_poisson_deviance`;
+    NaN where a prediction is negative.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_poisson_deviance(jnp.array([0.0, 2.0]), jnp.array([1.0, 2.0])))
+    1.0
+    """
+    _check_rows("mean_poisson_deviance", y, prediction, weights)
+    y, f = jnp.asarray(y), jnp.asarray(prediction)
+    y_log_ratio = jnp.where(y > 0, y * jnp.log(jnp.where(y > 0, y, 1) / f), 0)
+    return weighted_mean(jnp.where(f < 0, jnp.nan, 2 * (y_log_ratio - y + f)), weights)
+
+
+def mean_gamma_deviance(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean gamma deviance ``mean_i 2 (log(f_i / y_i) + y_i / f_i - 1)`` of predicted means
+    ``f > 0`` against targets ``y > 0``, as :func:`sklearn.metrics.mean_gamma_deviance`; NaN
+    where a prediction is not positive.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_gamma_deviance(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.0])))
+    0.0
+    """
+    _check_rows("mean_gamma_deviance", y, prediction, weights)
+    y, f = jnp.asarray(y), jnp.asarray(prediction)
+    return weighted_mean(jnp.where(f > 0, 2 * (jnp.log(f / y) + y / f - 1), jnp.nan), weights)
 
 
 def r2_score(

@@ -195,7 +195,7 @@ def test_validation_messages(linear):
                                 "got 'drop'."),
         (dict(kind="log"), "kind must be one of ('difference', 'ratio'); got 'log'."),
         (dict(), "strategy='refit' needs fit=...: a function fit(X, y) -> model, e.g. "
-                 "jaximp.fit_mlp; got fit=None."),
+                 "jaximp.fit_mlp, or an unfitted scikit-learn estimator; got fit=None."),
         (dict(strategy="mean", fit=MLP_FIT),
          "fit is used by strategy='refit' only; got it with strategy='mean'."),
         (dict(fit=functools.partial(jaximp.fit_mlp, random_state=1)),
@@ -351,3 +351,27 @@ def test_weighted_median_of_equal_weights_is_the_median():
     odd = loco_importance(f, X, y, strategy="median", loss="mse",
                           sample_weight=np.array([1.0, 2.0, 1.0, 1.0]))
     assert odd.info["values"]["x0"][0] == 1.0
+
+
+def test_a_scikit_learn_estimator_as_fit_and_a_deviance_loss():
+    """fit= takes an unfitted scikit-learn estimator, cloned for every refit: the Poisson
+    deviances equal scikit-learn's for the same fits, by hand."""
+    from sklearn.base import clone
+    from sklearn.linear_model import PoissonRegressor
+    from sklearn.metrics import mean_poisson_deviance
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(250, 3))
+    y = rng.poisson(np.exp(0.6 * X[:, 0] - 0.4 * X[:, 1])).astype(float)
+    glm = PoissonRegressor(alpha=1e-3)
+    result = loco_importance(None, X, y, fit=glm, loss="poisson")
+    full = clone(glm).fit(X, y)
+    base = mean_poisson_deviance(y, full.predict(X))
+    expected = [mean_poisson_deviance(y, clone(glm).fit(np.delete(X, j, 1), y).predict(
+        np.delete(X, j, 1))) - base for j in range(3)]
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(result.info["baseline"], [base], rtol=1e-12)
+    assert not hasattr(glm, "coef_")  # the estimator given is never fitted itself
+    assert result.info["models"]["x0"] is not result.info["models"]["x1"]
+    with pytest.raises(ValueError, match="traceable_fit needs a pure JAX fit"):
+        loco_importance(None, X, y, fit=glm, traceable_fit=True)

@@ -53,6 +53,32 @@ def test_regression_losses_match_float64_reference(weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+def test_deviances_match_sklearn_and_hstats_formula(weighted):
+    w = W if weighted else None
+    wj = None if w is None else f32(w)
+    mean = np.exp(0.3 * Y_REG)
+    counts = RNG.poisson(mean).astype(float)  # zeros among them: the 2 f term
+    amounts = RNG.gamma(2.0, mean / 2.0)
+    assert (counts == 0).any()
+    # hstats' unit deviances (losses.R), written out in float64
+    safe = np.where(counts > 0, counts, 1.0)
+    poisson = 2 * np.where(counts > 0, counts * np.log(safe / mean) - (counts - mean), mean)
+    gamma = -2 * (np.log(amounts / mean) - (amounts - mean) / mean)
+    for kernel, y, rows, sk in [(K.mean_poisson_deviance, counts, poisson,
+                                 metrics.mean_poisson_deviance),
+                                (K.mean_gamma_deviance, amounts, gamma,
+                                 metrics.mean_gamma_deviance)]:
+        got = float(kernel(jnp.asarray(y), jnp.asarray(mean), None if w is None else
+                           jnp.asarray(w)))
+        np.testing.assert_allclose(got, np.average(rows, weights=w), rtol=1e-6)
+        np.testing.assert_allclose(got, sk(y, mean, sample_weight=w), rtol=1e-6)
+        np.testing.assert_allclose(float(kernel(f32(y), f32(mean), wj)), got, rtol=1e-5)
+    # outside the family's range: NaN, never a finite number
+    assert np.isnan(float(K.mean_poisson_deviance(f32([1.0, 0.0]), f32([1.0, -0.5]))))
+    assert np.isnan(float(K.mean_gamma_deviance(f32([1.0, 2.0]), f32([1.0, 0.0]))))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
 def test_classification_losses_match_sklearn(weighted):
     w = W if weighted else None
     wj = None if w is None else f32(w)

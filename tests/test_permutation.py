@@ -492,9 +492,11 @@ def test_validation_messages(linear_data, ols, classification_data):
         (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'relative', 'raw'); "
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
-        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'log_loss', "
-                           "'accuracy', 'auc') (or scikit-learn's scoring names ['neg_log_loss', "
-                           "'neg_mean_absolute_error', 'neg_mean_squared_error', "
+        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'poisson', "
+                           "'gamma', 'log_loss', 'accuracy', 'auc') (or scikit-learn's scoring "
+                           "names ['neg_log_loss', 'neg_mean_absolute_error', "
+                           "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "
+                           "'neg_mean_squared_error', "
                            "'neg_root_mean_squared_error', 'roc_auc', 'roc_auc_ovr'], or R's "
                            "['absolute_error', 'classification_error', 'logloss', 'mlogloss', "
                            "'mn_log_loss', 'rsq_trad', 'squared_error']) or a callable (y, "
@@ -517,7 +519,8 @@ def test_validation_messages(linear_data, ols, classification_data):
         assert str(err.value) == message
     with pytest.raises(TypeError, match="random_state must be an int seed, a JAX PRNG key"):
         permutation_importance(f, X, y, random_state="seed")
-    with pytest.raises(ValueError, match=r"scoring names \['f1'\].*get_scorer\('f1'\)"):
+    with pytest.raises(ValueError, match=r"scoring names \['f1'\].*for a scikit-learn "
+                       r"estimator, the names scikit-learn's get_scorer knows"):
         permutation_importance(f, X, y, scoring="f1")
     # losses undefined on the rows scored name the loss, not the model's predictions
     with pytest.raises(ValueError, match=r"loss='r2' is undefined where y does not vary.*1 rows"):
@@ -776,6 +779,40 @@ def test_scikit_learn_signature_scoring_and_n_jobs(linear_data, ols):
         permutation_importance(f, X, y, scoring=["r2", lambda est, X, y: 0.0])
     with pytest.raises(TypeError, match="n_jobs must be an int or None"):
         permutation_importance(f, X, y, n_jobs="all")
+
+
+def test_scoring_names_without_a_built_in_loss_call_scikit_learn_scorers(classification_data):
+    """A scikit-learn estimator takes any scoring name scikit-learn knows: balanced_accuracy
+    and f1 are its scorers on the engine's permutations, scored by hand here; in a list,
+    every name is scikit-learn's scorer."""
+    from sklearn.metrics import f1_score, get_scorer
+
+    X, y = classification_data
+    model = LogisticRegression().fit(X, y)
+    R, p = 3, X.shape[1]
+    perms = _engine_permutations(p, R, len(X), 1)
+    expected = np.empty((p, R))
+    base = f1_score(y, model.predict(X))
+    for j in range(p):
+        for r in range(R):
+            Z = X.copy()
+            Z[:, j] = X[perms[j, r], j]
+            expected[j, r] = base - f1_score(y, model.predict(Z))
+    got = permutation_importance(model, X, y, scoring="f1", n_repeats=R, random_state=1)
+    np.testing.assert_allclose(got.importances[:, 0], expected, rtol=1e-12, atol=1e-14)
+    several = permutation_importance(model, X, y, scoring=["f1", "balanced_accuracy",
+                                                           "neg_log_loss"],
+                                     n_repeats=R, random_state=1)
+    assert list(several) == ["f1", "balanced_accuracy", "neg_log_loss"]
+    np.testing.assert_array_equal(several["f1"].importances, got.importances)
+    for name in ("balanced_accuracy", "neg_log_loss"):
+        alone = permutation_importance(model, X, y, scoring=get_scorer(name), n_repeats=R,
+                                       random_state=1)
+        np.testing.assert_allclose(several[name].importances, alone.importances, rtol=1e-12)
+    explainer = jaximp.Explainer(model, X, y)
+    np.testing.assert_array_equal(
+        explainer.permutation_importance(scoring="f1", n_repeats=R,
+                                         random_state=1).importances, got.importances)
 
 
 def test_row_bootstrap_replicates_reweight_the_per_row_losses():
@@ -1053,4 +1090,64 @@ def test_r_loss_names_are_the_same_losses(linear_data, ols, classification_data)
             permutation_importance(logistic, Xc, yc, loss=r_name, n_repeats=2).importances,
             permutation_importance(logistic, Xc, yc, loss=name, n_repeats=2).importances)
     with pytest.raises(ValueError, match=r"or R's \['absolute_error'"):
-        permutation_importance(ols[0], X, y, loss="poisson")
+        permutation_importance(ols[0], X, y, loss="tweedie")
+
+
+def _hstats_deviance(name, y, mean):
+    """hstats' unit deviances (losses.R), float64, written out."""
+    if name == "poisson":
+        safe = np.where(y > 0, y, 1.0)
+        return 2 * np.where(y > 0, y * np.log(safe / mean) - (y - mean), mean)
+    return -2 * (np.log(y / mean) - (y - mean) / mean)
+
+
+@pytest.mark.parametrize("name", ["poisson", "gamma"])
+def test_deviance_losses_match_sklearn_and_hstats(name):
+    """loss='poisson'/'gamma' (and scikit-learn's scoring names for them) equal scikit-learn's
+    scorer on the same permutations for a host GLM, and hstats' deviances in a float64 loop
+    for a JAX log-link model; targets and predictions out of range are refused."""
+    from sklearn.linear_model import GammaRegressor, PoissonRegressor
+    from sklearn.metrics import get_scorer
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    mean = np.exp(0.5 * X[:, 0] - 0.3 * X[:, 1] + 0.1)
+    y = rng.poisson(mean).astype(float) if name == "poisson" else rng.gamma(2.0, mean / 2)
+    w = rng.uniform(0.5, 2.0, size=len(y))
+    glm = (PoissonRegressor if name == "poisson" else GammaRegressor)(alpha=1e-4).fit(X, y)
+    scoring = f"neg_mean_{name}_deviance"
+    theirs = permutation_importance(glm, X, y, scoring=get_scorer(scoring), n_repeats=3,
+                                    sample_weight=w)
+    for options in ({"loss": name}, {"scoring": scoring}):
+        ours = permutation_importance(glm, X, y, n_repeats=3, sample_weight=w, **options)
+        assert ours.info["loss"] == name
+        np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-9,
+                                   atol=1e-12)
+    # a JAX model on the device: hstats' deviances over the engine's permutations
+    coef = jnp.array([0.5, -0.3, 0.0], jnp.float32)
+
+    def f(Z):
+        return jnp.exp(Z @ coef + 0.1)
+
+    R = 4
+    got = permutation_importance(f, X, y, loss=name, n_repeats=R, random_state=2,
+                                 n_bootstrap=5)
+    perms = _engine_permutations(3, R, len(X), 2)
+    f64 = (lambda Z: np.exp(Z @ np.asarray(coef, np.float64) + 0.1))
+    base = _hstats_deviance(name, y, f64(X)).mean()
+    expected = np.empty((3, R))
+    for j in range(3):
+        for r in range(R):
+            Z = X.copy()
+            Z[:, j] = X[perms[j, r], j]
+            expected[j, r] = _hstats_deviance(name, y, f64(Z)).mean() - base
+    np.testing.assert_allclose(got.info["baseline"], [base], rtol=1e-5)
+    np.testing.assert_allclose(got.importances_mean[:, 0], expected.mean(axis=1), rtol=1e-4,
+                               atol=1e-6)
+    # out of range: targets at once, predicted means as soon as they are scored
+    bad = y.copy()
+    bad[7] = -1.0 if name == "poisson" else 0.0
+    with pytest.raises(ValueError, match=f"loss='{name}' needs .* targets; .* row 7"):
+        permutation_importance(f, X, bad, loss=name)
+    with pytest.raises(ValueError, match=f"loss='{name}' needs .* predicted means"):
+        permutation_importance(lambda Z: Z[:, 0] + 0.5, X, y, loss=name)

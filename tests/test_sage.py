@@ -219,6 +219,31 @@ def zero_one_rows(labels, proba):
     return (np.argmax(proba, axis=1) != labels).astype(float)[:, None]
 
 
+@pytest.mark.parametrize("name", ["poisson", "gamma"])
+def test_deviance_losses_against_the_game(name):
+    """SAGE of a log-link model under hstats' unit deviances (float64, written out) of the
+    averaged predicted mean."""
+    rng = np.random.default_rng(3)
+    X = as32(rng.normal(size=(80, 3)))
+    coef = np.array([0.6, -0.4, 0.2])
+    mean = np.exp(X @ coef)
+    y = rng.poisson(mean).astype(float) if name == "poisson" else rng.gamma(2.0, mean / 2)
+
+    def deviance_rows(target, mu):
+        target = target.reshape(mu.shape)
+        if name == "poisson":
+            safe = np.where(target > 0, target, 1.0)
+            return 2 * np.where(target > 0, target * np.log(safe / mu) - (target - mu), mu)
+        return -2 * (np.log(target / mu) - (target - mu) / mu)
+
+    B = X[:12]
+    result = sage_importance(lambda A: jnp.exp(A @ jnp.asarray(coef, jnp.float32)), X, y,
+                             background=B, estimator="exact", loss=name)
+    ref, _ = reference_sage(lambda A: np.exp(A @ coef), X, y, B, [[0], [1], [2]],
+                            deviance_rows)
+    np.testing.assert_allclose(result.importances_mean, ref, rtol=1e-4, atol=1e-6)
+
+
 def test_classification_losses_against_the_game():
     f_jax, f_np, logits = softmax_model()
     rng = np.random.default_rng(5)

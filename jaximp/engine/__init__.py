@@ -17,6 +17,7 @@ from ._plans import (Plan, at_coded_values, at_data_rows, at_drawn_rows, at_perm
 from ._precision import PrecisionWarning, check_collapse, check_collapse_columns
 from ._reducers import (
     ROW_LOSSES,
+    TARGET_LOSSES,
     FoldedMean,
     GroupedMean,
     Itemwise,
@@ -26,6 +27,8 @@ from ._reducers import (
     Reducer,
     Spread,
     Stacked,
+    check_deviance,
+    deviance_terms,
 )
 from ._rng import key_bits, rng_stream, sample_rows, splitmix64
 
@@ -43,6 +46,7 @@ __all__ = [
     "Reducer",
     "Spread",
     "Stacked",
+    "TARGET_LOSSES",
     "at_coded_values",
     "at_data_rows",
     "at_drawn_rows",
@@ -50,8 +54,10 @@ __all__ = [
     "at_values",
     "check_collapse",
     "check_collapse_columns",
+    "check_deviance",
     "check_result_fits",
     "default_memory_budget",
+    "deviance_terms",
     "evaluate",
     "is_main_process",
     "key_bits",

@@ -24,7 +24,7 @@ import numpy as np
 from ._plans import freeze_arrays
 
 __all__ = ["Reducer", "Mean", "FoldedMean", "Keep", "LossSums", "Spread", "GroupedMean",
-           "Itemwise", "Stacked"]
+           "Itemwise", "Stacked", "ROW_LOSSES", "TARGET_LOSSES", "check_deviance", "deviance_terms"]
 
 _HIGHEST = "highest"
 
@@ -301,15 +301,41 @@ class GroupedMean(Reducer):
 
 
 # Losses that are weighted means of a per-row term, and how the mean becomes the metric.
-ROW_LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy")
+ROW_LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma", "log_loss", "accuracy")
+# those of them that score numeric targets, one metric per scored output
+TARGET_LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma")
+
+
+def deviance_terms(name: str, mean, y, xp):
+    """Per-row unit deviances of predicted means ``mean`` against targets ``y`` (broadcast):
+    Poisson ``2 (y log(y / mean) - y + mean)`` (``2 mean`` where ``y = 0``) or gamma
+    ``2 (log(mean / y) + y / mean - 1)``. NaN where the mean is outside the family's range (a
+    negative Poisson mean, a gamma mean at or below 0), so that the metric is NaN, not a
+    finite number of no meaning."""
+    if name == "poisson":
+        y_log = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1) / mean), 0)
+        return xp.where(mean < 0, xp.nan, 2 * (y_log - y + mean))
+    return xp.where(mean > 0, 2 * (xp.log(mean / y) + y / mean - 1), xp.nan)
+
+
+def check_deviance(name: str, metric: np.ndarray) -> None:
+    """Refuse a Poisson or gamma deviance that is not finite: some prediction, on the data or
+    on perturbed data, left the family's range (hstats and scikit-learn refuse it too)."""
+    if name in ("poisson", "gamma") and not np.all(np.isfinite(metric)):
+        need = ("non-negative (and positive where y > 0)" if name == "poisson" else
+                "positive")
+        raise ValueError(
+            f"loss={name!r} needs {need} predicted means, but the model predicted a value "
+            "outside that (or NaN) on the data or on perturbed data. Score a model with a "
+            "log link (e.g. exp of a linear predictor), or use loss='mse'.")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class LossSums(Reducer):
     """A decomposable loss against targets, accumulated as weighted sums over rows.
 
-    ``name`` in :data:`ROW_LOSSES`. Regression: ``y`` (n, k) values scored against the model's
-    outputs ``columns`` (k of them), one metric per column. Classification (``log_loss``,
+    ``name`` in :data:`ROW_LOSSES`. Regression (:data:`TARGET_LOSSES`): ``y`` (n, k) values
+    scored against the model's outputs ``columns`` (k of them), one metric per column. Classification (``log_loss``,
     ``accuracy``): ``y`` (n,) class codes; the outputs ``columns`` are class probabilities (one
     column: the probability of class 1 of two), or, with ``labels`` given, one column of class
     labels that are mapped to codes. Result (b, k): the metric (a loss, or R^2 as a score).
@@ -336,16 +362,18 @@ class LossSums(Reducer):
         return ("LossSums", self.name, tuple(self.columns), self.labels is not None)
 
     def partial_shape(self, n_outputs):
-        return (len(self.columns) if self.name in ("mse", "rmse", "mae", "r2") else 1,)
+        return (len(self.columns) if self.name in TARGET_LOSSES else 1,)
 
     def row_terms(self, preds, y, consts, xp):
         """Per-row loss terms (ib, k, n) of predictions (ib, o, n): squared or absolute
-        residuals, or (k = 1) the log loss of the true class or correctness. Probabilities
+        residuals, unit deviances, or (k = 1) the log loss of the true class or correctness. Probabilities
         are clipped by float64's machine epsilon, scikit-learn's for its float64
         probabilities, whatever their dtype here (:func:`jaximp.kernels.log_loss`)."""
         columns = list(self.columns)
         p = preds if columns == list(range(preds.shape[1])) else preds[:, columns]  # (ib, k, n)
-        if self.name in ("mse", "rmse", "mae", "r2"):
+        if self.name in ("poisson", "gamma"):
+            return deviance_terms(self.name, p, y.astype(p.dtype).T[None], xp)
+        if self.name in TARGET_LOSSES:
             residual = p - y.astype(p.dtype).T[None]  # (ib, k, n)
             return residual * residual if self.name != "mae" else xp.abs(residual)
         return self._class_terms(p, y, consts, xp)[:, None, :]
@@ -383,6 +411,7 @@ class LossSums(Reducer):
 
     def finalize(self, total):
         mean = total / self.weight_sum
+        check_deviance(self.name, mean)
         if self.name == "rmse":
             return np.sqrt(mean)
         if self.name == "r2":

@@ -84,7 +84,8 @@ __all__ = ["ConditionalImportance", "conditional_importance"]
 SAMPLERS = ("gaussian", "knockoff", "residual", "strata")
 TEST_METHODS = ("t", "wilcoxon", "fisher")
 STRATA = ("auto", "quantiles", "splits")
-_PER_ROW_LOSSES = ("mse", "mae", "log_loss", "accuracy")  # per-row terms a test can compare
+# the losses whose per-row terms a test can compare
+_PER_ROW_LOSSES = ("mse", "mae", "poisson", "gamma", "log_loss", "accuracy")
 _TEST_NAMES = {"t": "t-test", "wilcoxon": "Wilcoxon signed-rank", "fisher": "Fisher sign-flip"}
 _STREAM = 0x5A17  # rng stream tag of the host-side draws (knockoff noise, strata)
 
@@ -190,7 +191,8 @@ categorical, groups, variables, memory_budget, progress
         ``"cpi"``: the conditional predictive impact test of each feature. Per row ``i``,
         ``d_i`` = the row's loss with ``x_j`` replaced (mean over repeats) minus its loss on
         the intact data (``1 - correct`` for ``"accuracy"``); H0: ``E[d] <= 0``. Needs a loss
-        that is a mean over rows: ``"mse"``, ``"mae"``, ``"log_loss"`` or ``"accuracy"``.
+        that is a mean over rows: ``"mse"``, ``"mae"``, ``"poisson"``, ``"gamma"``,
+        ``"log_loss"`` or ``"accuracy"``.
     test_method : {"t", "wilcoxon", "fisher"}, default "t"
         One-sided paired t-test of ``d`` (statistic ``mean / (sd / sqrt(n))``, ``ci_low`` the
         one-sided lower confidence bound, as R's ``t.test(d, alternative="greater")``);
@@ -221,7 +223,7 @@ categorical, groups, variables, memory_budget, progress
         Row-bootstrap replicates of the importance (``>= 2``), from the per-row losses of the
         same evaluations (no further model calls): then ``importances`` holds the replicates,
         ``importances_std`` is the bootstrap standard error and ``intervals()`` percentile
-        intervals. Needs a loss in ``("mse", "rmse", "mae", "r2", "log_loss", "accuracy")``.
+        intervals. Needs a loss that sums over rows (any built-in loss but ``"auc"``).
     confidence : float, default 0.95
         Level of the test's one-sided lower bound ``ci_low``.
     n_flips : int, default 1999

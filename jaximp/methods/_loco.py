@@ -311,9 +311,10 @@ def loco_importance(
         (weighted) mean, (weighted) median or 0 (of the values present), as in Hall et
         al. (2017). A one-hot group gets its columns' means (a soft one-hot row), medians or
         zeros.
-    fit : callable, optional
+    fit : callable or scikit-learn estimator, optional
         ``fit(X_minus_j, y) -> model``, needed for ``"refit"``; ``X_minus_j`` is ``X`` without
-        the feature's columns (a DataFrame for DataFrame input). When ``fit`` is
+        the feature's columns (a DataFrame for DataFrame input). A scikit-learn estimator is
+        cloned and fitted for each refit (``sklearn.base.clone(fit).fit(X_minus_j, y)``). When ``fit`` is
         :func:`jaximp.fit_mlp` or ``functools.partial(fit_mlp, hidden=..., steps=...)``, no
         column is dropped: every fit sees all columns with the dropped ones masked to 0
         (``input_mask``), so all fits share one architecture and train together.
@@ -387,10 +388,15 @@ def loco_importance(
         )
     key = as_key(random_state)
     if strategy == "refit":
+        if _is_estimator(fit):
+            if traceable_fit:
+                raise ValueError("traceable_fit needs a pure JAX fit(X, y); got a "
+                                 f"scikit-learn estimator, fit={fit!r:.60}.")
+            fit = functools.partial(_fit_clone, fit)
         if fit is None or not callable(fit):
             raise ValueError(
                 "strategy='refit' needs fit=...: a function fit(X, y) -> model, e.g. "
-                f"jaximp.fit_mlp; got fit={fit!r:.60}."
+                f"jaximp.fit_mlp, or an unfitted scikit-learn estimator; got fit={fit!r:.60}."
             )
         mlp_options = fit_mlp_options(fit, "fit", "loco_importance")
     elif fit is not None:
@@ -572,6 +578,18 @@ def _collect_stacked(model, stacked, masks, dataset, chosen, variables, what, me
         predictions = np.concatenate([base[None], predictions], axis=0)
     models = {f.name: m for f, m in zip(chosen, refits)}
     return predictor, predictions, models, full
+
+
+def _is_estimator(fit) -> bool:
+    """An (unfitted) scikit-learn-like estimator: it has ``fit`` and ``get_params``."""
+    return callable(getattr(fit, "fit", None)) and callable(getattr(fit, "get_params", None))
+
+
+def _fit_clone(estimator, X, y):
+    """A fresh copy of ``estimator`` fitted to ``X, y`` (a refit never sees another's fit)."""
+    from sklearn.base import clone
+
+    return clone(estimator).fit(X, y)
 
 
 def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_budget,

@@ -21,7 +21,7 @@ import pandas as pd
 from jaximp.kernels import _losses
 
 from ..data import select_outputs
-from ..engine import ROW_LOSSES, Itemwise, LossSums
+from ..engine import ROW_LOSSES, Itemwise, LossSums, check_deviance
 from ..models import (Predictor, predicts_class_labels, probability_classifier, probe_rows,
                       response_predictor)
 
@@ -31,7 +31,7 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
            "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
-LOSSES = ("mse", "rmse", "mae", "r2", "log_loss", "accuracy", "auc")
+LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma", "log_loss", "accuracy", "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -40,6 +40,8 @@ _REGRESSION = {
     "rmse": _losses.root_mean_squared_error,
     "mae": _losses.mean_absolute_error,
     "r2": _losses.r2_score,
+    "poisson": _losses.mean_poisson_deviance,
+    "gamma": _losses.mean_gamma_deviance,
 }
 _CLASSIFICATION = {
     "log_loss": _losses.log_loss,
@@ -53,13 +55,16 @@ SKLEARN_SCORING = {
     "neg_mean_squared_error": "mse",
     "neg_root_mean_squared_error": "rmse",
     "neg_mean_absolute_error": "mae",
+    "neg_mean_poisson_deviance": "poisson",
+    "neg_mean_gamma_deviance": "gamma",
     "neg_log_loss": "log_loss",
     "roc_auc": "auc",
     "roc_auc_ovr": "auc",
 }
 
 
-#: R's names for the same losses: hstats' (``squared_error``...) and yardstick's (vip's).
+#: R's names for the same losses: hstats' (``squared_error``...; its ``poisson`` and ``gamma``
+#: are jaximp's names) and yardstick's (vip's).
 R_LOSS_NAMES = {
     "squared_error": "mse",
     "absolute_error": "mae",
@@ -194,6 +199,7 @@ class LossSpec:
                 w = None if self.weights is None else jnp.asarray(self.weights, jnp.float64)
                 out = _regression_items(self.name, jnp.asarray(self.y, jnp.float64),
                                         jnp.asarray(preds, jnp.float64), w)
+            check_deviance(self.name, np.asarray(out))
         elif self.task == "classification":
             with jax.enable_x64(True):  # sums in float64, as scikit-learn's AUC of float64
                 # scores: float32 sums differ by ~1e-7 and tie close float64 scores
@@ -511,6 +517,7 @@ def resolve_loss(
             )
         if loss == "r2":
             _check_varies(target, weights)
+        _check_deviance_targets(loss, target)
         return LossSpec(loss, "regression", score, score, names, out_idx, target, weights)
     if y.ndim == 2:
         if y.shape[1] != 1:
@@ -538,6 +545,21 @@ def resolve_loss(
                         classes=classes)
     return LossSpec(loss, "classification", score, score, ("y",), out_idx,
                     _class_codes(y, names), weights)
+
+
+def _check_deviance_targets(loss: str, target: np.ndarray) -> None:
+    """Poisson deviance scores counts or rates (y >= 0), gamma deviance positive amounts."""
+    if loss not in ("poisson", "gamma"):
+        return
+    bad = ~np.isfinite(target) | ((target < 0) if loss == "poisson" else (target <= 0))
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        need = "non-negative (counts or rates)" if loss == "poisson" else "positive"
+        raise ValueError(
+            f"loss={loss!r} needs {need} finite targets; y has {rows.size} row(s) outside "
+            f"that (first at row {rows[0]}: {target[rows[0]].tolist()}). Use loss='mse', or "
+            + ("loss='poisson' for targets that may be 0." if loss == "gamma" else
+               "drop those rows."))
 
 
 def _check_varies(target: np.ndarray, weights: np.ndarray | None) -> None:
@@ -592,4 +614,5 @@ def weighted_loss_metrics(reducer: LossSums, terms: np.ndarray, weights: np.ndar
         spread = np.einsum("mn,mnk->mk", weights, (y[None] - centre[:, None]) ** 2)
         return 1.0 - sums / spread[None]
     mean = sums / total
+    check_deviance(reducer.name, mean)
     return np.sqrt(mean) if reducer.name == "rmse" else mean

@@ -150,8 +150,9 @@ def permutation_importance(
     loss : str, callable, or a list or dict of them, optional
         Default ``"mse"``, or ``"accuracy"`` for a scikit-learn classifier (scikit-learn's
         default score; for a regressor scikit-learn scores R^2, here ``loss="r2"``).
-        ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"`` (regression, one value per model output),
-        ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
+        ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"``, ``"poisson"``, ``"gamma"`` (regression, one
+        value per model output; the last two mean Poisson and gamma deviances of predicted
+        means, for counts and for positive amounts), ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
         value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
         gets the weights by it. ``prediction`` is (n,) for one output, else (n, o). A callable that
@@ -160,9 +161,11 @@ def permutation_importance(
         importance is positive: the difference is ``score_orig - score_perm``.
         scikit-learn's scoring names for the same metrics are accepted
         (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
-        ``"neg_mean_absolute_error"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
+        ``"neg_mean_absolute_error"``, ``"neg_mean_poisson_deviance"``,
+        ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
         ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
-        ``"absolute_error"``, ``"logloss"``, ``"mlogloss"``, ``"classification_error"``;
+        ``"absolute_error"``, ``"poisson"``, ``"gamma"``, ``"logloss"``, ``"mlogloss"``,
+        ``"classification_error"``;
         yardstick's ``"rsq_trad"``, ``"mn_log_loss"``), and give their importances: a
         scikit-learn classifier's accuracy scores the labels of its ``predict`` (a tuned
         threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
@@ -231,7 +234,10 @@ def permutation_importance(
         one chunk, or with ``JAXIMP_PROGRESS=1``; process 0 only).
     scoring : str, callable, or a list or dict of them, optional
         scikit-learn's name for ``loss`` (its scoring names, e.g. ``"neg_mean_squared_error"``
-        or ``"accuracy"``); give ``loss`` or ``scoring``, not both. A scorer callable
+        or ``"accuracy"``); give ``loss`` or ``scoring``, not both. A scikit-learn estimator
+        takes any name scikit-learn knows: one without a built-in loss here (e.g.
+        ``"balanced_accuracy"``, ``"f1"``) is scored by ``sklearn.metrics.get_scorer(name)``,
+        as below, and so is every name in the same call. A scorer callable
         ``scorer(estimator, X, y[, sample_weight=])`` (``sklearn.metrics.make_scorer``, or one
         returning a dict of scores), or a dict of names to scorers and scoring names, is
         called on the host with each permuted copy of ``X`` (a DataFrame stays one), as
@@ -314,6 +320,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     if n_jobs is not None and (isinstance(n_jobs, bool)
                                or not isinstance(n_jobs, (int, np.integer))):
         raise TypeError(f"n_jobs must be an int or None (it is not used); got {n_jobs!r:.40}.")
+    scoring = _sklearn_scorers(scoring, model)
     scorer = scoring if scoring is not None and has_scorer(scoring) else None
     if scorer is not None:
         _check_scorer_options(loss, output, greater_is_better, response, n_bootstrap)
@@ -565,6 +572,36 @@ def _estimator(model):
     return estimator
 
 
+def _scoring_names(scoring) -> list:
+    return list(scoring.values()) if isinstance(scoring, Mapping) else (
+        list(scoring) if isinstance(scoring, (list, tuple)) else [scoring])
+
+
+def _sklearn_scorers(scoring, model):
+    """``scoring`` with scikit-learn's scorers for the scoring names that have no built-in
+    loss here (``"balanced_accuracy"``, ``"f1"``...), when ``model`` is an estimator they can
+    call: then every name is scikit-learn's scorer, as in its ``permutation_importance``.
+    Other ``scoring`` unchanged."""
+    if scoring is None or callable(scoring):
+        return scoring
+    names = _scoring_names(scoring)
+    if all(not isinstance(name, str) or name in SKLEARN_SCORING or name in LOSSES
+           for name in names):
+        return scoring
+    try:
+        from sklearn.metrics import get_scorer, get_scorer_names
+        _estimator(model)
+    except (ImportError, TypeError):
+        return scoring  # refused below, with the fix
+    if not all(callable(name) or name in get_scorer_names() for name in names):
+        return scoring
+    if isinstance(scoring, str):
+        return get_scorer(scoring)
+    return {name: get_scorer(name) for name in names} if isinstance(scoring, (list, tuple)) \
+        else {key: get_scorer(each) if isinstance(each, str) else each
+              for key, each in scoring.items()}
+
+
 def _from_scoring(scoring, loss):
     """scikit-learn's ``scoring`` (names, or a list or dict of names) as ``loss``."""
     if loss is not None:
@@ -572,8 +609,7 @@ def _from_scoring(scoring, loss):
             f"give loss or scoring (scikit-learn's name for it), not both; got loss={loss!r:.40} "
             f"and scoring={scoring!r:.40}."
         )
-    names = list(scoring.values()) if isinstance(scoring, Mapping) else (
-        list(scoring) if isinstance(scoring, (list, tuple)) else [scoring])
+    names = _scoring_names(scoring)
     if not all(isinstance(name, str) for name in names):
         raise TypeError(
             "scoring takes scikit-learn's scoring names (e.g. 'neg_mean_squared_error'), a "
@@ -584,8 +620,9 @@ def _from_scoring(scoring, loss):
     if unknown:
         raise ValueError(
             f"scoring names {unknown[:3]} have no built-in loss here; the scoring names taken "
-            f"are {sorted(SKLEARN_SCORING)} (and jaximp's losses {LOSSES}). Pass "
-            f"sklearn.metrics.get_scorer({unknown[0]!r}), a scorer callable, instead.")
+            f"are {sorted(SKLEARN_SCORING)} (and jaximp's losses {LOSSES}), and, for a "
+            "scikit-learn estimator, the names scikit-learn's get_scorer knows (called on the "
+            "host). Pass a loss(y, prediction) as loss= instead.")
     return scoring
 
 

@@ -42,6 +42,7 @@ from ..data import (
 )
 from ..engine import (
     Mean,
+    deviance_terms,
     at_values,
     evaluate,
     key_bits,
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 #: Losses SAGE accepts: means over rows of a per-row loss of the averaged prediction.
-SAGE_LOSSES = ("mse", "mae", "log_loss", "accuracy")
+SAGE_LOSSES = ("mse", "mae", "poisson", "gamma", "log_loss", "accuracy")
 #: ``estimator="exact"`` refuses more players than this (2^p coalitions per row).
 SAGE_EXACT_LIMIT = 12
 _ESTIMATORS = ("permutation", "exact")
@@ -257,6 +258,8 @@ def _row_loss(spec) -> Callable:
     columns = list(spec.out_idx)
 
     def regression(rows, preds):
+        if spec.name in ("poisson", "gamma"):
+            return deviance_terms(spec.name, preds[..., columns], spec.y[rows][:, None, :], np)
         residual = preds[..., columns] - spec.y[rows][:, None, :]
         return residual ** 2 if spec.name == "mse" else np.abs(residual)
 
@@ -394,13 +397,14 @@ def sage_importance(
     X : array of shape (n, c) or DataFrame
         The rows the loss is measured on (typically held-out data).
     y : array of shape (n,) or (n, o), optional
-        Targets (numbers for ``"mse"``/``"mae"``, class labels for ``"log_loss"``/
+        Targets (numbers for ``"mse"``/``"mae"``/``"poisson"``/``"gamma"``, class labels for
+        ``"log_loss"``/
         ``"accuracy"``); not given with ``target="output"``.
     background : array of shape (m, c), DataFrame or Dataset, optional
         Rows that stand in for absent features. Default: the rows of X.
-    loss : {"mse", "mae", "log_loss", "accuracy"}, optional
-        A per-row loss of the averaged prediction (scikit-learn's names for them are
-        accepted). Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross
+    loss : {"mse", "mae", "poisson", "gamma", "log_loss", "accuracy"}, optional
+        A per-row loss of the averaged prediction (scikit-learn's and R's names for them are
+        accepted; ``"poisson"`` and ``"gamma"`` are unit deviances of a predicted mean). Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross
         entropy"``) for a classifier scored against class labels. ``"accuracy"`` is scored
         as the zero-one loss, so values are gains in accuracy. Log loss clips
         probabilities to ``[1e-12, 1 - 1e-12]`` as the sage package. Losses that do not
