@@ -168,7 +168,8 @@ class Explainer:
         self.model = model
         # a read-only copy: later changes to the caller's array do not reach the Explainer
         # (as for X, kept on the devices), and a warm call need not hash it again
-        self.y = None if y is None else read_only_copy(check_target(y, self.dataset.n_rows))
+        self.y = None if y is None else read_only_copy(
+            check_target(y, self.dataset.n_rows, self.dataset.source))
         self.background = background  # the copy, unvalidated, for a call that weights it
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
         # reuses its plans and sends nothing again (a Dataset given is used as it is)

@@ -518,3 +518,32 @@ def test_loco_held_out_text_is_coded_with_the_training_labels():
     with pytest.raises(ValueError, match=r"column 'c' of X_test must hold the labels of X"):
         jaximp.loco_importance(None, X, y, fit=fit, X_test=X_test.assign(c="z"),
                                y_test=y_test)
+
+
+def test_y_whose_index_follows_another_order_than_xs_warns():
+    """y taken before X was sorted holds X's row labels in another order: read by position
+    (scikit-learn's reading), it pairs rows with other rows' targets, so every method that
+    takes y warns; an aligned y, one without X's labels, or a NumPy y does not."""
+    import warnings
+
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    y = pd.Series(Y, index=frame.index)
+    shuffled = frame.sort_values("a")
+    calls = [lambda X_, y_: jaximp.permutation_importance(linear, X_, y_, n_repeats=1),
+             lambda X_, y_: jaximp.loco_importance(linear, X_, y_, strategy="zero"),
+             lambda X_, y_: jaximp.Explainer(linear, X_, y_),
+             lambda X_, y_: jaximp.filter_importance(X_, y_)]
+    for call in calls:
+        with pytest.warns(UserWarning, match=r"y's index holds the same labels as X's in "
+                                             r"another order.*y.loc\[X.index\]") as caught:
+            call(shuffled, y)
+        assert caught[0].filename == __file__  # the user's line
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for X_, y_ in [(shuffled, y.loc[shuffled.index]), (shuffled, Y[shuffled.index]),
+                           (shuffled.reset_index(drop=True), y), (frame, y)]:
+                call(X_, y_)
+    aligned = jaximp.permutation_importance(linear, shuffled, y.loc[shuffled.index])
+    by_hand = jaximp.permutation_importance(linear, shuffled.to_numpy(),
+                                            Y[shuffled.index.to_numpy()])
+    np.testing.assert_array_equal(aligned.importances, by_hand.importances)

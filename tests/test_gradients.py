@@ -500,3 +500,21 @@ def test_a_bad_per_row_output_is_refused_with_the_fix():
         jaximp.dgsm(mlp, X, output=PREDICTED)
     with pytest.raises(TypeError, match="taken by the per-row attributions only"):
         jaximp.permutation_importance(mlp, X, mlp_np(X), output=PREDICTED)
+
+
+@pytest.mark.parametrize("method", ["saliency", "integrated_gradients", "expected_gradients"])
+def test_a_piecewise_constant_model_warns_that_every_gradient_is_zero(method):
+    """Integer, boolean or rounded outputs vary over the rows while jax.grad gives exactly 0
+    everywhere: a warning says so (a constant model's zeros are right and pass quietly)."""
+    X = np.random.default_rng(0).normal(size=(6, 2)).astype(np.float32)
+    call = getattr(jaximp, method)
+    for model in (lambda A: (A[:, 0] > 0).astype(jnp.int32), lambda A: jnp.round(3 * A[:, 0])):
+        with pytest.warns(RuntimeWarning, match=f"{method}: every gradient is exactly 0 "
+                                                "while the predictions vary") as caught:
+            result = call(model, X)
+        assert not result.values.any()
+        assert any(each.filename == __file__ for each in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not call(lambda A: 0 * A[:, 0] + 1, X).values.any()
+        assert call(lambda A: A[:, 0] ** 2, X).values.any()

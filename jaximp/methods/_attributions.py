@@ -12,7 +12,8 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, as_key, check_choice, mean_abs_over_rows, output_index
+from ..data import (Dataset, as_key, check_choice, mean_abs_over_rows, output_index,
+                    user_stacklevel)
 from ..results import (
     FeatureImportance,
     input_image,
@@ -227,6 +228,14 @@ def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_b
     info = dict(info)
     if with_baseline:
         info["completeness_gap"] = completeness_gap(values, predictions, baseline)
+    if not values.any() and np.ptp(predictions, axis=0).any():
+        warnings.warn(
+            f"{method}: every gradient is exactly 0 while the predictions vary over the rows: "
+            "the model is piecewise constant in its inputs (integer or boolean outputs, "
+            "rounding, thresholds, an arg max), where gradients cannot see its effects. "
+            "Differentiate its scores or probabilities instead, or use jaximp.shapley_values "
+            "or jaximp.permutation_importance, which replace values.",
+            RuntimeWarning, stacklevel=user_stacklevel())
     return make_attributions(values, predictions, dataset, predictor, out_idx, method, info,
                              per_row=per_row, baseline_values=baseline)
 

@@ -285,7 +285,7 @@ categorical, groups, variables, memory_budget, progress
         progress=progress,
     )
     n = dataset.n_rows
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if loss is None:
         loss = default_loss(predictor, target)
         check_response(response, loss)

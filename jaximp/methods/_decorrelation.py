@@ -392,7 +392,7 @@ def decorrelation_importance(
     n, p = F.shape
     if p < 2:
         raise ValueError(f"decorrelation importance needs at least 2 features; got {p}.")
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if target.ndim != 1 or target.dtype.kind not in "biuf":
         raise ValueError(
             f"y must be a numeric array of shape ({n},); got dtype {target.dtype} and shape "

@@ -163,7 +163,7 @@ def filter_importance(
         sample_weight=sample_weight,
     )
     n = dataset.n_rows
-    target = _one_column(check_target(y, n))
+    target = _one_column(check_target(y, n, dataset.source))
     if method == "auto":
         labels = isinstance(getattr(y, "dtype", None), pd.CategoricalDtype)
         method = "auc" if labels else _auto_method(target)

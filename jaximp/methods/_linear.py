@@ -341,7 +341,7 @@ def linear_importance(
         sample_weight=sample_weight,
     )
     reported = dataset.resolve(features)
-    response, classes = _response(check_target(y, dataset.n_rows), family)
+    response, classes = _response(check_target(y, dataset.n_rows, dataset.source), family)
 
     weights = dataset.weights
     rows = np.ones(dataset.n_rows, bool) if weights is None else weights > 0

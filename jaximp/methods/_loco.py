@@ -230,7 +230,7 @@ def _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits: 
         if held.column_names != dataset.column_names:
             raise ValueError(f"X_test must have the columns of X {list(dataset.column_names)};"
                              f" got {list(held.column_names)}.")
-    return held, check_target(y_test, held.n_rows)
+    return held, check_target(y_test, held.n_rows, held.source)
 
 
 def _refuse_missing_in_jax_fits(dataset: Dataset, held_out, what: str) -> None:
@@ -409,7 +409,7 @@ def loco_importance(
     dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
                          groups=groups, sample_weight=sample_weight, allow_missing=True)
     n, c = dataset.n_rows, dataset.n_columns
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     jax_fits = strategy == "refit" and (mlp_options is not None or traceable_fit)
     held_out = _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits)
     if jax_fits:

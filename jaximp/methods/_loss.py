@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import warnings
 from typing import Callable
 
 import jax
@@ -20,7 +21,7 @@ import pandas as pd
 
 from jaximp.kernels import _losses
 
-from ..data import select_outputs
+from ..data import select_outputs, user_stacklevel
 from ..engine import ROW_LOSSES, Itemwise, LossSums, check_deviance
 from ..models import (Predictor, predicts_class_labels, probability_classifier, probe_rows,
                       response_predictor)
@@ -148,10 +149,13 @@ def one_hot_targets(predictor: Predictor, y) -> np.ndarray:
 # ----------------------------------------------------------------------------- edge checks
 
 
-def check_target(y, n: int) -> np.ndarray:
-    """``y`` as an array with n rows (pandas Series/DataFrame accepted)."""
+def check_target(y, n: int, source=None) -> np.ndarray:
+    """``y`` as an array with n rows (pandas Series/DataFrame accepted), read by position as
+    scikit-learn reads it; a warning when y and X (``source``, the user's data) are pandas
+    objects whose indexes hold the same labels in another order."""
     if y is None:
         raise ValueError(f"y must be an array of {n} targets; got None.")
+    _warn_misaligned(y, source)
     values = np.asarray(y)
     if values.dtype.kind == "V" and jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
@@ -166,6 +170,22 @@ def check_target(y, n: int) -> np.ndarray:
         raise ValueError(f"y has {rows.size} missing labels (None or NaN; first at row "
                          f"{rows[0]}); drop or impute those rows.")
     return values
+
+
+def _warn_misaligned(y, source) -> None:
+    """Same row labels in another order: y was almost surely taken before X was sorted or
+    shuffled, and reading it by position would pair rows with other rows' targets."""
+    y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
+    if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
+        return
+    if len(y_index) != len(X_index) or y_index.equals(X_index) or not y_index.is_unique:
+        return
+    if X_index.is_unique and y_index.sort_values().equals(X_index.sort_values()):
+        warnings.warn(
+            "y's index holds the same labels as X's in another order; y is read by position "
+            "(as scikit-learn reads it), which pairs rows of X with other rows' targets. "
+            "Pass y.loc[X.index] to align them, or y.to_numpy() if the order is right.",
+            UserWarning, stacklevel=user_stacklevel())
 
 
 # ----------------------------------------------------------------------------- losses

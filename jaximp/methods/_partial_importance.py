@@ -297,7 +297,7 @@ def partial_importance(
         progress=progress, allow_missing=True,
     )
     n, c = dataset.n_rows, dataset.n_columns
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if fn is None:
         spec = resolve_loss(loss, target, predictor, output, dataset.weights)
     else:

@@ -342,7 +342,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
         memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     n = dataset.n_rows
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if scorer is not None:
         rows = _sample_rows(max_samples, n, bits)
         taken = dataset if rows is None else dataset.take(rows)

@@ -531,7 +531,7 @@ def sage_importance(
             f"coalitions per row); got {p}. Use estimator='permutation' or groups.")
     spec = None
     if target == "y":  # targets and loss checked before any model evaluation
-        target_values = check_target(y, dataset.n_rows)
+        target_values = check_target(y, dataset.n_rows, dataset.source)
         if loss_name is None:
             loss_name = "log_loss" if class_labels(predictor, target_values) else "mse"
         spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)

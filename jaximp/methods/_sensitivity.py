@@ -159,7 +159,7 @@ def sensitivity_importance(
     n_pairs = 10 * n if n_pairs is None else n_pairs
     out_idx = select_outputs(predictor.output_names, output)
     o = len(out_idx)
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if class_labels(predictor, target):  # a classifier: D_y of the class indicators
         target = one_hot_targets(predictor, target)[:, out_idx]
     if target.dtype.kind not in "biuf":

@@ -368,7 +368,7 @@ def trends(
     key = as_key(random_state)
     dataset, F = numeric_matrix(X, feature_names, "trends need")
     n, p = F.shape
-    target = check_target(y, n)
+    target = check_target(y, n, dataset.source)
     if target.ndim != 1 or target.dtype.kind not in "biuf":
         raise ValueError(
             f"y must be a numeric array of shape ({n},); got dtype {target.dtype} and shape "
