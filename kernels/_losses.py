@@ -29,6 +29,7 @@ __all__ = [
     "log_loss",
     "mean_absolute_error",
     "mean_gamma_deviance",
+    "median_absolute_error",
     "mean_poisson_deviance",
     "mean_squared_error",
     "r2_score",
@@ -108,6 +109,39 @@ def mean_absolute_error(
     """
     _check_rows("mean_absolute_error", y, prediction, weights)
     return weighted_mean(jnp.abs(jnp.asarray(y) - jnp.asarray(prediction)), weights)
+
+
+def median_absolute_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Median absolute error ``median_i |y_i - f_i|``, weighted: the error at which the
+    cumulative weight of the sorted errors passes half the total, or the mean of the two
+    errors around it where it reaches half exactly (:func:`sklearn.metrics.
+    median_absolute_error`'s rule, so that equal weights give the median).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> y = jnp.array([0.0, 0.0, 0.0, 0.0])
+    >>> print(median_absolute_error(y, jnp.array([1.0, -2.0, 3.0, 9.0])))
+    2.5
+    >>> print(median_absolute_error(y, jnp.array([1.0, -2.0, 3.0, 9.0]),
+    ...                             jnp.array([1.0, 1.0, 3.0, 1.0])))
+    3.0
+    """
+    _check_rows("median_absolute_error", y, prediction, weights)
+    errors = jnp.abs(jnp.asarray(y) - jnp.asarray(prediction))
+    w = _weights(weights, errors)
+    order = jnp.argsort(errors)
+    errors, cumulative = errors[order], jnp.cumsum(w[order])
+    half = 0.5 * cumulative[-1]
+    tolerance = 1e-12 * cumulative[-1]  # half reached exactly, up to the sums' rounding
+    lower = jnp.minimum(jnp.searchsorted(cumulative, half - tolerance), errors.size - 1)
+    exact = jnp.abs(cumulative[lower] - half) <= tolerance
+    # the next error with weight: zero weights between the two do not count
+    upper = jnp.minimum(jnp.searchsorted(cumulative, cumulative[lower], side="right"),
+                        errors.size - 1)
+    return jnp.where(exact, 0.5 * (errors[lower] + errors[upper]), errors[lower])
 
 
 def mean_poisson_deviance(

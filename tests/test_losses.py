@@ -52,6 +52,26 @@ def test_regression_losses_match_float64_reference(weighted):
                                    err_msg=kernel.__name__)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 300])
+def test_median_absolute_error_matches_sklearn_with_and_without_weights(n):
+    """scikit-learn's rule: the median, and with weights the error where the cumulative weight
+    passes half (the mean of the two around it where it reaches half exactly: integer weights
+    with zeros among them, ten weights of 0.1)."""
+    rng = np.random.default_rng(n)
+    y, p = rng.normal(size=n), rng.normal(size=n)
+    counts = rng.integers(0, 4, size=n).astype(float)
+    counts[0] = 1.0
+    with jax.enable_x64(True):
+        for w in (None, counts, rng.uniform(0.1, 2.0, size=n), np.full(n, 0.1)):
+            got = float(K.median_absolute_error(jnp.asarray(y), jnp.asarray(p),
+                                                None if w is None else jnp.asarray(w)))
+            # equal weights give the median; scikit-learn 1.9's exact comparison of the
+            # cumulative weight with half misses it for 300 weights of 0.1 (rounding)
+            expected = (np.median(np.abs(y - p)) if w is not None and np.ptp(w) == 0 else
+                        metrics.median_absolute_error(y, p, sample_weight=w))
+            assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_deviances_match_sklearn_and_hstats_formula(weighted):
     w = W if weighted else None

@@ -492,14 +492,15 @@ def test_validation_messages(linear_data, ols, classification_data):
         (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'relative', 'raw'); "
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
-        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'r2', 'poisson', "
+        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'r2', 'poisson', "
                            "'gamma', 'log_loss', 'accuracy', 'auc') (or scikit-learn's scoring "
                            "names ['neg_log_loss', 'neg_mean_absolute_error', "
                            "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "
-                           "'neg_mean_squared_error', "
-                           "'neg_root_mean_squared_error', 'roc_auc', 'roc_auc_ovr'], or R's "
+                           "'neg_mean_squared_error', 'neg_median_absolute_error', "
+                           "'neg_root_mean_squared_error', 'roc_auc', 'roc_auc_ovr'], R's "
                            "['absolute_error', 'classification_error', 'logloss', 'mlogloss', "
-                           "'mn_log_loss', 'rsq_trad', 'squared_error']) or a callable (y, "
+                           "'mn_log_loss', 'rsq_trad', 'squared_error'] or dalex's ['1-auc', "
+                           "'mad']) or a callable (y, "
                            "prediction[, weights]); got 'nll'."),
         (dict(max_samples=0), "max_samples must be an int in [1, 1000] or a float in (0, 1]; "
                               "got 0."),
@@ -1089,8 +1090,43 @@ def test_r_loss_names_are_the_same_losses(linear_data, ols, classification_data)
         np.testing.assert_array_equal(
             permutation_importance(logistic, Xc, yc, loss=r_name, n_repeats=2).importances,
             permutation_importance(logistic, Xc, yc, loss=name, n_repeats=2).importances)
-    with pytest.raises(ValueError, match=r"or R's \['absolute_error'"):
+    with pytest.raises(ValueError, match=r"R's \['absolute_error'"):
         permutation_importance(ols[0], X, y, loss="tweedie")
+
+
+def test_median_absolute_error_matches_sklearn_and_takes_dalexs_names(linear_data, ols):
+    """loss='medae' (dalex's 'mad', scikit-learn's 'neg_median_absolute_error') equals
+    scikit-learn's scorer on the same permutations, weighted too; dalex's '1-auc' is 'auc'."""
+    from sklearn.metrics import get_scorer
+
+    X, y = linear_data
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
+    model = LinearRegression().fit(X, y)
+    theirs = permutation_importance(model, X, y, sample_weight=w, n_repeats=3,
+                                    scoring=get_scorer("neg_median_absolute_error"))
+    for options in ({"loss": "medae"}, {"loss": "mad"},
+                    {"scoring": "neg_median_absolute_error"}):
+        ours = permutation_importance(model, X, y, sample_weight=w, n_repeats=3, **options)
+        assert ours.info["loss"] == "medae"
+        np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-12,
+                                   atol=1e-14)
+    # a JAX model on the device: the float64 median of NumPy over the engine's permutations
+    got = permutation_importance(ols[0], X, y, loss="medae", n_repeats=2, random_state=3)
+    perms = _engine_permutations(X.shape[1], 2, len(X), 3)
+    f64 = lambda Z: Z @ np.asarray(np.float32(ols[1][1:]), np.float64) + ols[1][0]
+    base = np.median(np.abs(y - f64(X)))
+    for j in range(X.shape[1]):
+        for r in range(2):
+            Z = X.copy()
+            Z[:, j] = X[perms[j, r], j]
+            assert got.importances[j, 0, r] == pytest.approx(
+                np.median(np.abs(y - f64(Z))) - base, rel=1e-5, abs=1e-6)
+    Xc, yc = X[:, :3], (y > 1).astype(int)
+    np.testing.assert_array_equal(
+        permutation_importance(logistic, Xc, yc, loss="1-auc", n_repeats=2).importances,
+        permutation_importance(logistic, Xc, yc, loss="auc", n_repeats=2).importances)
+    with pytest.raises(ValueError, match="Use n_bootstrap=0 for AUC, the median absolute"):
+        permutation_importance(ols[0], X, y, loss="medae", n_bootstrap=3)
 
 
 def _hstats_deviance(name, y, mean):

@@ -32,7 +32,8 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
            "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
-LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma", "log_loss", "accuracy", "auc")
+LOSSES = ("mse", "rmse", "mae", "medae", "r2", "poisson", "gamma", "log_loss", "accuracy",
+          "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -40,6 +41,7 @@ _REGRESSION = {
     "mse": _losses.mean_squared_error,
     "rmse": _losses.root_mean_squared_error,
     "mae": _losses.mean_absolute_error,
+    "medae": _losses.median_absolute_error,
     "r2": _losses.r2_score,
     "poisson": _losses.mean_poisson_deviance,
     "gamma": _losses.mean_gamma_deviance,
@@ -56,6 +58,7 @@ SKLEARN_SCORING = {
     "neg_mean_squared_error": "mse",
     "neg_root_mean_squared_error": "rmse",
     "neg_mean_absolute_error": "mae",
+    "neg_median_absolute_error": "medae",
     "neg_mean_poisson_deviance": "poisson",
     "neg_mean_gamma_deviance": "gamma",
     "neg_log_loss": "log_loss",
@@ -77,12 +80,19 @@ R_LOSS_NAMES = {
 }
 
 
+#: dalex's names (its ``model_parts(loss_function=...)``) that are not jaximp's.
+DALEX_LOSS_NAMES = {"mad": "medae", "1-auc": "auc"}
+
+
 def canonical_loss(loss):
-    """A built-in loss by its jaximp name (scikit-learn's scoring names and R's loss names
-    are translated); any other value unchanged."""
+    """A built-in loss by its jaximp name (scikit-learn's scoring names, R's and dalex's loss
+    names are translated); any other value unchanged."""
     if not isinstance(loss, str):
         return loss
-    return SKLEARN_SCORING.get(loss, R_LOSS_NAMES.get(loss, loss))
+    for names in (SKLEARN_SCORING, R_LOSS_NAMES, DALEX_LOSS_NAMES):
+        if loss in names:
+            return names[loss]
+    return loss
 
 
 def default_loss(predictor: Predictor, y) -> str:
@@ -517,7 +527,8 @@ def resolve_loss(
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(
             f"loss must be one of {LOSSES} (or scikit-learn's scoring names "
-            f"{sorted(SKLEARN_SCORING)}, or R's {sorted(R_LOSS_NAMES)}) or a callable "
+            f"{sorted(SKLEARN_SCORING)}, R's {sorted(R_LOSS_NAMES)} or dalex's "
+            f"{sorted(DALEX_LOSS_NAMES)}) or a callable "
             f"(y, prediction[, weights]); got {loss!r:.60}."
         )
     score = loss in _SCORES

@@ -150,9 +150,10 @@ def permutation_importance(
     loss : str, callable, or a list or dict of them, optional
         Default ``"mse"``, or ``"accuracy"`` for a scikit-learn classifier (scikit-learn's
         default score; for a regressor scikit-learn scores R^2, here ``loss="r2"``).
-        ``"mse"``, ``"rmse"``, ``"mae"``, ``"r2"``, ``"poisson"``, ``"gamma"`` (regression, one
-        value per model output; the last two mean Poisson and gamma deviances of predicted
-        means, for counts and for positive amounts), ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
+        ``"mse"``, ``"rmse"``, ``"mae"``, ``"medae"`` (the median absolute error), ``"r2"``,
+        ``"poisson"``, ``"gamma"`` (regression, one value per model output; the last two mean
+        Poisson and gamma deviances of predicted means, for counts and for positive amounts),
+        ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
         value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
         gets the weights by it. ``prediction`` is (n,) for one output, else (n, o). A callable that
@@ -161,12 +162,14 @@ def permutation_importance(
         importance is positive: the difference is ``score_orig - score_perm``.
         scikit-learn's scoring names for the same metrics are accepted
         (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
-        ``"neg_mean_absolute_error"``, ``"neg_mean_poisson_deviance"``,
+        ``"neg_mean_absolute_error"``, ``"neg_median_absolute_error"``,
+        ``"neg_mean_poisson_deviance"``,
         ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
         ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
         ``"absolute_error"``, ``"poisson"``, ``"gamma"``, ``"logloss"``, ``"mlogloss"``,
         ``"classification_error"``;
-        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``), and give their importances: a
+        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``), and dalex's (``"mad"``, ``"1-auc"``),
+        and give their importances: a
         scikit-learn classifier's accuracy scores the labels of its ``predict`` (a tuned
         threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
         ``decision_function`` (which saturated probabilities tie), the other losses its
@@ -469,7 +472,7 @@ def _bootstrappable(reducers: dict, n_bootstrap: int) -> list:
             f"n_bootstrap={n_bootstrap} reweights per-row losses, so it needs one loss that "
             f"sums over rows ({ROW_LOSSES}); got {list(reducers)} with "
             f"{[type(r).__name__ for r in reducers.values()]}. Use n_bootstrap=0 for AUC, "
-            "callables or several losses.")
+            "the median absolute error, callables or several losses.")
     return list(reducers.items())
 
 
