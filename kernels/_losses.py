@@ -28,13 +28,16 @@ __all__ = [
     "binary_roc_auc",
     "log_loss",
     "mean_absolute_error",
+    "mean_absolute_percentage_error",
     "mean_gamma_deviance",
-    "median_absolute_error",
     "mean_poisson_deviance",
     "mean_squared_error",
+    "mean_squared_log_error",
+    "median_absolute_error",
     "r2_score",
     "roc_auc_score",
     "root_mean_squared_error",
+    "root_mean_squared_log_error",
     "weighted_mean",
 ]
 
@@ -109,6 +112,58 @@ def mean_absolute_error(
     """
     _check_rows("mean_absolute_error", y, prediction, weights)
     return weighted_mean(jnp.abs(jnp.asarray(y) - jnp.asarray(prediction)), weights)
+
+
+def mean_absolute_percentage_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean absolute percentage error ``mean_i |y_i - f_i| / max(|y_i|, eps)`` as a fraction
+    (not times 100), ``eps`` float64's machine epsilon, as
+    :func:`sklearn.metrics.mean_absolute_percentage_error`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_absolute_percentage_error(jnp.array([1.0, -4.0]), jnp.array([1.5, -3.0])))
+    0.375
+    """
+    _check_rows("mean_absolute_percentage_error", y, prediction, weights)
+    y = jnp.asarray(y)
+    eps = float(np.finfo(np.float64).eps)
+    relative = jnp.abs(y - jnp.asarray(prediction)) / jnp.maximum(jnp.abs(y), eps)
+    return weighted_mean(relative, weights)
+
+
+def mean_squared_log_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean squared logarithmic error ``mean_i (log(1 + y_i) - log(1 + f_i))^2``, as
+    :func:`sklearn.metrics.mean_squared_log_error`; NaN where a prediction is at or below -1.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(mean_squared_log_error(jnp.array([0.0, 3.0]), jnp.array([0.0, 3.0])))
+    0.0
+    """
+    _check_rows("mean_squared_log_error", y, prediction, weights)
+    f = jnp.asarray(prediction)
+    gap = jnp.log1p(jnp.where(f > -1, f, jnp.nan)) - jnp.log1p(jnp.asarray(y))
+    return weighted_mean(gap * gap, weights)
+
+
+def root_mean_squared_log_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Square root of :func:`mean_squared_log_error`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(root_mean_squared_log_error(jnp.array([0.0]), jnp.array([jnp.e - 1])))
+    1.0
+    """
+    return jnp.sqrt(mean_squared_log_error(y, prediction, weights))
 
 
 def median_absolute_error(

@@ -52,6 +52,31 @@ def test_regression_losses_match_float64_reference(weighted):
                                    err_msg=kernel.__name__)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_percentage_and_log_errors_match_sklearn(weighted):
+    w = W if weighted else None
+    y = np.where(np.arange(N) % 50 == 0, 0.0, np.exp(Y_REG))  # zeros: scikit-learn's eps
+    p = np.exp(P_REG)
+    with jax.enable_x64(True):
+        for kernel, sk in [(K.mean_absolute_percentage_error,
+                            metrics.mean_absolute_percentage_error),
+                           (K.mean_squared_log_error, metrics.mean_squared_log_error),
+                           (K.root_mean_squared_log_error,
+                            metrics.root_mean_squared_log_error)]:
+            got = float(kernel(jnp.asarray(y), jnp.asarray(p),
+                               None if w is None else jnp.asarray(w)))
+            np.testing.assert_allclose(got, sk(y, p, sample_weight=w), rtol=1e-12,
+                                       err_msg=sk.__name__)
+    # the Metrics package's definitions where y is not 0: the same numbers
+    away = y != 0
+    np.testing.assert_allclose(
+        float(K.mean_absolute_percentage_error(f32(y[away]), f32(p[away]))),
+        np.mean(np.abs((y[away] - p[away]) / y[away])), rtol=1e-5)
+    np.testing.assert_allclose(float(K.mean_squared_log_error(f32(y), f32(p))),
+                               np.mean((np.log(1 + y) - np.log(1 + p)) ** 2), rtol=1e-5)
+    assert np.isnan(float(K.mean_squared_log_error(f32([1.0, 2.0]), f32([1.0, -1.0]))))
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 300])
 def test_median_absolute_error_matches_sklearn_with_and_without_weights(n):
     """scikit-learn's rule: the median, and with weights the error where the cumulative weight

@@ -492,13 +492,16 @@ def test_validation_messages(linear_data, ols, classification_data):
         (dict(kind="diff"), "kind must be one of ('difference', 'ratio', 'relative', 'raw'); "
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
-        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'r2', 'poisson', "
-                           "'gamma', 'log_loss', 'accuracy', 'auc') (or scikit-learn's scoring "
-                           "names ['neg_log_loss', 'neg_mean_absolute_error', "
+        (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'mape', 'msle', "
+                           "'rmsle', 'r2', 'poisson', 'gamma', 'log_loss', 'accuracy', 'auc') (or "
+                           "scikit-learn's scoring names ['neg_log_loss', "
+                           "'neg_mean_absolute_error', 'neg_mean_absolute_percentage_error', "
                            "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "
-                           "'neg_mean_squared_error', 'neg_median_absolute_error', "
-                           "'neg_root_mean_squared_error', 'roc_auc', 'roc_auc_ovr'], R's "
-                           "['absolute_error', 'classification_error', 'logloss', 'mlogloss', "
+                           "'neg_mean_squared_error', 'neg_mean_squared_log_error', "
+                           "'neg_median_absolute_error', 'neg_root_mean_squared_error', "
+                           "'neg_root_mean_squared_log_error', 'roc_auc', 'roc_auc_ovr'], R's "
+                           "['absolute_error', 'ce', 'classification_error', 'logLoss', "
+                           "'logloss', 'mdae', 'mlogloss', "
                            "'mn_log_loss', 'rsq_trad', 'squared_error'] or dalex's ['1-auc', "
                            "'mad']) or a callable (y, "
                            "prediction[, weights]); got 'nll'."),
@@ -1129,6 +1132,59 @@ def test_median_absolute_error_matches_sklearn_and_takes_dalexs_names(linear_dat
         permutation_importance(ols[0], X, y, loss="medae", n_bootstrap=3)
 
 
+@pytest.mark.parametrize("name", ["mape", "msle", "rmsle"])
+def test_percentage_and_log_errors_match_sklearn_scorers(name):
+    """loss='mape', 'msle', 'rmsle' (and scikit-learn's scoring names for them) equal
+    scikit-learn's scorers on the same permutations, weighted; a JAX model gives the host
+    model's numbers; targets and predictions out of range are refused."""
+    from sklearn.metrics import get_scorer
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 3))
+    y = np.exp(0.5 * X[:, 0] - 0.3 * X[:, 1]) + 0.1 * rng.uniform(size=300)
+    w = rng.uniform(0.5, 2.0, size=300)
+    from sklearn.compose import TransformedTargetRegressor
+
+    host = TransformedTargetRegressor(LinearRegression(), func=np.log,
+                                      inverse_func=np.exp).fit(X, y)
+    coef = jnp.asarray(host.regressor_.coef_, jnp.float32)
+
+    def model(Z):
+        return jnp.exp(Z @ coef + host.regressor_.intercept_)
+
+    scoring = {"mape": "neg_mean_absolute_percentage_error",
+               "msle": "neg_mean_squared_log_error",
+               "rmsle": "neg_root_mean_squared_log_error"}[name]
+    theirs = permutation_importance(host, X, y, scoring=get_scorer(scoring), n_repeats=3,
+                                    sample_weight=w)
+    for options in ({"loss": name}, {"scoring": scoring}):
+        ours = permutation_importance(host, X, y, n_repeats=3, sample_weight=w, **options)
+        assert ours.info["loss"] == name
+        np.testing.assert_allclose(ours.importances, theirs.importances, rtol=1e-9,
+                                   atol=1e-12)
+    on_device = permutation_importance(model, X, y, loss=name, n_repeats=3, sample_weight=w)
+    np.testing.assert_allclose(on_device.importances, theirs.importances, rtol=1e-4,
+                               atol=1e-6)
+    if name != "mape":
+        with pytest.raises(ValueError, match=f"loss='{name}' needs targets above -1.* row 4"):
+            permutation_importance(model, X, np.where(np.arange(300) == 4, -2.0, y),
+                                   loss=name)
+        with pytest.raises(ValueError, match=f"loss='{name}' needs predictions above -1"):
+            permutation_importance(lambda Z: Z[:, 0] * 3, X, y, loss=name)
+
+
+def test_iml_loss_names_are_the_same_losses(linear_data, ols, classification_data):
+    """iml's (the Metrics package's) names: 'mdae', 'logLoss', 'ce'."""
+    X, y = linear_data
+    Xc, yc = classification_data
+    for r_name, name, f, data in [("mdae", "medae", ols[0], (X, y)),
+                                  ("logLoss", "log_loss", logistic, (Xc, yc)),
+                                  ("ce", "accuracy", logistic, (Xc, yc))]:
+        np.testing.assert_array_equal(
+            permutation_importance(f, *data, loss=r_name, n_repeats=2).importances,
+            permutation_importance(f, *data, loss=name, n_repeats=2).importances)
+
+
 def _hstats_deviance(name, y, mean):
     """hstats' unit deviances (losses.R), float64, written out."""
     if name == "poisson":
@@ -1183,7 +1239,7 @@ def test_deviance_losses_match_sklearn_and_hstats(name):
     # out of range: targets at once, predicted means as soon as they are scored
     bad = y.copy()
     bad[7] = -1.0 if name == "poisson" else 0.0
-    with pytest.raises(ValueError, match=f"loss='{name}' needs .* targets; .* row 7"):
+    with pytest.raises(ValueError, match=f"loss='{name}' needs .* targets.*; .* row 7"):
         permutation_importance(f, X, bad, loss=name)
     with pytest.raises(ValueError, match=f"loss='{name}' needs .* predicted means"):
         permutation_importance(lambda Z: Z[:, 0] + 0.5, X, y, loss=name)

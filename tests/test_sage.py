@@ -219,21 +219,26 @@ def zero_one_rows(labels, proba):
     return (np.argmax(proba, axis=1) != labels).astype(float)[:, None]
 
 
-@pytest.mark.parametrize("name", ["poisson", "gamma"])
-def test_deviance_losses_against_the_game(name):
-    """SAGE of a log-link model under hstats' unit deviances (float64, written out) of the
-    averaged predicted mean."""
+@pytest.mark.parametrize("name", ["poisson", "gamma", "mape", "msle"])
+def test_deviance_and_relative_losses_against_the_game(name):
+    """SAGE of a log-link model under hstats' unit deviances, or percentage or log errors
+    (float64, written out), of the averaged predicted mean."""
     rng = np.random.default_rng(3)
     X = as32(rng.normal(size=(80, 3)))
     coef = np.array([0.6, -0.4, 0.2])
     mean = np.exp(X @ coef)
-    y = rng.poisson(mean).astype(float) if name == "poisson" else rng.gamma(2.0, mean / 2)
+    y = rng.poisson(mean).astype(float) if name in ("poisson", "msle") else rng.gamma(
+        2.0, mean / 2)
 
     def deviance_rows(target, mu):
         target = target.reshape(mu.shape)
         if name == "poisson":
             safe = np.where(target > 0, target, 1.0)
             return 2 * np.where(target > 0, target * np.log(safe / mu) - (target - mu), mu)
+        if name == "mape":
+            return np.abs(target - mu) / np.abs(target)
+        if name == "msle":
+            return (np.log(1 + target) - np.log(1 + mu)) ** 2
         return -2 * (np.log(target / mu) - (target - mu) / mu)
 
     B = X[:12]

@@ -27,8 +27,8 @@ from ._reducers import (
     Reducer,
     Spread,
     Stacked,
-    check_deviance,
-    deviance_terms,
+    check_prediction_range,
+    target_terms,
 )
 from ._rng import key_bits, rng_stream, sample_rows, splitmix64
 
@@ -54,10 +54,10 @@ __all__ = [
     "at_values",
     "check_collapse",
     "check_collapse_columns",
-    "check_deviance",
+    "check_prediction_range",
     "check_result_fits",
     "default_memory_budget",
-    "deviance_terms",
+    "target_terms",
     "evaluate",
     "is_main_process",
     "key_bits",

@@ -24,7 +24,8 @@ import numpy as np
 from ._plans import freeze_arrays
 
 __all__ = ["Reducer", "Mean", "FoldedMean", "Keep", "LossSums", "Spread", "GroupedMean",
-           "Itemwise", "Stacked", "ROW_LOSSES", "TARGET_LOSSES", "check_deviance", "deviance_terms"]
+           "Itemwise", "Stacked", "ROW_LOSSES", "TARGET_LOSSES", "check_prediction_range",
+           "target_terms"]
 
 _HIGHEST = "highest"
 
@@ -301,33 +302,55 @@ class GroupedMean(Reducer):
 
 
 # Losses that are weighted means of a per-row term, and how the mean becomes the metric.
-ROW_LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma", "log_loss", "accuracy")
+ROW_LOSSES = ("mse", "rmse", "mae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
+              "log_loss", "accuracy")
 # those of them that score numeric targets, one metric per scored output
-TARGET_LOSSES = ("mse", "rmse", "mae", "r2", "poisson", "gamma")
+TARGET_LOSSES = ROW_LOSSES[:-2]
+# the predictions each needs, where some are refused: the loss is infinite or undefined there
+_PREDICTION_RANGES = {
+    "poisson": "non-negative predicted means (positive where y > 0)",
+    "gamma": "positive predicted means",
+    "msle": "predictions above -1",
+    "rmsle": "predictions above -1",
+}
 
 
-def deviance_terms(name: str, mean, y, xp):
-    """Per-row unit deviances of predicted means ``mean`` against targets ``y`` (broadcast):
-    Poisson ``2 (y log(y / mean) - y + mean)`` (``2 mean`` where ``y = 0``) or gamma
-    ``2 (log(mean / y) + y / mean - 1)``. NaN where the mean is outside the family's range (a
-    negative Poisson mean, a gamma mean at or below 0), so that the metric is NaN, not a
-    finite number of no meaning."""
+def target_terms(name: str, prediction, y, xp):
+    """Per-row terms of a loss in :data:`TARGET_LOSSES`, of predictions against targets
+    ``y`` (broadcast): squared residuals (``"mse"``, ``"rmse"``, ``"r2"``), absolute ones,
+    absolute ones relative to ``max(|y|, eps)`` (``"mape"``, scikit-learn's), squared
+    residuals of ``log(1 + .)`` (``"msle"``, ``"rmsle"``), or the unit deviances of predicted
+    means: Poisson ``2 (y log(y / f) - y + f)`` (``2 f`` where ``y = 0``) and gamma
+    ``2 (log(f / y) + y / f - 1)``. NaN where a prediction is outside the loss's range
+    (:data:`_PREDICTION_RANGES`), so that the metric is NaN, not a number of no meaning."""
     if name == "poisson":
-        y_log = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1) / mean), 0)
-        return xp.where(mean < 0, xp.nan, 2 * (y_log - y + mean))
-    return xp.where(mean > 0, 2 * (xp.log(mean / y) + y / mean - 1), xp.nan)
+        y_log = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1) / prediction), 0)
+        return xp.where(prediction < 0, xp.nan, 2 * (y_log - y + prediction))
+    if name == "gamma":
+        return xp.where(prediction > 0, 2 * (xp.log(prediction / y) + y / prediction - 1),
+                        xp.nan)
+    if name in ("msle", "rmsle"):
+        gap = xp.log1p(xp.where(prediction > -1, prediction, xp.nan)) - xp.log1p(y)
+        return gap * gap
+    residual = prediction - y
+    if name == "mae":
+        return xp.abs(residual)
+    if name == "mape":
+        return xp.abs(residual) / xp.maximum(xp.abs(y), float(np.finfo(np.float64).eps))
+    return residual * residual
 
 
-def check_deviance(name: str, metric: np.ndarray) -> None:
-    """Refuse a Poisson or gamma deviance that is not finite: some prediction, on the data or
-    on perturbed data, left the family's range (hstats and scikit-learn refuse it too)."""
-    if name in ("poisson", "gamma") and not np.all(np.isfinite(metric)):
-        need = ("non-negative (and positive where y > 0)" if name == "poisson" else
-                "positive")
+def check_prediction_range(name: str, metric: np.ndarray) -> None:
+    """Refuse a metric left NaN or infinite by a loss whose predictions have a range (a
+    Poisson or gamma deviance, a log error): some prediction, on the data or on perturbed
+    data, left it (hstats and scikit-learn refuse them too)."""
+    if name in _PREDICTION_RANGES and not np.all(np.isfinite(metric)):
+        fix = ("score a model with a log link (e.g. exp of a linear predictor)"
+               if name in ("poisson", "gamma") else "clip the model's predictions")
         raise ValueError(
-            f"loss={name!r} needs {need} predicted means, but the model predicted a value "
-            "outside that (or NaN) on the data or on perturbed data. Score a model with a "
-            "log link (e.g. exp of a linear predictor), or use loss='mse'.")
+            f"loss={name!r} needs {_PREDICTION_RANGES[name]}, but the model predicted a value "
+            f"outside that (or NaN) on the data or on perturbed data; {fix}, or use "
+            "loss='mse'.")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -365,17 +388,14 @@ class LossSums(Reducer):
         return (len(self.columns) if self.name in TARGET_LOSSES else 1,)
 
     def row_terms(self, preds, y, consts, xp):
-        """Per-row loss terms (ib, k, n) of predictions (ib, o, n): squared or absolute
-        residuals, unit deviances, or (k = 1) the log loss of the true class or correctness. Probabilities
-        are clipped by float64's machine epsilon, scikit-learn's for its float64
-        probabilities, whatever their dtype here (:func:`jaximp.kernels.log_loss`)."""
+        """Per-row loss terms (ib, k, n) of predictions (ib, o, n): :func:`target_terms`, or
+        (k = 1) the log loss of the true class or correctness. Probabilities are clipped by
+        float64's machine epsilon, scikit-learn's for its float64 probabilities, whatever
+        their dtype here (:func:`jaximp.kernels.log_loss`)."""
         columns = list(self.columns)
         p = preds if columns == list(range(preds.shape[1])) else preds[:, columns]  # (ib, k, n)
-        if self.name in ("poisson", "gamma"):
-            return deviance_terms(self.name, p, y.astype(p.dtype).T[None], xp)
         if self.name in TARGET_LOSSES:
-            residual = p - y.astype(p.dtype).T[None]  # (ib, k, n)
-            return residual * residual if self.name != "mae" else xp.abs(residual)
+            return target_terms(self.name, p, y.astype(p.dtype).T[None], xp)  # (ib, k, n)
         return self._class_terms(p, y, consts, xp)[:, None, :]
 
     def partial(self, preds, rows, valid, items, consts, xp):
@@ -411,8 +431,8 @@ class LossSums(Reducer):
 
     def finalize(self, total):
         mean = total / self.weight_sum
-        check_deviance(self.name, mean)
-        if self.name == "rmse":
+        check_prediction_range(self.name, mean)
+        if self.name in ("rmse", "rmsle"):
             return np.sqrt(mean)
         if self.name == "r2":
             return 1.0 - total / self.r2_total[None]

@@ -22,7 +22,7 @@ import pandas as pd
 from jaximp.kernels import _losses
 
 from ..data import select_outputs, user_stacklevel
-from ..engine import ROW_LOSSES, Itemwise, LossSums, check_deviance
+from ..engine import ROW_LOSSES, Itemwise, LossSums, check_prediction_range
 from ..models import (Predictor, predicts_class_labels, probability_classifier, probe_rows,
                       response_predictor)
 
@@ -32,8 +32,8 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
            "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
-LOSSES = ("mse", "rmse", "mae", "medae", "r2", "poisson", "gamma", "log_loss", "accuracy",
-          "auc")
+LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
+          "log_loss", "accuracy", "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -42,6 +42,9 @@ _REGRESSION = {
     "rmse": _losses.root_mean_squared_error,
     "mae": _losses.mean_absolute_error,
     "medae": _losses.median_absolute_error,
+    "mape": _losses.mean_absolute_percentage_error,
+    "msle": _losses.mean_squared_log_error,
+    "rmsle": _losses.root_mean_squared_log_error,
     "r2": _losses.r2_score,
     "poisson": _losses.mean_poisson_deviance,
     "gamma": _losses.mean_gamma_deviance,
@@ -59,6 +62,9 @@ SKLEARN_SCORING = {
     "neg_root_mean_squared_error": "rmse",
     "neg_mean_absolute_error": "mae",
     "neg_median_absolute_error": "medae",
+    "neg_mean_absolute_percentage_error": "mape",
+    "neg_mean_squared_log_error": "msle",
+    "neg_root_mean_squared_log_error": "rmsle",
     "neg_mean_poisson_deviance": "poisson",
     "neg_mean_gamma_deviance": "gamma",
     "neg_log_loss": "log_loss",
@@ -68,7 +74,8 @@ SKLEARN_SCORING = {
 
 
 #: R's names for the same losses: hstats' (``squared_error``...; its ``poisson`` and ``gamma``
-#: are jaximp's names) and yardstick's (vip's).
+#: are jaximp's names), yardstick's (vip's) and those of the Metrics package (iml's; its
+#: ``mse``, ``mae``, ``mape``, ``msle``, ``rmsle`` are jaximp's names).
 R_LOSS_NAMES = {
     "squared_error": "mse",
     "absolute_error": "mae",
@@ -77,6 +84,9 @@ R_LOSS_NAMES = {
     "classification_error": "accuracy",  # 1 - accuracy, as jaximp scores accuracy
     "rsq_trad": "r2",
     "mn_log_loss": "log_loss",
+    "logLoss": "log_loss",
+    "ce": "accuracy",  # the classification error, 1 - accuracy
+    "mdae": "medae",
 }
 
 
@@ -229,7 +239,7 @@ class LossSpec:
                 w = None if self.weights is None else jnp.asarray(self.weights, jnp.float64)
                 out = _regression_items(self.name, jnp.asarray(self.y, jnp.float64),
                                         jnp.asarray(preds, jnp.float64), w)
-            check_deviance(self.name, np.asarray(out))
+            check_prediction_range(self.name, np.asarray(out))
         elif self.task == "classification":
             with jax.enable_x64(True):  # sums in float64, as scikit-learn's AUC of float64
                 # scores: float32 sums differ by ~1e-7 and tie close float64 scores
@@ -548,7 +558,7 @@ def resolve_loss(
             )
         if loss == "r2":
             _check_varies(target, weights)
-        _check_deviance_targets(loss, target)
+        _check_target_range(loss, target)
         return LossSpec(loss, "regression", score, score, names, out_idx, target, weights)
     if y.ndim == 2:
         if y.shape[1] != 1:
@@ -578,17 +588,27 @@ def resolve_loss(
                     _class_codes(y, names), weights)
 
 
-def _check_deviance_targets(loss: str, target: np.ndarray) -> None:
-    """Poisson deviance scores counts or rates (y >= 0), gamma deviance positive amounts."""
-    if loss not in ("poisson", "gamma"):
+#: the targets a loss needs where not every number will do: (test of the bad ones, what it needs)
+_TARGET_RANGES = {
+    "poisson": (lambda y: y < 0, "non-negative targets (counts or rates)"),
+    "gamma": (lambda y: y <= 0, "positive targets"),
+    "msle": (lambda y: y <= -1, "targets above -1"),
+    "rmsle": (lambda y: y <= -1, "targets above -1"),
+}
+
+
+def _check_target_range(loss: str, target: np.ndarray) -> None:
+    """Poisson deviance scores counts or rates (y >= 0), gamma deviance positive amounts,
+    the log errors values above -1 (hstats and scikit-learn refuse other targets)."""
+    if loss not in _TARGET_RANGES:
         return
-    bad = ~np.isfinite(target) | ((target < 0) if loss == "poisson" else (target <= 0))
+    outside, need = _TARGET_RANGES[loss]
+    bad = outside(target)
     if bad.any():
         rows = np.flatnonzero(bad.any(axis=1))
-        need = "non-negative (counts or rates)" if loss == "poisson" else "positive"
         raise ValueError(
-            f"loss={loss!r} needs {need} finite targets; y has {rows.size} row(s) outside "
-            f"that (first at row {rows[0]}: {target[rows[0]].tolist()}). Use loss='mse', or "
+            f"loss={loss!r} needs {need}; y has {rows.size} row(s) outside that (first at row "
+            f"{rows[0]}: {target[rows[0]].tolist()}). Use loss='mse', or "
             + ("loss='poisson' for targets that may be 0." if loss == "gamma" else
                "drop those rows."))
 
@@ -645,5 +665,5 @@ def weighted_loss_metrics(reducer: LossSums, terms: np.ndarray, weights: np.ndar
         spread = np.einsum("mn,mnk->mk", weights, (y[None] - centre[:, None]) ** 2)
         return 1.0 - sums / spread[None]
     mean = sums / total
-    check_deviance(reducer.name, mean)
-    return np.sqrt(mean) if reducer.name == "rmse" else mean
+    check_prediction_range(reducer.name, mean)
+    return np.sqrt(mean) if reducer.name in ("rmse", "rmsle") else mean

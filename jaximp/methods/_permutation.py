@@ -150,9 +150,11 @@ def permutation_importance(
     loss : str, callable, or a list or dict of them, optional
         Default ``"mse"``, or ``"accuracy"`` for a scikit-learn classifier (scikit-learn's
         default score; for a regressor scikit-learn scores R^2, here ``loss="r2"``).
-        ``"mse"``, ``"rmse"``, ``"mae"``, ``"medae"`` (the median absolute error), ``"r2"``,
-        ``"poisson"``, ``"gamma"`` (regression, one value per model output; the last two mean
-        Poisson and gamma deviances of predicted means, for counts and for positive amounts),
+        ``"mse"``, ``"rmse"``, ``"mae"``, ``"medae"`` (the median absolute error), ``"mape"``
+        (the mean absolute percentage error, as a fraction), ``"msle"``, ``"rmsle"`` (the
+        mean squared logarithmic error and its root), ``"r2"``, ``"poisson"``, ``"gamma"``
+        (regression, one value per model output; the last two mean Poisson and gamma
+        deviances of predicted means, for counts and for positive amounts),
         ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
         value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
@@ -163,12 +165,14 @@ def permutation_importance(
         scikit-learn's scoring names for the same metrics are accepted
         (``"neg_mean_squared_error"``, ``"neg_root_mean_squared_error"``,
         ``"neg_mean_absolute_error"``, ``"neg_median_absolute_error"``,
-        ``"neg_mean_poisson_deviance"``,
+        ``"neg_mean_absolute_percentage_error"``, ``"neg_mean_squared_log_error"``,
+        ``"neg_root_mean_squared_log_error"``, ``"neg_mean_poisson_deviance"``,
         ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
         ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
         ``"absolute_error"``, ``"poisson"``, ``"gamma"``, ``"logloss"``, ``"mlogloss"``,
         ``"classification_error"``;
-        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``), and dalex's (``"mad"``, ``"1-auc"``),
+        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``; iml's ``"ce"``, ``"logLoss"``,
+        ``"mdae"``), and dalex's (``"mad"``, ``"1-auc"``),
         and give their importances: a
         scikit-learn classifier's accuracy scores the labels of its ``predict`` (a tuned
         threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its

@@ -42,7 +42,7 @@ from ..data import (
 )
 from ..engine import (
     Mean,
-    deviance_terms,
+    target_terms,
     at_values,
     evaluate,
     key_bits,
@@ -85,7 +85,7 @@ __all__ = [
 ]
 
 #: Losses SAGE accepts: means over rows of a per-row loss of the averaged prediction.
-SAGE_LOSSES = ("mse", "mae", "poisson", "gamma", "log_loss", "accuracy")
+SAGE_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "accuracy")
 #: ``estimator="exact"`` refuses more players than this (2^p coalitions per row).
 SAGE_EXACT_LIMIT = 12
 _ESTIMATORS = ("permutation", "exact")
@@ -258,10 +258,7 @@ def _row_loss(spec) -> Callable:
     columns = list(spec.out_idx)
 
     def regression(rows, preds):
-        if spec.name in ("poisson", "gamma"):
-            return deviance_terms(spec.name, preds[..., columns], spec.y[rows][:, None, :], np)
-        residual = preds[..., columns] - spec.y[rows][:, None, :]
-        return residual ** 2 if spec.name == "mse" else np.abs(residual)
+        return target_terms(spec.name, preds[..., columns], spec.y[rows][:, None, :], np)
 
     def soft(rows, preds):  # the cross entropy of the full model's probabilities
         proba, target = preds[..., columns], spec.y[rows][:, None, :]
@@ -344,8 +341,9 @@ def _resolve_sage_loss(loss, target: str):
     if not isinstance(name, str) or name not in SAGE_LOSSES:
         raise ValueError(
             f"SAGE needs a loss that is a mean over rows of a per-row loss, one of "
-            f"{SAGE_LOSSES} (or scikit-learn's names for them); got {loss!r:.60}. rmse, r2 "
-            "and auc do not decompose over rows: use 'mse' for the first two.")
+            f"{SAGE_LOSSES} (or scikit-learn's names for them); got {loss!r:.60}. rmse, "
+            "rmsle, medae, r2 and auc do not decompose over rows: use 'mse' for rmse and r2, "
+            "'msle' for rmsle, 'mae' for medae.")
     return name
 
 
@@ -402,13 +400,14 @@ def sage_importance(
         ``"accuracy"``); not given with ``target="output"``.
     background : array of shape (m, c), DataFrame or Dataset, optional
         Rows that stand in for absent features. Default: the rows of X.
-    loss : {"mse", "mae", "poisson", "gamma", "log_loss", "accuracy"}, optional
+    loss : {"mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "accuracy"}, optional
         A per-row loss of the averaged prediction (scikit-learn's and R's names for them are
-        accepted; ``"poisson"`` and ``"gamma"`` are unit deviances of a predicted mean). Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross
-        entropy"``) for a classifier scored against class labels. ``"accuracy"`` is scored
-        as the zero-one loss, so values are gains in accuracy. Log loss clips
-        probabilities to ``[1e-12, 1 - 1e-12]`` as the sage package. Losses that do not
-        average over rows (rmse, r2, auc, callables) are refused.
+        accepted; ``"poisson"`` and ``"gamma"`` are unit deviances of a predicted mean).
+        Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross entropy"``) for a
+        classifier scored against class labels. ``"accuracy"`` is scored as the zero-one
+        loss, so values are gains in accuracy. Log loss clips probabilities to
+        ``[1e-12, 1 - 1e-12]`` as the sage package. Losses that do not average over rows
+        (rmse, rmsle, medae, r2, auc, callables) are refused.
     target : {"y", "output"}, default "y"
         ``"output"``: Shapley effects, the game with the model's own output ``f(x)`` as the
         target and the squared error as the loss (the sage package's ``Y=None``); then
