@@ -132,7 +132,8 @@ def test_callable_loss_equals_named_loss(data):
 
 def test_errors_frame_plot_and_repr(data):
     X, y, _ = data
-    with pytest.raises(ValueError, match=r"loss must be one of \('mse', 'mae', 'log_loss'\)"):
+    with pytest.raises(ValueError, match=r"loss must be one of \('mse', 'mae', 'mape', 'msle', "
+                                         r"'poisson', 'gamma', 'log_loss'\)"):
         partial_importance(two_outputs, X, y, "x0", loss="r2")
     with pytest.raises(TypeError, match="individual must be True or False"):
         partial_importance(two_outputs, X, y, "x0", individual=1)
@@ -168,3 +169,35 @@ def test_grid_dict_without_the_feature_keeps_the_quantile_default(data):
     assert unique.grid_values == tuple(np.unique(X[:, 0]).tolist())
     named = partial_importance(two_outputs, X, y, "x1", grid={"x1": [-1.0, 0.5]})
     assert named.grid_values == (-1.0, 0.5)
+
+
+@pytest.mark.parametrize("loss", ["poisson", "gamma", "mape", "msle"])
+def test_deviance_and_relative_losses_equal_reference(loss):
+    """ICI curves and PI under the Poisson or gamma deviance (hstats' formulas), the absolute
+    percentage error or the squared log error, float64 NumPy written out, in both forms."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    coef = np.array([0.5, -0.2])
+    mean = np.exp(X @ coef)
+    y = rng.poisson(mean).astype(float) if loss in ("poisson", "msle") else rng.gamma(
+        2.0, mean / 2)
+
+    def row_loss(target, mu):
+        target = target.reshape(mu.shape)
+        if loss == "poisson":
+            safe = np.where(target > 0, target, 1.0)
+            return 2 * np.where(target > 0, target * np.log(safe / mu) - (target - mu), mu)
+        if loss == "gamma":
+            return -2 * (np.log(target / mu) - (target - mu) / mu)
+        if loss == "mape":
+            return np.abs(target - mu) / np.abs(target)
+        return (np.log1p(target) - np.log1p(mu)) ** 2
+
+    res = partial_importance(lambda A: jnp.exp(A @ jnp.asarray(coef, jnp.float32)), X, y,
+                             "x0", grid_resolution=6, loss=loss)
+    ici = ref_ici(lambda A: np.exp(A @ coef)[:, None], X, y[:, None], 0,
+                  np.asarray(res.grid_values), row_loss)
+    np.testing.assert_allclose(res.ici, ici, rtol=1e-4, atol=1e-5)
+    sums = partial_importance(lambda A: jnp.exp(A @ jnp.asarray(coef, jnp.float32)), X, y,
+                              "x0", grid_resolution=6, loss=loss, individual=False)
+    np.testing.assert_allclose(sums.pi, ici.mean(axis=0), rtol=1e-4, atol=1e-5)

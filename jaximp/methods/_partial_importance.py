@@ -32,6 +32,7 @@ from ..engine import (
     check_result_fits,
     evaluate,
     predict_rows,
+    target_terms,
 )
 from ..results import PartialImportanceDetails, new_figure
 from ._loss import canonical_loss, check_target, resolve_loss
@@ -41,7 +42,7 @@ from ._setup import prepare
 __all__ = ["PartialImportance", "partial_importance"]
 
 #: Losses that are a weighted mean of a per-row term.
-PER_ROW_LOSSES = ("mse", "mae", "log_loss")
+PER_ROW_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -161,9 +162,8 @@ def _row_losses(spec, name: str, fn: Callable | None, predictions: np.ndarray) -
         y = spec.y[:, 0] if spec.y.ndim == 2 and spec.y.shape[1] == 1 else spec.y
         out = np.stack([np.asarray(fn(y, item), np.float64) for item in per])
         return out.reshape(out.shape[0], out.shape[1], -1)
-    if name in ("mse", "mae"):
-        residual = p - spec.y[None]
-        return residual ** 2 if name == "mse" else np.abs(residual)
+    if name in PER_ROW_LOSSES[:-1]:
+        return target_terms(name, p, spec.y[None], np)
     if p.shape[-1] == 1:  # probability of class 1 of two
         p = np.concatenate([1 - p, p], axis=-1)
     proba = np.take_along_axis(p, spec.y[None, :, None].astype(np.int64), axis=-1)
@@ -244,9 +244,10 @@ def partial_importance(
         ``"quantile"``.
     grid_resolution : int, default 20
     percentiles : (float, float), default (0, 1)
-    loss : {"mse", "mae", "log_loss"} or callable, default "mse"
-        A loss that is a mean of per-row terms: squared or absolute error (one value per model
-        output), log loss (class probabilities; ``y`` class labels), or a callable
+    loss : {"mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss"} or callable
+        A loss that is a mean of per-row terms (default ``"mse"``): squared, absolute,
+        absolute percentage or squared log error, or a Poisson or gamma unit deviance (one
+        value per model output; see :func:`permutation_importance`), log loss (class probabilities; ``y`` class labels), or a callable
         ``loss(y, prediction) -> (n,) or (n, k)`` of per-row losses (NumPy arrays;
         ``prediction`` (n,) for one output, else (n, o)).
     individual : bool, default True
