@@ -3,6 +3,7 @@
 from ._losses import (
     accuracy_score,
     binary_roc_auc,
+    brier_score,
     log_loss,
     mean_absolute_error,
     mean_absolute_percentage_error,
@@ -37,6 +38,7 @@ from ._pd_stats import (
 __all__ = [
     "accuracy_score",
     "binary_roc_auc",
+    "brier_score",
     "log_loss",
     "mean_absolute_error",
     "mean_absolute_percentage_error",

@@ -26,6 +26,7 @@ from jaxtyping import Array, Float, Int, Real
 __all__ = [
     "accuracy_score",
     "binary_roc_auc",
+    "brier_score",
     "log_loss",
     "mean_absolute_error",
     "mean_absolute_percentage_error",
@@ -303,6 +304,36 @@ def log_loss(
     eps = float(np.finfo(np.float64).eps)
     picked = jnp.take_along_axis(columns, jnp.asarray(y, jnp.int32)[:, None], axis=1)[:, 0]
     return weighted_mean(-jnp.log(jnp.clip(picked, eps, 1.0 - eps)), weights)
+
+
+def brier_score(
+    y: Int[Array, "n"], proba: Float[Array, "n o"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Brier score ``mean_i sum_k (p_ik - [y_i = k])^2``, halved for two classes, as
+    :func:`sklearn.metrics.brier_score_loss` (its ``scale_by_half="auto"``): for a binary
+    problem the mean squared error of the probability of class 1.
+
+    Parameters
+    ----------
+    y : int array of shape (n,)
+        Class codes ``0 .. k-1``.
+    proba : float array of shape (n, o)
+        ``o = k`` class probabilities, or ``o = 1``: the probability of class 1 (binary).
+    weights : float array of shape (n,), optional
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(brier_score(jnp.array([1, 0]), jnp.array([[0.8], [0.4]])))
+    0.1
+    >>> print(round(float(brier_score(jnp.array([2]), jnp.array([[0.2, 0.3, 0.5]]))), 6))
+    0.38
+    """
+    _check_rows("brier_score", y, proba, weights)
+    columns = _as_columns(proba)
+    k = columns.shape[1]
+    gap = columns - jax.nn.one_hot(jnp.asarray(y, jnp.int32), k, dtype=columns.dtype)
+    return weighted_mean(jnp.sum(gap * gap, axis=1) * (0.5 if k == 2 else 1.0), weights)
 
 
 def accuracy_score(

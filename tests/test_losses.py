@@ -53,6 +53,22 @@ def test_regression_losses_match_float64_reference(weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+def test_brier_score_matches_sklearn_and_its_definition(weighted):
+    """scikit-learn's scale_by_half='auto': halved for two classes, a sum for more."""
+    w = W if weighted else None
+    wj = None if w is None else f32(w)
+    two = np.c_[1 - P_BIN, P_BIN]
+    expected = metrics.brier_score_loss(Y_BIN, P_BIN, sample_weight=w)
+    np.testing.assert_allclose(float(K.brier_score(Y_BIN, f32(P_BIN[:, None]), wj)), expected,
+                               rtol=1e-6)
+    np.testing.assert_allclose(float(K.brier_score(Y_BIN, f32(two), wj)), expected, rtol=1e-6)
+    multi = metrics.brier_score_loss(Y_MC, P_MC, sample_weight=w)
+    np.testing.assert_allclose(float(K.brier_score(Y_MC, f32(P_MC), wj)), multi, rtol=1e-6)
+    by_hand = np.average(((np.eye(3)[Y_MC] - P_MC) ** 2).sum(axis=1), weights=w)
+    np.testing.assert_allclose(multi, by_hand, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
 def test_percentage_and_log_errors_match_sklearn(weighted):
     w = W if weighted else None
     y = np.where(np.arange(N) % 50 == 0, 0.0, np.exp(Y_REG))  # zeros: scikit-learn's eps

@@ -493,8 +493,9 @@ def test_validation_messages(linear_data, ols, classification_data):
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
         (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'mape', 'msle', "
-                           "'rmsle', 'r2', 'poisson', 'gamma', 'log_loss', 'accuracy', 'auc') (or "
-                           "scikit-learn's scoring names ['neg_log_loss', "
+                           "'rmsle', 'r2', 'poisson', 'gamma', 'log_loss', 'brier', 'accuracy', "
+                           "'auc') (or scikit-learn's scoring names ['neg_brier_score', "
+                           "'neg_log_loss', "
                            "'neg_mean_absolute_error', 'neg_mean_absolute_percentage_error', "
                            "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "
                            "'neg_mean_squared_error', 'neg_mean_squared_log_error', "
@@ -1171,6 +1172,40 @@ def test_percentage_and_log_errors_match_sklearn_scorers(name):
                                    loss=name)
         with pytest.raises(ValueError, match=f"loss='{name}' needs predictions above -1"):
             permutation_importance(lambda Z: Z[:, 0] * 3, X, y, loss=name)
+
+
+def test_brier_score_matches_sklearns_scorer(classification_data):
+    """loss='brier' and scoring='neg_brier_score' equal scikit-learn's scorer on the same
+    permutations for two classes, three, and text labels, weighted; with n_bootstrap and a
+    JAX model too; a classifier of hard labels is refused."""
+    from sklearn.metrics import get_scorer
+    from sklearn.svm import LinearSVC
+
+    X, y = classification_data
+    w = np.random.default_rng(3).uniform(0.5, 2.0, size=len(y))
+    three = np.digitize(X[:, 0] + X[:, 1], [-0.7, 0.7])
+    for target in (y, three, np.array(["a", "b", "c"])[three]):
+        model = LogisticRegression().fit(X, target)
+        theirs = permutation_importance(model, X, target, scoring=get_scorer(
+            "neg_brier_score"), n_repeats=3, sample_weight=w)
+        for options in ({"loss": "brier"}, {"scoring": "neg_brier_score", "n_bootstrap": 3}):
+            ours = permutation_importance(model, X, target, n_repeats=3, sample_weight=w,
+                                          **options)
+            np.testing.assert_allclose(ours.importances_mean, theirs.importances_mean,
+                                       rtol=1e-9, atol=1e-12)
+    # a JAX model's two probability columns: (y - p1)^2 written out over the permutations
+    got = permutation_importance(logistic, X, y, loss="brier", n_repeats=2, random_state=4)
+    perms = _engine_permutations(3, 2, len(X), 4)
+    p1 = lambda Z: 1 / (1 + np.exp(-(Z @ np.array([2.0, -1.0, 0.0]))))
+    base = np.mean((y - p1(X)) ** 2)
+    for j in range(3):
+        for r in range(2):
+            Z = X.copy()
+            Z[:, j] = X[perms[j, r], j]
+            assert got.importances[j, 0, r] == pytest.approx(np.mean((y - p1(Z)) ** 2) - base,
+                                                             rel=1e-5, abs=1e-7)
+    with pytest.raises(ValueError, match="'neg_brier_score' needs predict_proba too"):
+        permutation_importance(LinearSVC().fit(X, y), X, y, loss="brier")
 
 
 def test_iml_loss_names_are_the_same_losses(linear_data, ols, classification_data):

@@ -268,6 +268,10 @@ def test_classification_losses_against_the_game():
                                loss="accuracy")
     ref, _ = reference_sage(f_np, X, labels, B, players, zero_one_rows)
     np.testing.assert_allclose(accuracy.importances_mean, ref, atol=1e-9)
+    brier = sage_importance(f_jax, X, labels, background=B, estimator="exact", loss="brier")
+    ref, _ = reference_sage(f_np, X, labels, B, players, lambda codes, proba: (
+        (np.eye(3)[codes] - proba) ** 2).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(brier.importances_mean, ref, rtol=1e-4, atol=1e-6)
 
 
 def test_a_probability_column_of_a_binary_classifier():

@@ -16,6 +16,7 @@ from ._plans import (Plan, at_coded_values, at_data_rows, at_drawn_rows, at_perm
                      at_values)
 from ._precision import PrecisionWarning, check_collapse, check_collapse_columns
 from ._reducers import (
+    CLASS_LOSSES,
     ROW_LOSSES,
     TARGET_LOSSES,
     FoldedMean,
@@ -33,6 +34,7 @@ from ._reducers import (
 from ._rng import key_bits, rng_stream, sample_rows, splitmix64
 
 __all__ = [
+    "CLASS_LOSSES",
     "FoldedMean",
     "GroupedMean",
     "Itemwise",

@@ -24,8 +24,8 @@ import numpy as np
 from ._plans import freeze_arrays
 
 __all__ = ["Reducer", "Mean", "FoldedMean", "Keep", "LossSums", "Spread", "GroupedMean",
-           "Itemwise", "Stacked", "ROW_LOSSES", "TARGET_LOSSES", "check_prediction_range",
-           "target_terms"]
+           "Itemwise", "Stacked", "ROW_LOSSES", "TARGET_LOSSES", "CLASS_LOSSES",
+           "check_prediction_range", "target_terms"]
 
 _HIGHEST = "highest"
 
@@ -302,10 +302,11 @@ class GroupedMean(Reducer):
 
 
 # Losses that are weighted means of a per-row term, and how the mean becomes the metric.
-ROW_LOSSES = ("mse", "rmse", "mae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
-              "log_loss", "accuracy")
-# those of them that score numeric targets, one metric per scored output
-TARGET_LOSSES = ROW_LOSSES[:-2]
+# Those that score numeric targets, one metric per scored output, and those that score class
+# labels (class codes) against class probabilities, one metric.
+TARGET_LOSSES = ("mse", "rmse", "mae", "mape", "msle", "rmsle", "r2", "poisson", "gamma")
+CLASS_LOSSES = ("log_loss", "brier", "accuracy")
+ROW_LOSSES = TARGET_LOSSES + CLASS_LOSSES
 # the predictions each needs, where some are refused: the loss is infinite or undefined there
 _PREDICTION_RANGES = {
     "poisson": "non-negative predicted means (positive where y > 0)",
@@ -358,10 +359,10 @@ class LossSums(Reducer):
     """A decomposable loss against targets, accumulated as weighted sums over rows.
 
     ``name`` in :data:`ROW_LOSSES`. Regression (:data:`TARGET_LOSSES`): ``y`` (n, k) values
-    scored against the model's outputs ``columns`` (k of them), one metric per column. Classification (``log_loss``,
-    ``accuracy``): ``y`` (n,) class codes; the outputs ``columns`` are class probabilities (one
-    column: the probability of class 1 of two), or, with ``labels`` given, one column of class
-    labels that are mapped to codes. Result (b, k): the metric (a loss, or R^2 as a score).
+    scored against the model's outputs ``columns`` (k of them), one metric per column.
+    Classification (:data:`CLASS_LOSSES`): ``y`` (n,) class codes; the outputs ``columns``
+    are class probabilities (one column: the probability of class 1 of two), or, with
+    ``labels`` given, one column of class labels that are mapped to codes. Result (b, k): the metric (a loss, or R^2 as a score).
     """
 
     name: str
@@ -372,7 +373,7 @@ class LossSums(Reducer):
     r2_total: np.ndarray | None = None  # weighted sum of squares of y about its mean, (k,)
 
     def row_arrays(self):
-        if self.name in ("log_loss", "accuracy"):
+        if self.name in CLASS_LOSSES:
             y = self.y.astype(np.int32)  # (n,) class codes
         else:
             y = self.y.astype(np.float64).reshape(self.y.shape[0], -1)  # (n, k) values
@@ -389,7 +390,9 @@ class LossSums(Reducer):
 
     def row_terms(self, preds, y, consts, xp):
         """Per-row loss terms (ib, k, n) of predictions (ib, o, n): :func:`target_terms`, or
-        (k = 1) the log loss of the true class or correctness. Probabilities are clipped by
+        (k = 1) the log loss of the true class, the Brier score (the squared distance of the
+        probabilities from the true class's indicators, halved for two classes, as
+        scikit-learn's) or correctness. Probabilities are clipped by
         float64's machine epsilon, scikit-learn's for its float64 probabilities, whatever
         their dtype here (:func:`jaximp.kernels.log_loss`)."""
         columns = list(self.columns)
@@ -407,7 +410,8 @@ class LossSums(Reducer):
         return _einsum(xp, "bkn,bkn->bk", terms, xp.broadcast_to(w, terms.shape))
 
     def _class_terms(self, p, y, consts, xp):
-        """Per-row log loss or correctness, (ib, n), of class probabilities p (ib, k, n)."""
+        """Per-row log loss, Brier score or correctness, (ib, n), of class probabilities p
+        (ib, k, n)."""
         if "labels" in consts:  # one column of labels: their codes, -1 when not a class
             labels = consts["labels"].astype(p.dtype)
             hits = p[:, :1, :] == labels[None, :, None]  # (ib, classes, n)
@@ -420,6 +424,10 @@ class LossSums(Reducer):
                 p = xp.concatenate([1 - p, p], axis=1)
             if self.name == "accuracy":
                 return (xp.argmax(p, axis=1) == y[None]).astype(p.dtype)
+            if self.name == "brier":
+                k = p.shape[1]
+                gap = p - (xp.arange(k)[None, :, None] == y[None, None, :]).astype(p.dtype)
+                return (gap * gap).sum(axis=1) * (0.5 if k == 2 else 1.0)
             index = xp.broadcast_to(y[None, None, :], (p.shape[0], 1, p.shape[2]))
             proba = xp.take_along_axis(p, index.astype(xp.int32), axis=1)[:, 0]
         eps = float(np.finfo(np.float64).eps)

@@ -85,7 +85,8 @@ SAMPLERS = ("gaussian", "knockoff", "residual", "strata")
 TEST_METHODS = ("t", "wilcoxon", "fisher")
 STRATA = ("auto", "quantiles", "splits")
 # the losses whose per-row terms a test can compare
-_PER_ROW_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "accuracy")
+_PER_ROW_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "brier",
+                   "accuracy")
 _TEST_NAMES = {"t": "t-test", "wilcoxon": "Wilcoxon signed-rank", "fisher": "Fisher sign-flip"}
 _STREAM = 0x5A17  # rng stream tag of the host-side draws (knockoff noise, strata)
 
@@ -192,7 +193,7 @@ categorical, groups, variables, memory_budget, progress
         ``d_i`` = the row's loss with ``x_j`` replaced (mean over repeats) minus its loss on
         the intact data (``1 - correct`` for ``"accuracy"``); H0: ``E[d] <= 0``. Needs a loss
         that is a mean over rows: ``"mse"``, ``"mae"``, ``"mape"``, ``"msle"``, ``"poisson"``,
-        ``"gamma"``, ``"log_loss"`` or ``"accuracy"``.
+        ``"gamma"``, ``"log_loss"``, ``"brier"`` or ``"accuracy"``.
     test_method : {"t", "wilcoxon", "fisher"}, default "t"
         One-sided paired t-test of ``d`` (statistic ``mean / (sd / sqrt(n))``, ``ci_low`` the
         one-sided lower confidence bound, as R's ``t.test(d, alternative="greater")``);

@@ -33,7 +33,7 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
-          "log_loss", "accuracy", "auc")
+          "log_loss", "brier", "accuracy", "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -51,6 +51,7 @@ _REGRESSION = {
 }
 _CLASSIFICATION = {
     "log_loss": _losses.log_loss,
+    "brier": _losses.brier_score,
     "accuracy": _losses.accuracy_score,
     "auc": _losses.roc_auc_score,
 }
@@ -68,6 +69,7 @@ SKLEARN_SCORING = {
     "neg_mean_poisson_deviance": "poisson",
     "neg_mean_gamma_deviance": "gamma",
     "neg_log_loss": "log_loss",
+    "neg_brier_score": "brier",
     "roc_auc": "auc",
     "roc_auc_ovr": "auc",
 }
@@ -627,14 +629,15 @@ def _check_varies(target: np.ndarray, weights: np.ndarray | None) -> None:
 
 
 def _refuse_hard_labels(loss: str) -> None:
-    """Log loss and AUC of hard class labels are not scikit-learn's (its 'neg_log_loss' needs
-    ``predict_proba``, its 'roc_auc' ``decision_function`` or ``predict_proba``): refused,
-    not scored silently otherwise."""
-    if loss == "log_loss":
+    """Log loss, Brier score and AUC of hard class labels are not scikit-learn's (its
+    'neg_log_loss' and 'neg_brier_score' need ``predict_proba``, its 'roc_auc'
+    ``decision_function`` or ``predict_proba``): refused, not scored silently otherwise."""
+    if loss in ("log_loss", "brier"):
+        scoring = "neg_log_loss" if loss == "log_loss" else "neg_brier_score"
         raise ValueError(
-            "loss='log_loss' needs class probabilities, but the model's outputs are hard class "
+            f"loss={loss!r} needs class probabilities, but the model's outputs are hard class "
             "labels (a classifier without predict_proba is scored by its predict); "
-            "scikit-learn's 'neg_log_loss' needs predict_proba too. Use loss='accuracy' or a "
+            f"scikit-learn's {scoring!r} needs predict_proba too. Use loss='accuracy' or a "
             "model with predict_proba.")
     if loss == "auc":
         raise ValueError(

@@ -155,7 +155,8 @@ def permutation_importance(
         mean squared logarithmic error and its root), ``"r2"``, ``"poisson"``, ``"gamma"``
         (regression, one value per model output; the last two mean Poisson and gamma
         deviances of predicted means, for counts and for positive amounts),
-        ``"log_loss"``, ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
+        ``"log_loss"``, ``"brier"`` (the Brier score, halved for two classes as
+        scikit-learn's), ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
         value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
         gets the weights by it. ``prediction`` is (n,) for one output, else (n, o). A callable that
@@ -167,7 +168,8 @@ def permutation_importance(
         ``"neg_mean_absolute_error"``, ``"neg_median_absolute_error"``,
         ``"neg_mean_absolute_percentage_error"``, ``"neg_mean_squared_log_error"``,
         ``"neg_root_mean_squared_log_error"``, ``"neg_mean_poisson_deviance"``,
-        ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"roc_auc"``, ``"roc_auc_ovr"``,
+        ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"neg_brier_score"``,
+        ``"roc_auc"``, ``"roc_auc_ovr"``,
         ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
         ``"absolute_error"``, ``"poisson"``, ``"gamma"``, ``"logloss"``, ``"mlogloss"``,
         ``"classification_error"``;

@@ -85,7 +85,8 @@ __all__ = [
 ]
 
 #: Losses SAGE accepts: means over rows of a per-row loss of the averaged prediction.
-SAGE_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "accuracy")
+SAGE_LOSSES = ("mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "brier",
+               "accuracy")
 #: ``estimator="exact"`` refuses more players than this (2^p coalitions per row).
 SAGE_EXACT_LIMIT = 12
 _ESTIMATORS = ("permutation", "exact")
@@ -275,6 +276,10 @@ def _row_loss(spec) -> Callable:
         if spec.name == "accuracy":  # the zero-one loss: 1 - accuracy
             wrong = np.argmax(proba, axis=-1)[..., None] != codes
             return wrong.astype(np.float64)
+        if spec.name == "brier":  # halved for two classes, as scikit-learn's
+            k = proba.shape[-1]
+            gap = proba - (np.arange(k) == codes)
+            return (gap * gap).sum(axis=-1, keepdims=True) * (0.5 if k == 2 else 1.0)
         picked = np.take_along_axis(proba, np.broadcast_to(codes, proba.shape[:-1] + (1,)),
                                     axis=-1)
         return -np.log(np.clip(picked, _EPS, 1 - _EPS))
@@ -395,12 +400,11 @@ def sage_importance(
     X : array of shape (n, c) or DataFrame
         The rows the loss is measured on (typically held-out data).
     y : array of shape (n,) or (n, o), optional
-        Targets (numbers for ``"mse"``/``"mae"``/``"poisson"``/``"gamma"``, class labels for
-        ``"log_loss"``/
-        ``"accuracy"``); not given with ``target="output"``.
+        Targets (numbers for the regression losses, class labels for ``"log_loss"``,
+        ``"brier"`` and ``"accuracy"``); not given with ``target="output"``.
     background : array of shape (m, c), DataFrame or Dataset, optional
         Rows that stand in for absent features. Default: the rows of X.
-    loss : {"mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "accuracy"}, optional
+    loss : {"mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss", "brier", "accuracy"}
         A per-row loss of the averaged prediction (scikit-learn's and R's names for them are
         accepted; ``"poisson"`` and ``"gamma"`` are unit deviances of a predicted mean).
         Default ``"mse"``, or ``"log_loss"`` (the sage package's ``"cross entropy"``) for a
@@ -534,9 +538,10 @@ def sage_importance(
         if loss_name is None:
             loss_name = "log_loss" if class_labels(predictor, target_values) else "mse"
         spec = resolve_loss(loss_name, target_values, predictor, output, dataset.weights)
-    if response == "logits" and loss_name not in ("log_loss", "accuracy"):
+    if response == "logits" and loss_name not in ("log_loss", "brier", "accuracy"):
         raise ValueError(f"response='logits' turns a classifier's logits into probabilities "
-                         f"for the losses 'log_loss' and 'accuracy'; got loss={loss_name!r}.")
+                         f"for the losses 'log_loss', 'brier' and 'accuracy'; got "
+                         f"loss={loss_name!r}.")
     bg = dataset if background is None else background_dataset(
         background, dataset, None, categorical, groups, predictor=predictor)
     if response == "logits":
