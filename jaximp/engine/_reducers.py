@@ -362,7 +362,8 @@ class LossSums(Reducer):
     scored against the model's outputs ``columns`` (k of them), one metric per column.
     Classification (:data:`CLASS_LOSSES`): ``y`` (n,) class codes; the outputs ``columns``
     are class probabilities (one column: the probability of class 1 of two), or, with
-    ``labels`` given, one column of class labels that are mapped to codes. Result (b, k): the metric (a loss, or R^2 as a score).
+    ``labels`` given, one column of class labels that are mapped to codes. Result (b, k): the
+    metric (a loss, or R^2 as a score).
     """
 
     name: str
