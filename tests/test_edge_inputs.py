@@ -540,8 +540,10 @@ def test_y_whose_index_follows_another_order_than_xs_warns():
         assert caught[0].filename == __file__  # the user's line
         with warnings.catch_warnings():
             warnings.simplefilter("error")
+            renumbered = shuffled.reset_index(drop=True)  # y.loc[shuffled.index] lines up
+            mixed = pd.Series(Y, index=pd.Index([1, "a"] + list(range(2, 60)), dtype=object))
             for X_, y_ in [(shuffled, y.loc[shuffled.index]), (shuffled, Y[shuffled.index]),
-                           (shuffled.reset_index(drop=True), y), (frame, y)]:
+                           (renumbered, y.loc[shuffled.index]), (frame, y), (frame, mixed)]:
                 call(X_, y_)
     aligned = jaximp.permutation_importance(linear, shuffled, y.loc[shuffled.index])
     by_hand = jaximp.permutation_importance(linear, shuffled.to_numpy(),

@@ -509,7 +509,7 @@ def test_a_piecewise_constant_model_warns_that_every_gradient_is_zero(method):
     X = np.random.default_rng(0).normal(size=(6, 2)).astype(np.float32)
     call = getattr(jaximp, method)
     for model in (lambda A: (A[:, 0] > 0).astype(jnp.int32), lambda A: jnp.round(3 * A[:, 0])):
-        with pytest.warns(RuntimeWarning, match=f"{method}: every gradient is exactly 0 "
+        with pytest.warns(RuntimeWarning, match=f"{method}: every attribution is exactly 0 "
                                                 "while the predictions vary") as caught:
             result = call(model, X)
         assert not result.values.any()
@@ -517,4 +517,7 @@ def test_a_piecewise_constant_model_warns_that_every_gradient_is_zero(method):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not call(lambda A: 0 * A[:, 0] + 1, X).values.any()
+        if method == "integrated_gradients":  # baselines at the rows: 0 is right
+            assert not call(lambda A: jnp.sin(A[:, 0]), X, baselines=X,
+                            paired_baselines=True).values.any()
         assert call(lambda A: A[:, 0] ** 2, X).values.any()

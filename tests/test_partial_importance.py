@@ -201,3 +201,9 @@ def test_deviance_and_relative_losses_equal_reference(loss):
     sums = partial_importance(lambda A: jnp.exp(A @ jnp.asarray(coef, jnp.float32)), X, y,
                               "x0", grid_resolution=6, loss=loss, individual=False)
     np.testing.assert_allclose(sums.pi, ici.mean(axis=0), rtol=1e-4, atol=1e-5)
+    if loss != "mape":  # a mean out of the loss's range is refused by name in both forms
+        for individual in (True, False):
+            with pytest.raises(ValueError, match=f"loss='{loss}' needs .* but the model "
+                                                 "predicted a value outside that"):
+                partial_importance(lambda A: A[:, 0] - 1.5, X, y, "x0", loss=loss,
+                                   individual=individual)

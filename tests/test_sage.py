@@ -247,6 +247,11 @@ def test_deviance_and_relative_losses_against_the_game(name):
     ref, _ = reference_sage(lambda A: np.exp(A @ coef), X, y, B, [[0], [1], [2]],
                             deviance_rows)
     np.testing.assert_allclose(result.importances_mean, ref, rtol=1e-4, atol=1e-6)
+    if name != "mape":  # a mean out of the loss's range is refused by name, not NaN
+        with pytest.raises(ValueError, match=f"loss='{name}' needs .* but the model "
+                                             "predicted a value outside that"):
+            sage_importance(lambda A: A[:, 0] - 1.5, X, y, background=B, estimator="exact",
+                            loss=name)
 
 
 def test_classification_losses_against_the_game():

@@ -21,6 +21,8 @@ from typing import Callable
 import jax
 import numpy as np
 
+from jaximp.kernels import gamma_unit_deviance, poisson_unit_deviance, squared_log_error
+
 from ._plans import freeze_arrays
 
 __all__ = ["Reducer", "Mean", "FoldedMean", "Keep", "LossSums", "Spread", "GroupedMean",
@@ -321,18 +323,15 @@ def target_terms(name: str, prediction, y, xp):
     ``y`` (broadcast): squared residuals (``"mse"``, ``"rmse"``, ``"r2"``), absolute ones,
     absolute ones relative to ``max(|y|, eps)`` (``"mape"``, scikit-learn's), squared
     residuals of ``log(1 + .)`` (``"msle"``, ``"rmsle"``), or the unit deviances of predicted
-    means: Poisson ``2 (y log(y / f) - y + f)`` (``2 f`` where ``y = 0``) and gamma
-    ``2 (log(f / y) + y / f - 1)``. NaN where a prediction is outside the loss's range
-    (:data:`_PREDICTION_RANGES`), so that the metric is NaN, not a number of no meaning."""
+    means (:func:`jaximp.kernels.poisson_unit_deviance`, ``gamma_unit_deviance``). NaN where
+    a prediction is outside the loss's range (:data:`_PREDICTION_RANGES`), so that the
+    metric is NaN, not a number of no meaning."""
     if name == "poisson":
-        y_log = xp.where(y > 0, y * xp.log(xp.where(y > 0, y, 1) / prediction), 0)
-        return xp.where(prediction < 0, xp.nan, 2 * (y_log - y + prediction))
+        return poisson_unit_deviance(y, prediction, xp)
     if name == "gamma":
-        return xp.where(prediction > 0, 2 * (xp.log(prediction / y) + y / prediction - 1),
-                        xp.nan)
+        return gamma_unit_deviance(y, prediction, xp)
     if name in ("msle", "rmsle"):
-        gap = xp.log1p(xp.where(prediction > -1, prediction, xp.nan)) - xp.log1p(y)
-        return gap * gap
+        return squared_log_error(y, prediction, xp)
     residual = prediction - y
     if name == "mae":
         return xp.abs(residual)

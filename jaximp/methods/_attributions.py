@@ -228,13 +228,17 @@ def build_attributions(raw, dataset, predictor, out_idx, method, info, *, with_b
     info = dict(info)
     if with_baseline:
         info["completeness_gap"] = completeness_gap(values, predictions, baseline)
-    if not values.any() and np.ptp(predictions, axis=0).any():
+    # all zero where the predictions vary (and, with baselines, differ from theirs, which
+    # completeness asks the attributions to add up to): gradients that are 0 everywhere
+    moved = np.ptp(predictions, axis=0).any() and (
+        baseline is None or bool(np.any(predictions != baseline)))
+    if not values.any() and moved:
         warnings.warn(
-            f"{method}: every gradient is exactly 0 while the predictions vary over the rows: "
-            "the model is piecewise constant in its inputs (integer or boolean outputs, "
-            "rounding, thresholds, an arg max), where gradients cannot see its effects. "
-            "Differentiate its scores or probabilities instead, or use jaximp.shapley_values "
-            "or jaximp.permutation_importance, which replace values.",
+            f"{method}: every attribution is exactly 0 while the predictions vary over the "
+            "rows: the model is likely piecewise constant in its inputs (integer or boolean "
+            "outputs, rounding, thresholds, an arg max), where gradients are 0 and cannot see "
+            "its effects. Differentiate its scores or probabilities instead, or use "
+            "jaximp.shapley_values or jaximp.permutation_importance, which replace values.",
             RuntimeWarning, stacklevel=user_stacklevel())
     return make_attributions(values, predictions, dataset, predictor, out_idx, method, info,
                              per_row=per_row, baseline_values=baseline)

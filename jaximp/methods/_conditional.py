@@ -224,7 +224,8 @@ categorical, groups, variables, memory_budget, progress
         Row-bootstrap replicates of the importance (``>= 2``), from the per-row losses of the
         same evaluations (no further model calls): then ``importances`` holds the replicates,
         ``importances_std`` is the bootstrap standard error and ``intervals()`` percentile
-        intervals. Needs a loss that sums over rows (any built-in loss but ``"auc"``).
+        intervals. Needs a loss that sums over rows (any built-in loss but ``"auc"`` and
+        ``"medae"``).
     confidence : float, default 0.95
         Level of the test's one-sided lower bound ``ci_low``.
     n_flips : int, default 1999

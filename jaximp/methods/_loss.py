@@ -195,14 +195,18 @@ def check_target(y, n: int, source=None) -> np.ndarray:
 
 
 def _warn_misaligned(y, source) -> None:
-    """Same row labels in another order: y was almost surely taken before X was sorted or
-    shuffled, and reading it by position would pair rows with other rows' targets."""
+    """X's row labels, not 0..n-1 in order, held by y in another order: y was almost surely
+    taken before X was sorted or shuffled, and reading it by position would pair rows with
+    other rows' targets. (X labelled 0..n-1 in order was most likely renumbered after y was
+    lined up with it, as by a transformer returning a new frame: no warning.)"""
     y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
     if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
         return
-    if len(y_index) != len(X_index) or y_index.equals(X_index) or not y_index.is_unique:
+    if len(y_index) != len(X_index) or y_index.equals(X_index):
         return
-    if X_index.is_unique and y_index.sort_values().equals(X_index.sort_values()):
+    if X_index.equals(pd.RangeIndex(len(X_index))):
+        return
+    if X_index.is_unique and y_index.is_unique and y_index.isin(X_index).all():
         warnings.warn(
             "y's index holds the same labels as X's in another order; y is read by position "
             "(as scikit-learn reads it), which pairs rows of X with other rows' targets. "

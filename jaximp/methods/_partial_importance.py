@@ -29,6 +29,7 @@ from ..engine import (
     Itemwise,
     LossSums,
     at_values,
+    check_prediction_range,
     check_result_fits,
     evaluate,
     predict_rows,
@@ -163,7 +164,10 @@ def _row_losses(spec, name: str, fn: Callable | None, predictions: np.ndarray) -
         out = np.stack([np.asarray(fn(y, item), np.float64) for item in per])
         return out.reshape(out.shape[0], out.shape[1], -1)
     if name in PER_ROW_LOSSES[:-1]:
-        return target_terms(name, p, spec.y[None], np)
+        with np.errstate(invalid="ignore", divide="ignore"):  # refused below, by name
+            terms = target_terms(name, p, spec.y[None], np)
+        check_prediction_range(name, terms)
+        return terms
     if p.shape[-1] == 1:  # probability of class 1 of two
         p = np.concatenate([1 - p, p], axis=-1)
     proba = np.take_along_axis(p, spec.y[None, :, None].astype(np.int64), axis=-1)

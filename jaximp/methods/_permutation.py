@@ -593,17 +593,25 @@ def _sklearn_scorers(scoring, model):
     Other ``scoring`` unchanged."""
     if scoring is None or callable(scoring):
         return scoring
-    names = _scoring_names(scoring)
-    if all(not isinstance(name, str) or name in SKLEARN_SCORING or name in LOSSES
-           for name in names):
+    names = [name for name in _scoring_names(scoring) if isinstance(name, str)]
+    if all(name in SKLEARN_SCORING or name in LOSSES for name in names):
         return scoring
     try:
         from sklearn.metrics import get_scorer, get_scorer_names
         _estimator(model)
     except (ImportError, TypeError):
         return scoring  # refused below, with the fix
-    if not all(callable(name) or name in get_scorer_names() for name in names):
-        return scoring
+    known = get_scorer_names()
+    if not all(name in known or name in SKLEARN_SCORING or name in LOSSES for name in names):
+        return scoring  # a name nobody knows: refused below
+    jaximp_names = [name for name in names if name not in known]
+    if jaximp_names:
+        raise ValueError(
+            f"scoring mixes names only scikit-learn's scorers know "
+            f"{[name for name in names if name not in SKLEARN_SCORING and name not in LOSSES]}"
+            f" (called on the host) with jaximp's loss names {jaximp_names}, which those "
+            "scorers cannot run. Give every loss by its scikit-learn scoring name (e.g. "
+            "'neg_log_loss' for 'log_loss').")
     if isinstance(scoring, str):
         return get_scorer(scoring)
     return {name: get_scorer(name) for name in names} if isinstance(scoring, (list, tuple)) \

@@ -42,6 +42,7 @@ from ..data import (
 )
 from ..engine import (
     Mean,
+    check_prediction_range,
     target_terms,
     at_values,
     evaluate,
@@ -259,7 +260,10 @@ def _row_loss(spec) -> Callable:
     columns = list(spec.out_idx)
 
     def regression(rows, preds):
-        return target_terms(spec.name, preds[..., columns], spec.y[rows][:, None, :], np)
+        with np.errstate(invalid="ignore", divide="ignore"):  # refused below, by name
+            terms = target_terms(spec.name, preds[..., columns], spec.y[rows][:, None, :], np)
+        check_prediction_range(spec.name, terms)
+        return terms
 
     def soft(rows, preds):  # the cross entropy of the full model's probabilities
         proba, target = preds[..., columns], spec.y[rows][:, None, :]
