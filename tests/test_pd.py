@@ -246,3 +246,55 @@ def test_a_huge_joint_grid_is_refused_with_the_fix():
     g0, g1 = (np.asarray(g) for g in joint.grid_values)
     expected = g0[:, None] + g1[None, :] + X[:, 2:].sum(axis=1).mean()  # additive model
     np.testing.assert_allclose(joint.average[..., 0], expected, rtol=1e-5)
+
+
+def test_pd_by_group_of_rows_equals_a_float64_loop_per_group():
+    """by= (hstats' BY, dalex's groups): a numeric grouping cut at its type-1 quantiles into
+    right-closed intervals (pandas' cut as the reference), a categorical one by its
+    categories; each group's PD is the weighted mean of its own rows' curves on the grid of
+    all rows, in one pass, centred per group; the Explainer gives the same."""
+    rng = np.random.default_rng(4)
+    n = 90
+    X = rng.normal(size=(n, 3))
+    w = rng.uniform(0.5, 2.0, size=n)
+    coef = np.array([1.0, -0.5, 0.25], np.float32)
+    f = lambda A: A[:, 0] * A[:, 1] + jnp.sin(A[:, 2]) + A @ jnp.asarray(coef)  # noqa: E731
+    f64 = lambda A: A[:, 0] * A[:, 1] + np.sin(A[:, 2]) + A @ coef.astype(float)  # noqa: E731
+    breaks = np.unique(np.quantile(X[:, 1], np.linspace(0, 1, 5), method="inverted_cdf"))
+    codes = pd.cut(X[:, 1], breaks, include_lowest=True).codes
+    levels = pd.Categorical(rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi"])
+    for by, group_codes, names in [("x1", codes, None), (levels, levels.codes, ["lo", "mid",
+                                                                              "hi"])]:
+        for kind, centered in [("average", False), ("average", True), ("both", True)]:
+            got = jaximp.partial_dependence(f, X, "x0", by=by, kind=kind, centered=centered,
+                                            grid_resolution=6, sample_weight=w)
+            assert len(got) == len(np.unique(group_codes))
+            if names is not None:
+                assert list(got) == names
+            else:
+                assert [label.right for label in got] == list(breaks[1:])
+            for k, result in enumerate(got.values()):
+                rows = group_codes == k
+                curve = []
+                for z in result.grid_values[0]:
+                    Z = X[rows].copy()
+                    Z[:, 0] = z
+                    curve.append(np.average(f64(Z), weights=w[rows]))
+                curve = np.asarray(curve) - (curve[0] if centered else 0.0)
+                np.testing.assert_allclose(result.average[:, 0], curve, rtol=1e-5, atol=1e-5)
+                if kind == "both":
+                    assert result.individual.shape == (rows.sum(), 6, 1)
+    plain = jaximp.partial_dependence(f, X, "x0", by="x1", grid_resolution=6, sample_weight=w)
+    bound = jaximp.Explainer(f, X, sample_weight=w).partial_dependence("x0", by="x1",
+                                                                       grid_resolution=6)
+    assert list(bound) == list(plain)
+    for label, result in plain.items():
+        np.testing.assert_allclose(bound[label].average, result.average, rtol=1e-6)
+    with pytest.raises(ValueError, match="by= averages the ICE curves .* method='brute'"):
+        jaximp.partial_dependence(f, X, "x0", by="x1", method="recursion")
+    with pytest.raises(ValueError, match="by has 1 missing values"):
+        jaximp.partial_dependence(f, X, "x0", by=np.r_[np.nan, np.ones(n - 1)])
+    with pytest.raises(ValueError, match="by='z' names no column of X"):
+        jaximp.partial_dependence(f, X, "x0", by="z")
+    with pytest.raises(ValueError, match=r"one value per row \(90\)"):
+        jaximp.partial_dependence(f, X, "x0", by=np.ones(5))

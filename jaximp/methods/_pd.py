@@ -30,6 +30,7 @@ from ..data import (
 from ..engine import Keep, Mean, at_values, check_collapse, evaluate
 from ..models import Predictor
 from ._setup import cached_stage, prepare, warm_call, warm_function, weightings_digest
+from ._row_groups import row_groups
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
            "partial_dependence_all", "grid_option"]
@@ -490,7 +491,9 @@ def partial_dependence(
     progress: bool | None = None,
     method: Literal["brute", "recursion", "auto"] = "brute",
     derivative: bool = False,
-) -> PartialDependence:
+    by=None,
+    by_size: int = 4,
+) -> PartialDependence | dict:
     """Partial dependence and ICE curves of a model on one feature or a set of features.
 
     ``PD_S(z) = mean_i f(z, x_iC)``: the model's mean prediction when the columns of S are set
@@ -564,10 +567,20 @@ def partial_dependence(
         (derivative ICE, Goldstein et al. 2015): ``d f / d x_S`` at ``(z, x_iC)`` for every
         row and grid value, by ``jax.jvp`` through a JAX model, and their mean. One numeric
         single-column feature, ``method="brute"``.
+    by : str or array of shape (n,), optional
+        Partial dependence by group of rows (R hstats' ``BY``, dalex's ``groups``): a column
+        of X by name, or one value per row. A numeric grouping with more than ``by_size``
+        distinct values is cut at its type-1 quantiles into intervals, as hstats does. Every
+        group's curves share the grid of all rows; a group's PD averages its own rows' ICE
+        curves (weighted). Then the result is a dict of group label (a value, or a
+        :class:`pandas.Interval`) to PartialDependence, in the groups' order.
+        ``method="brute"``; one engine pass for all groups.
+    by_size : int, default 4
+        Most groups a numeric ``by`` keeps as values (hstats' ``by_size``).
 
     Returns
     -------
-    PartialDependence
+    PartialDependence, or dict of them (with ``by``)
 
     Examples
     --------
@@ -584,14 +597,14 @@ def partial_dependence(
                    sample_weight=sample_weight, feature_names=feature_names,
                    categorical=categorical, groups=groups, variables=variables,
                    memory_budget=memory_budget, progress=progress, method=method,
-                   derivative=derivative)
+                   derivative=derivative, by=by, by_size=by_size)
     # a repeated call (an Explainer's, or on the same small array) reuses its set-up
     return warm_call("partial dependence", _set_up, model, X, None, options)()
 
 
 def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, centered,
             output, sample_weight, feature_names, categorical, groups, variables,
-            memory_budget, progress, method, derivative):
+            memory_budget, progress, method, derivative, by, by_size):
     """Validate and plan a partial dependence; returns ``run()``, which evaluates it."""
     _check_kind(kind)
     validate_grid_options(grid, grid_resolution, percentiles)
@@ -601,7 +614,11 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
     weights = sample_weight if sample_weight is not None else getattr(X, "weights", None)
     if method == "auto":  # scikit-learn's rule
         method = "recursion" if _recursion_by_default(model) and kind == "average" and \
-            weights is None else "brute"
+            weights is None and by is None else "brute"
+    if method == "recursion" and by is not None:
+        raise ValueError("by= averages the ICE curves of each group's rows, which needs "
+                         "method='brute'; the recursion averages over the trees' training "
+                         "data, not over rows.")
     if method == "recursion":
         return functools.partial(_recursion, model, X, features, kind, grid, grid_resolution,
                                  percentiles, centered, output, weights, feature_names)
@@ -613,12 +630,44 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
     chosen = dataset.resolve(features)
     if derivative:
         predictor = _derivative_predictor(dataset, predictor, chosen)
+    grouping = None if by is None else row_groups(by, dataset, by_size)
+    w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
     run = planned_pd(
         dataset, predictor, [chosen], kind=kind, grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
         output=output, memory_budget=memory_budget, progress=progress,
+        weightings=None if grouping is None or kind != "average" else w[None] * (
+            grouping[1][None] == np.arange(len(grouping[0]))[:, None]),
     )
-    return lambda: run()[0]
+    if grouping is None:
+        return lambda: run()[0]
+    return lambda: _by_group(run(), *grouping, kind, centered, w)
+
+
+def _by_group(out, labels: list, codes: np.ndarray, kind: str, centered: bool,
+              w: np.ndarray) -> dict:
+    """Each group's PartialDependence from one planned run: its mean under the group's
+    weighting (``kind="average"``), or its rows' ICE curves and their weighted mean."""
+    if kind == "average":
+        results, per_set = out if isinstance(out, tuple) else (out, None)
+        if per_set is None:  # one group: the plain PD
+            return {labels[0]: results[0]}
+        curves = np.moveaxis(per_set[0], -2, 0)  # (G, g_1, ..., o)
+        if centered:
+            first = curves.reshape(len(labels), -1, curves.shape[-1])[:, :1]
+            curves = curves - first.reshape((len(labels),) + (1,) * (curves.ndim - 2) +
+                                            (curves.shape[-1],))
+        return {label: dataclasses.replace(results[0], average=curves[k])
+                for k, label in enumerate(labels)}
+    whole = out[0]
+    grouped = {}
+    for k, label in enumerate(labels):
+        rows = codes == k
+        ice = whole.individual[rows]
+        average = (np.tensordot(w[rows] / w[rows].sum(), ice, axes=(0, 0))
+                   if kind == "both" else None)
+        grouped[label] = dataclasses.replace(whole, individual=ice, average=average)
+    return grouped
 
 
 def _derivative_predictor(dataset, predictor, chosen):

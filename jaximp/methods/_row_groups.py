@@ -1,0 +1,82 @@
+"""Groups of rows for results by group (R hstats' ``BY``, dalex's ``groups``).
+
+:func:`row_groups` reads a grouping (a column of X by name, or one value per row) into group
+labels and a group code per row; a numeric grouping with more than ``by_size`` distinct values
+is binned at its type-1 quantiles, as hstats bins it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..data import Dataset, type1_ranks
+
+__all__ = ["row_groups"]
+
+
+def row_groups(by, dataset: Dataset, by_size: int = 4) -> tuple[list, np.ndarray]:
+    """Labels of the groups (in order) and each row's group code (n,) in ``0..G-1``.
+
+    ``by`` is a column of X by name (a DataFrame's column, or a feature of one column) or
+    ``n`` values. A numeric grouping (not boolean) with more than ``by_size`` distinct values
+    is cut at the unique type-1 quantiles at ``0, 1/by_size, ..., 1`` into right-closed
+    intervals, the first closed on both sides (hstats' ``qcut``: R's ``cut(x,
+    unique(quantile(x, type = 1)), include.lowest = TRUE)``), labelled by
+    :class:`pandas.Interval`; any other grouping's groups are its values, sorted (a pandas
+    categorical's in the order of its categories).
+    """
+    if isinstance(by_size, bool) or not isinstance(by_size, (int, np.integer)) or by_size < 1:
+        raise ValueError(f"by_size must be an int >= 1; got {by_size!r}.")
+    series = _values(by, dataset)
+    if series.isna().any():
+        raise ValueError(f"by has {int(series.isna().sum())} missing values (None or NaN); "
+                         "give every row a group, e.g. by.fillna('missing').")
+    numeric = series.dtype.kind in "iuf"
+    if numeric and series.nunique() > by_size:
+        x = series.to_numpy(np.float64)
+        probs = np.linspace(0.0, 1.0, by_size + 1)
+        breaks = np.unique(np.sort(x)[type1_ranks(x.size, probs)])
+        codes = np.clip(np.searchsorted(breaks, x, side="left") - 1, 0, breaks.size - 2)
+        labels = [pd.Interval(float(a), float(b), closed="both" if k == 0 else "right")
+                  for k, (a, b) in enumerate(zip(breaks[:-1], breaks[1:]))]
+        return labels, codes.astype(np.int64)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        present = set(series.unique())
+        labels = [level for level in series.cat.categories if level in present]
+    else:
+        labels = list(series.unique())
+        try:
+            labels = sorted(labels)
+        except TypeError:  # mixed kinds of labels: their order of appearance
+            pass
+    labels = [label.item() if isinstance(label, np.generic) else label for label in labels]
+    lookup = {label: k for k, label in enumerate(labels)}
+    return labels, np.asarray([lookup[value] for value in series.tolist()], np.int64)
+
+
+def _values(by, dataset: Dataset) -> pd.Series:
+    """The grouping's values as a Series (n,), read by position; a pandas categorical keeps
+    its categories."""
+    n = dataset.n_rows
+    if isinstance(by, str):
+        source = dataset.source
+        if isinstance(source, pd.DataFrame) and by in source.columns:
+            return source[by].reset_index(drop=True)
+        names = [f.name for f in dataset.features]
+        if by in names and len(dataset.features[names.index(by)].columns) == 1:
+            return pd.Series(np.asarray(dataset.X[:, dataset.features[names.index(
+                by)].columns[0]]))
+        raise ValueError(
+            f"by={by!r} names no column of X; give one of {list(dataset.column_names)[:10]} "
+            f"or {n} values, one per row.")
+    if isinstance(by, (pd.Series, pd.Index, pd.Categorical)):
+        values = pd.Series(by).reset_index(drop=True)
+    else:
+        values = np.asarray(by)
+        values = pd.Series(values) if values.ndim == 1 else values
+    if not isinstance(values, pd.Series) or len(values) != n:
+        raise ValueError(
+            f"by must name a column of X or hold one value per row ({n}); got shape "
+            f"{np.shape(by)}.")
+    return values
