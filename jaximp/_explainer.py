@@ -20,6 +20,7 @@ from .methods import (
     gradient_interactions,
     ale_importance,
     ale_interaction,
+    average_loss,
     background_dataset,
     check_target,
     h_statistic,
@@ -321,6 +322,11 @@ class Explainer:
         scores on its ``decision_function`` (trees read into arrays give probabilities)."""
         named = _listed(options.get("scoring")) + _listed(options.get("loss"))
         return self._estimator() if "roc_auc" in [n for n in named if isinstance(n, str)] else None
+
+    def average_loss(self, **options):
+        """:func:`jaximp.average_loss` of this model, data and targets."""
+        return self._call(average_loss, self._targets("average_loss"),
+                          model=self._roc_auc_estimator(options), **options)
 
     def conditional_importance(self, **options):
         """:func:`jaximp.conditional_importance` of this model, data and targets."""

@@ -85,6 +85,9 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
     "permutation_importance": (
         lambda ex: ex.permutation_importance(n_repeats=4),
         lambda: jaximp.permutation_importance(model, FRAME, Y, n_repeats=4, **DATA)),
+    "average_loss": (
+        lambda ex: ex.average_loss(by="b"),
+        lambda: jaximp.average_loss(model, FRAME, Y, by="b", **DATA)),
     "loco_importance": (
         lambda ex: ex.loco_importance(strategy="mean", features=["a", "b", "d"]),
         lambda: jaximp.loco_importance(model, FRAME, Y, strategy="mean", features=["a", "b", "d"],
@@ -465,6 +468,7 @@ WARM = {  # every bound method of a JAX model, on rows kept on the device
     "h_statistic": lambda ex: ex.h_statistic(n_max=30),
     "permutation_importance": lambda ex: ex.permutation_importance(n_repeats=3),
     "loco_importance": lambda ex: ex.loco_importance(strategy="mean"),
+    "average_loss": lambda ex: ex.average_loss(by=0),
     "sensitivity_importance": lambda ex: ex.sensitivity_importance(n_repeats=2),
     "partial_importance": lambda ex: ex.partial_importance(0, grid_resolution=6),
     "ale": lambda ex: ex.ale(1, bins=5),

@@ -4,6 +4,7 @@ engine (or a pure kernel, for the weight and filter methods), sharing the setup 
 (``explain``, reports, the command line) imports it."""
 
 from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
+from ._average_loss import average_loss
 from ._booster_importance import booster_importance
 from ._conditional import ConditionalImportance, conditional_importance
 from ._decorrelation import decorrelation_importance
@@ -84,6 +85,7 @@ __all__ = [
     "ale",
     "ale_importance",
     "ale_interaction",
+    "average_loss",
     "background_dataset",
     "bootstrap_weights",
     "booster_importance",

@@ -19,10 +19,10 @@ def row_groups(by, dataset: Dataset, by_size: int = 4) -> tuple[list, np.ndarray
     """Labels of the groups (in order) and each row's group code (n,) in ``0..G-1``.
 
     ``by`` is a column of X by name (a DataFrame's column, or a feature of one column) or
-    ``n`` values. A numeric grouping (not boolean) with more than ``by_size`` distinct values
-    is cut at the unique type-1 quantiles at ``0, 1/by_size, ..., 1`` into right-closed
-    intervals, the first closed on both sides (hstats' ``qcut``: R's ``cut(x,
-    unique(quantile(x, type = 1)), include.lowest = TRUE)``), labelled by
+    position, or ``n`` values. A numeric grouping (not boolean) with more than ``by_size``
+    distinct values is cut at the unique type-1 quantiles at ``0, 1/by_size, ..., 1`` into
+    right-closed intervals, the first closed on both sides (hstats' ``qcut``: R's
+    ``cut(x, unique(quantile(x, type = 1)), include.lowest = TRUE)``), labelled by
     :class:`pandas.Interval`; any other grouping's groups are its values, sorted (a pandas
     categorical's in the order of its categories).
     """
@@ -70,6 +70,13 @@ def _values(by, dataset: Dataset) -> pd.Series:
         raise ValueError(
             f"by={by!r} names no column of X; give one of {list(dataset.column_names)[:10]} "
             f"or {n} values, one per row.")
+    if isinstance(by, (int, np.integer)) and not isinstance(by, bool):
+        if not 0 <= by < dataset.n_columns:
+            raise ValueError(f"by={by} is no column position of X (0..{dataset.n_columns - 1}).")
+        source = dataset.source
+        if isinstance(source, pd.DataFrame):
+            return source.iloc[:, int(by)].reset_index(drop=True)
+        return pd.Series(np.asarray(dataset.X[:, int(by)]))
     if isinstance(by, (pd.Series, pd.Index, pd.Categorical)):
         values = pd.Series(by).reset_index(drop=True)
     else:

@@ -1,0 +1,78 @@
+"""average_loss: float64 NumPy by hand and scikit-learn's metrics, per group of rows."""
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import metrics
+from sklearn.linear_model import LogisticRegression
+
+import jaximp
+
+RNG = np.random.default_rng(8)
+N = 150
+X = RNG.normal(size=(N, 3))
+COEF = np.array([1.0, -2.0, 0.5], np.float32)
+Y = X @ COEF + RNG.normal(size=N)
+
+
+def model(A):
+    return A @ jnp.asarray(COEF)
+
+
+def test_regression_losses_by_group_equal_numpy():
+    """Weighted MSE and RMSE per quantile group of x2 (pandas' cut of the type-1 quantiles),
+    R^2 as 1 - R^2 or as the score; overall, the baseline of permutation importance."""
+    w = RNG.uniform(0.5, 2.0, size=N)
+    breaks = np.unique(np.quantile(X[:, 2], np.linspace(0, 1, 4), method="inverted_cdf"))
+    codes = pd.cut(X[:, 2], breaks, include_lowest=True).codes
+    residual = Y - X @ COEF.astype(float)
+    for loss, by_hand in [
+            ("mse", lambda r, y, w: np.average(r ** 2, weights=w)),
+            ("rmse", lambda r, y, w: np.sqrt(np.average(r ** 2, weights=w))),
+            ("r2", lambda r, y, w: np.sum(w * r ** 2) / np.sum(
+                w * (y - np.average(y, weights=w)) ** 2))]:  # 1 - R^2
+        table = jaximp.average_loss(model, X, Y, loss=loss, by="x2", by_size=3,
+                                    sample_weight=w)
+        assert table.shape == (3, 1) and [g.right for g in table.index] == list(breaks[1:])
+        expected = [by_hand(residual[codes == k], Y[codes == k], w[codes == k])
+                    for k in range(3)]
+        np.testing.assert_allclose(table["y"], expected, rtol=1e-5)
+    score = jaximp.average_loss(model, X, Y, loss="r2", by="x2", by_size=3, sample_weight=w,
+                                as_score=True)
+    np.testing.assert_allclose(score["y"], 1 - table["y"], rtol=1e-9)
+    overall = jaximp.average_loss(model, X, Y, sample_weight=w)
+    assert list(overall.index) == ["all"]
+    baseline = jaximp.permutation_importance(model, X, Y, sample_weight=w).info["baseline"]
+    np.testing.assert_allclose(overall["y"], baseline, rtol=1e-6)  # its sums: float32
+
+
+def test_classification_losses_by_group_equal_scikit_learn():
+    """A scikit-learn classifier per group: 1 - accuracy of its predict (hstats'
+    classification_error), log loss with a group lacking a class, 1 - AUC, Brier score;
+    text labels; the Explainer gives the same."""
+    y = np.where(X[:, 0] + 0.5 * RNG.normal(size=N) > 0, "yes", "no")
+    clf = LogisticRegression().fit(X, y)
+    group = np.where(X[:, 1] > 0.8, "top", np.where(X[:, 0] > 1.2, "right", "rest"))
+    proba = clf.predict_proba(X)
+    cases = {
+        "classification_error": lambda m: 1 - metrics.accuracy_score(y[m], clf.predict(X[m])),
+        "log_loss": lambda m: metrics.log_loss(y[m], proba[m], labels=clf.classes_),
+        "brier": lambda m: metrics.brier_score_loss(y[m], proba[m][:, 1], pos_label="yes"),
+    }
+    assert len(np.unique(y[group == "right"])) == 1  # a group with one class
+    for loss, expected in cases.items():
+        table = jaximp.average_loss(clf, X, y, loss=loss, by=group)
+        assert list(table.index) == ["rest", "right", "top"]
+        np.testing.assert_allclose(table["y"], [expected(group == g) for g in table.index],
+                                   rtol=1e-9, atol=1e-12)
+    halves = X[:, 2] > 0
+    auc = jaximp.average_loss(clf, X, y, loss="1-auc", by=halves)
+    np.testing.assert_allclose(auc["y"], [1 - metrics.roc_auc_score(
+        y[halves == h], clf.decision_function(X[halves == h])) for h in (False, True)],
+        rtol=1e-12)
+    bound = jaximp.Explainer(clf, X, y).average_loss(loss="log_loss", by=group)
+    pd.testing.assert_frame_equal(bound, jaximp.average_loss(clf, X, y, loss="log_loss",
+                                                             by=group))
+    with pytest.raises(ValueError, match="loss='auc' needs at least two classes"):
+        jaximp.average_loss(clf, X, y, loss="auc", by=group)
