@@ -158,3 +158,19 @@ _LONG_FIRST = ("test_notebooks.py", "test_multiprocess.py", "test_docs.py", "tes
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path.name not in _LONG_FIRST)  # stable: order kept
+
+
+def written_out_loss(name: str, target, mean):
+    """Per-row losses in float64, written out from their definitions (hstats' losses.R for
+    the deviances, the Metrics package for the percentage and log errors)."""
+    target, mean = np.asarray(target, np.float64), np.asarray(mean, np.float64)
+    if name == "poisson":
+        safe = np.where(target > 0, target, 1.0)
+        return 2 * np.where(target > 0, target * np.log(safe / mean) - (target - mean), mean)
+    if name == "gamma":
+        return -2 * (np.log(target / mean) - (target - mean) / mean)
+    if name == "mape":
+        return np.abs(target - mean) / np.abs(target)
+    if name == "msle":
+        return (np.log(1 + target) - np.log(1 + mean)) ** 2
+    raise ValueError(name)

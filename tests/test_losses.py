@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import written_out_loss
 from jaximp.kernels import _losses as _K
 from sklearn import metrics
 
@@ -121,10 +122,8 @@ def test_deviances_match_sklearn_and_hstats_formula(weighted):
     counts = RNG.poisson(mean).astype(float)  # zeros among them: the 2 f term
     amounts = RNG.gamma(2.0, mean / 2.0)
     assert (counts == 0).any()
-    # hstats' unit deviances (losses.R), written out in float64
-    safe = np.where(counts > 0, counts, 1.0)
-    poisson = 2 * np.where(counts > 0, counts * np.log(safe / mean) - (counts - mean), mean)
-    gamma = -2 * (np.log(amounts / mean) - (amounts - mean) / mean)
+    poisson = written_out_loss("poisson", counts, mean)
+    gamma = written_out_loss("gamma", amounts, mean)
     for kernel, y, rows, sk in [(K.mean_poisson_deviance, counts, poisson,
                                  metrics.mean_poisson_deviance),
                                 (K.mean_gamma_deviance, amounts, gamma,

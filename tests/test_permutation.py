@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import engine_permutations
+from conftest import engine_permutations, written_out_loss
 from sklearn.inspection import permutation_importance as sk_permutation_importance
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
@@ -1223,14 +1223,6 @@ def test_iml_loss_names_are_the_same_losses(linear_data, ols, classification_dat
             permutation_importance(f, *data, loss=name, n_repeats=2).importances)
 
 
-def _hstats_deviance(name, y, mean):
-    """hstats' unit deviances (losses.R), float64, written out."""
-    if name == "poisson":
-        safe = np.where(y > 0, y, 1.0)
-        return 2 * np.where(y > 0, y * np.log(safe / mean) - (y - mean), mean)
-    return -2 * (np.log(y / mean) - (y - mean) / mean)
-
-
 @pytest.mark.parametrize("name", ["poisson", "gamma"])
 def test_deviance_losses_match_sklearn_and_hstats(name):
     """loss='poisson'/'gamma' (and scikit-learn's scoring names for them) equal scikit-learn's
@@ -1264,13 +1256,13 @@ def test_deviance_losses_match_sklearn_and_hstats(name):
                                  n_bootstrap=5)
     perms = _engine_permutations(3, R, len(X), 2)
     f64 = (lambda Z: np.exp(Z @ np.asarray(coef, np.float64) + 0.1))
-    base = _hstats_deviance(name, y, f64(X)).mean()
+    base = written_out_loss(name, y, f64(X)).mean()
     expected = np.empty((3, R))
     for j in range(3):
         for r in range(R):
             Z = X.copy()
             Z[:, j] = X[perms[j, r], j]
-            expected[j, r] = _hstats_deviance(name, y, f64(Z)).mean() - base
+            expected[j, r] = written_out_loss(name, y, f64(Z)).mean() - base
     np.testing.assert_allclose(got.info["baseline"], [base], rtol=1e-5)
     np.testing.assert_allclose(got.importances_mean[:, 0], expected.mean(axis=1), rtol=1e-4,
                                atol=1e-6)

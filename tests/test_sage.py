@@ -7,7 +7,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random_mlp
+from conftest import random_mlp, written_out_loss
 
 from jaximp.methods._sage import SageImportance, sage_importance
 
@@ -231,15 +231,7 @@ def test_deviance_and_relative_losses_against_the_game(name):
         2.0, mean / 2)
 
     def deviance_rows(target, mu):
-        target = target.reshape(mu.shape)
-        if name == "poisson":
-            safe = np.where(target > 0, target, 1.0)
-            return 2 * np.where(target > 0, target * np.log(safe / mu) - (target - mu), mu)
-        if name == "mape":
-            return np.abs(target - mu) / np.abs(target)
-        if name == "msle":
-            return (np.log(1 + target) - np.log(1 + mu)) ** 2
-        return -2 * (np.log(target / mu) - (target - mu) / mu)
+        return written_out_loss(name, target.reshape(mu.shape), mu)
 
     B = X[:12]
     result = sage_importance(lambda A: jnp.exp(A @ jnp.asarray(coef, jnp.float32)), X, y,
