@@ -375,3 +375,33 @@ def test_a_scikit_learn_estimator_as_fit_and_a_deviance_loss():
     assert result.info["models"]["x0"] is not result.info["models"]["x1"]
     with pytest.raises(ValueError, match="traceable_fit needs a pure JAX fit"):
         loco_importance(None, X, y, fit=glm, traceable_fit=True)
+
+
+def test_a_classifier_to_fit_defaults_to_the_accuracy_of_its_predict():
+    """With model=None the full model is fitted first, so a classifier's loss defaults to
+    accuracy (it was 'mse', refused for class labels), scored on predict as scikit-learn's
+    scorer (a tuned threshold moves it away from the most probable class), for the
+    replacement strategies too."""
+    from sklearn.base import clone
+    from sklearn.metrics import accuracy_score
+    from sklearn.model_selection import FixedThresholdClassifier
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.5 * rng.normal(size=200) > 0.3, "yes", "no")
+    clf = FixedThresholdClassifier(LogisticRegression(), threshold=0.3)
+    result = loco_importance(None, X, y, fit=clf)
+    assert result.info["loss"] == "accuracy"
+    full = clone(clf).fit(X, y)
+    base = accuracy_score(y, full.predict(X))
+    assert base != np.mean(full.classes_[full.predict_proba(X).argmax(1)] == y)
+    expected = [base - accuracy_score(y, clone(clf).fit(np.delete(X, j, 1), y).predict(
+        np.delete(X, j, 1))) for j in range(3)]
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, atol=1e-7)
+    zero = loco_importance(full, X, y, strategy="zero")
+    Z = [X.copy() for _ in range(3)]
+    for j in range(3):
+        Z[j][:, j] = 0.0
+    np.testing.assert_allclose(zero.importances_mean[:, 0],
+                               [base - accuracy_score(y, full.predict(Z[j])) for j in range(3)],
+                               atol=1e-7)

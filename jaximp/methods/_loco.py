@@ -57,6 +57,7 @@ from ._loss import (
     probabilities,
     resolve_loss,
     row_loss_terms,
+    scored_predictor,
     weighted_loss_metrics,
 )
 from ._setup import (bootstrap_weights, column_means, column_medians, keep_layout, prepare,
@@ -415,8 +416,16 @@ def loco_importance(
     if jax_fits:
         _refuse_missing_in_jax_fits(dataset, held_out, "fit_mlp" if mlp_options is not None
                                     else "a traceable fit")
+    given = model is not None
+    user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
+    if not given and strategy == "refit" and not jax_fits:
+        model = fit(user_X, y)  # the full model, fitted like the refits, first
+        if model is None:
+            raise ValueError("fit returned None for the full data; it must return the fitted "
+                             "model.")
     if model is not None:  # its outputs decide the default loss; a bad output is refused now
-        _, model_predictor = prepare(model, dataset, variables=variables, allow_missing=True)
+        _, model_predictor = prepare(model, dataset, variables=variables if given else None,
+                                     allow_missing=True)
         select_outputs(model_predictor.output_names, output)
     if loss is None:
         loss = "mse" if model is None else default_loss(
@@ -426,9 +435,11 @@ def loco_importance(
     p = len(chosen)
     fitted: dict = {}
 
+    # a scikit-learn classifier's accuracy scores its predict, as permutation importance's
+    score = functools.partial(_scored, loss=loss, response=response, output=output)
     metric = None
     if strategy != "refit":
-        predictor = model_predictor  # wrapped once above, on the same dataset
+        predictor = score(model_predictor, model, dataset)  # wrapped once above
         if response == "logits":
             predictor = logits_to_probabilities(predictor)
         masks = np.zeros((p + 1, c), bool)  # the last mask replaces nothing: the baseline
@@ -460,11 +471,9 @@ def loco_importance(
                 model, target, dataset, scored, chosen, fit, variables, memory_budget, progress
             )
         else:
-            user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
             predictor, predictions, models, full = _refit_generic(
-                model, user_X, y, dataset, scored, chosen, fit, variables, memory_budget,
-                progress
-            )
+                model, user_X, y, dataset, scored, chosen, fit,
+                variables if given else None, memory_budget, progress, score)
         fitted.update(models=models, full_model=full)
         if held_out is not None:  # scored on the held-out rows
             dataset, target = held_out
@@ -592,15 +601,20 @@ def _fit_clone(estimator, X, y):
     return clone(estimator).fit(X, y)
 
 
-def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_budget,
-                   progress):
-    """Full model and refits with the user's ``fit`` on ``X, y``, each given and evaluated on
-    data in the user's own container (a DataFrame stays a DataFrame, for pipelines that
-    select columns by name); predictions on ``scored`` (the training or held-out rows)."""
+def _scored(predictor, model, data, *, loss, response, output):
+    """The predictor whose outputs the loss scores (:func:`scored_predictor`)."""
+    return scored_predictor(predictor, model, [loss], response, output, data)
+
+
+def _refit_generic(full, X, y, dataset, scored, chosen, fit, variables, memory_budget,
+                   progress, score):
+    """Refits of the full model with the user's ``fit`` on ``X, y``, each given and
+    evaluated on data in the user's own container (a DataFrame stays a DataFrame, for
+    pipelines that select columns by name); predictions on ``scored`` (the training or
+    held-out rows) by the predictors ``score(predictor, model, data)`` makes."""
     engine = dict(memory_budget=memory_budget, progress=progress)
-    full = fit(X, y) if model is None else model
-    _, predictor = prepare(full, scored, variables=variables if model is not None else None,
-                           allow_missing=True)
+    _, predictor = prepare(full, scored, variables=variables, allow_missing=True)
+    predictor = score(predictor, full, scored)
     outputs = [predict_rows(predictor, scored, **engine)]
     models = {}
     for feat in chosen:
@@ -611,6 +625,7 @@ def _refit_generic(model, X, y, dataset, scored, chosen, fit, variables, memory_
                              "return the fitted model.")
         rest_data, refit_predictor = prepare(refit, _drop_columns(scored.source, scored, feat),
                                              allow_missing=True)
+        refit_predictor = score(refit_predictor, refit, rest_data)
         _check_outputs(predictor.n_outputs, refit_predictor.n_outputs, f"fit without "
                        f"{feat.name!r}")
         outputs.append(predict_rows(refit_predictor, rest_data, **engine))
