@@ -74,5 +74,29 @@ def test_classification_losses_by_group_equal_scikit_learn():
     bound = jaximp.Explainer(clf, X, y).average_loss(loss="log_loss", by=group)
     pd.testing.assert_frame_equal(bound, jaximp.average_loss(clf, X, y, loss="log_loss",
                                                              by=group))
-    with pytest.raises(ValueError, match="loss='auc' needs at least two classes"):
+    with pytest.raises(ValueError, match="loss='auc' needs all 2 classes in y in every group; "
+                                         "group 'right' has 1"):
         jaximp.average_loss(clf, X, y, loss="auc", by=group)
+
+
+def test_numeric_labels_and_groups_where_a_loss_is_undefined():
+    """A classifier of 0/1 (and 0/1/2) labels takes its default, the accuracy of predict
+    (resolved against the predict column: it raised an IndexError); groups without weight,
+    with a constant y for R^2 or without every class for AUC are refused by name."""
+    labels = (X[:, 0] + 0.3 * RNG.normal(size=N) > 0).astype(int)
+    for target in (labels, labels + (X[:, 1] > 1)):
+        clf = LogisticRegression().fit(X, target)
+        got = jaximp.average_loss(clf, X, target, by=X[:, 2] > 0)
+        np.testing.assert_allclose(got["y"], [1 - metrics.accuracy_score(
+            target[half], clf.predict(X[half])) for half in (X[:, 2] <= 0, X[:, 2] > 0)],
+            atol=1e-12)
+    halves = (X[:, 2] > 0).astype(int)
+    with pytest.raises(ValueError, match="group 1 of by has no weight"):
+        jaximp.average_loss(model, X, Y, by=halves, sample_weight=1.0 - halves)
+    constant = np.where(halves == 1, 2.0, Y)
+    with pytest.raises(ValueError, match="loss='r2' is undefined in group 1"):
+        jaximp.average_loss(model, X, constant, loss="r2", by=halves)
+    three = np.digitize(X[:, 0], [-0.5, 0.5])
+    clf = LogisticRegression().fit(X, three)
+    with pytest.raises(ValueError, match="loss='auc' needs all 3 classes"):
+        jaximp.average_loss(clf, X, three, loss="auc", by=X[:, 0] > 0)

@@ -290,6 +290,17 @@ def test_pd_by_group_of_rows_equals_a_float64_loop_per_group():
     assert list(bound) == list(plain)
     for label, result in plain.items():
         np.testing.assert_allclose(bound[label].average, result.average, rtol=1e-6)
+    # R's quantile(rep(1:15, each = 6), seq(0, 1, length.out = 6), type = 1): 90 times
+    # 0.6000000000000001 is above 54, so the fourth break is the 55th value, 10 (no fuzz)
+    cuts = jaximp.partial_dependence(f, X, "x0", by=np.repeat(np.arange(1.0, 16.0), 6),
+                                     by_size=5, grid_resolution=3)
+    assert [label.right for label in cuts] == [3.0, 6.0, 10.0, 12.0, 15.0]
+    with pytest.raises(ValueError, match="group 1 of by has no weight"):
+        jaximp.partial_dependence(f, X, "x0", by=(X[:, 1] > 0).astype(int),
+                                  sample_weight=(X[:, 1] <= 0).astype(float))
+    shuffled = pd.DataFrame(X).sample(frac=1.0, random_state=0)
+    with pytest.warns(UserWarning, match="by's index holds the same labels as X's"):
+        jaximp.partial_dependence(f, shuffled, 0, by=pd.Series(X[:, 1] > 0), grid_resolution=3)
     with pytest.raises(ValueError, match="by= averages the ICE curves .* method='brute'"):
         jaximp.partial_dependence(f, X, "x0", by="x1", method="recursion")
     with pytest.raises(ValueError, match="by has 1 missing values"):

@@ -58,9 +58,10 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
 
 def type1_ranks(size: int, probs) -> np.ndarray:
     """0-based positions among ``size`` sorted values of R's ``quantile(type = 1)`` at
-    ``probs``: the smallest order statistic whose share reaches each probability (with a
-    fuzz, as R, so that ``n p`` a hair above an integer does not take the next one)."""
-    ranks = np.ceil(size * np.asarray(probs, np.float64) * (1 - 1e-12)).astype(np.int64) - 1
+    ``probs``: the smallest order statistic whose share reaches each probability. As in R,
+    without a fuzz: ``n p`` a hair above an integer (``15 * 0.6000000000000001``, from
+    ``seq(0, 1, length.out = 6)``) takes the next one."""
+    ranks = np.ceil(size * np.asarray(probs, np.float64)).astype(np.int64) - 1
     return np.clip(ranks, 0, size - 1)
 
 

@@ -50,7 +50,8 @@ def average_loss(
     """The model's (weighted) average loss on ``X, y``, overall or by group of rows.
 
     R hstats' ``average_loss``: the loss of the model's predictions, the quantity permutation
-    importance perturbs (its ``info["baseline"]``), for every group of ``by``.
+    importance perturbs (its ``info["baseline"]``; for a score, ``1 -`` it unless
+    ``as_score=True``), for every group of ``by``.
 
     Parameters
     ----------
@@ -64,7 +65,8 @@ def average_loss(
         ``1 - score`` (hstats' ``"classification_error"`` for accuracy, dalex's ``"1-auc"``)
         unless ``as_score=True``.
     by : str or array of shape (n,), optional
-        Groups of rows (hstats' ``BY``): a column of X by name or one value per row; a numeric
+        Groups of rows (hstats' ``BY``): a column of X by name or position, or one value per
+        row (read by position); a numeric
         grouping with more than ``by_size`` distinct values is cut at its type-1 quantiles, as
         in :func:`partial_dependence`. A group scores its own rows (a loss that needs two
         classes, AUC, needs them in every group).
@@ -103,30 +105,23 @@ def average_loss(
         loss = default_loss(predictor, target)
         check_response(response, loss)
     loss = canonical_loss(loss)
+    weights = np.ones(n) if dataset.weights is None else dataset.weights
     labels, codes = (["all"], np.zeros(n, np.int64)) if by is None else row_groups(
-        by, dataset, by_size)
-    spec = resolve_loss(loss, target, predictor, output, dataset.weights)
+        by, dataset, by_size, weights)
+    in_group = codes[None] == np.arange(len(labels))[:, None]  # (G, n)
+    # the predictor the loss scores first (a scikit-learn classifier's accuracy: predict)
     predictor = scored_predictor(predictor, model, [loss], response, output, dataset)
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
+    spec = resolve_loss(loss, target, predictor, output, dataset.weights)
+    _check_groups(spec, labels, in_group & (weights > 0))
     predictions = predict_rows(predictor, dataset, memory_budget=memory_budget,
                                progress=progress)
-    spec.check_probabilities(predictions, predictor.n_outputs)
-    weights = np.ones(n) if dataset.weights is None else dataset.weights
-    in_group = codes[None] == np.arange(len(labels))[:, None]  # (G, n)
-    reducer = spec.reducer(lambda: predictions, predictor.n_outputs)
+    reducer = spec.reducer(lambda: predictions, predictor.n_outputs)  # checks probabilities
     if isinstance(reducer, LossSums):  # per-row terms, weighted by group, on the host
         terms = row_loss_terms(reducer, predictions[None])  # (1, n, k)
         values = weighted_loss_metrics(reducer, terms, weights[None] * in_group)[0]
     else:  # AUC, the median absolute error, a callable: each group's rows
-        if spec.name == "auc":
-            for label, members in zip(labels, in_group):
-                scored = spec.y[members & (weights > 0)]
-                if np.unique(scored).size < 2:
-                    raise ValueError(
-                        f"loss='auc' needs at least two classes in y in every group; group "
-                        f"{label!r} has only {np.unique(scored).size}. Use fewer groups "
-                        "(by_size) or loss='log_loss'.")
         # (the targets as coded for all rows: a group may lack a class)
         values = np.concatenate([
             dataclasses.replace(spec, y=spec.y[members], weights=weights[members]).values(
@@ -135,3 +130,20 @@ def average_loss(
         values = 1.0 - values
     return pd.DataFrame(values, index=pd.Index(labels, name=None if by is None else "group"),
                         columns=list(spec.result_names(values.shape[1])))
+
+
+def _check_groups(spec, labels: list, scored: np.ndarray) -> None:
+    """Refuse a group where the loss is undefined, naming it: R^2 of a constant y, AUC
+    without every class (both classes of a binary problem)."""
+    for label, rows in zip(labels, scored):
+        target = spec.y[rows]
+        if spec.name == "r2" and np.any(np.ptp(target, axis=0) == 0):
+            raise ValueError(
+                f"loss='r2' is undefined in group {label!r}: y does not vary on its rows (its "
+                "total sum of squares is 0). Use loss='mse', or fewer groups (by_size).")
+        needed = max(2, len(spec.out_idx))
+        if spec.name == "auc" and np.unique(target).size < needed:
+            raise ValueError(
+                f"loss='auc' needs all {needed} classes in y in every group; group {label!r} "
+                f"has {np.unique(target).size}. Use fewer groups (by_size) or "
+                "loss='log_loss'.")

@@ -29,6 +29,7 @@ from ..models import (Predictor, predicts_class_labels, probability_classifier, 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
            "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms",
+           "warn_misaligned",
            "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
@@ -177,7 +178,7 @@ def check_target(y, n: int, source=None) -> np.ndarray:
     objects whose indexes hold the same labels in another order."""
     if y is None:
         raise ValueError(f"y must be an array of {n} targets; got None.")
-    _warn_misaligned(y, source)
+    warn_misaligned(y, source, "y")
     values = np.asarray(y)
     if values.dtype.kind == "V" and jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
@@ -194,11 +195,12 @@ def check_target(y, n: int, source=None) -> np.ndarray:
     return values
 
 
-def _warn_misaligned(y, source) -> None:
-    """X's row labels, not 0..n-1 in order, held by y in another order: y was almost surely
-    taken before X was sorted or shuffled, and reading it by position would pair rows with
-    other rows' targets. (X labelled 0..n-1 in order was most likely renumbered after y was
-    lined up with it, as by a transformer returning a new frame: no warning.)"""
+def warn_misaligned(y, source, name: str) -> None:
+    """X's row labels, not 0..n-1 in order, held by ``y`` (a pandas object read by position,
+    named ``name``) in another order: it was almost surely taken before X was sorted or
+    shuffled, and reading it by position would pair rows with other rows' values. (X
+    labelled 0..n-1 in order was most likely renumbered after ``y`` was lined up with it, as
+    by a transformer returning a new frame: no warning.)"""
     y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
     if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
         return
@@ -208,10 +210,10 @@ def _warn_misaligned(y, source) -> None:
         return
     if X_index.is_unique and y_index.is_unique and y_index.isin(X_index).all():
         warnings.warn(
-            "y's index holds the same labels as X's in another order; y is read by position "
-            "(as scikit-learn reads it), which pairs rows of X with other rows' targets. "
-            "Pass y.loc[X.index] to align them, or y.to_numpy() if the order is right.",
-            UserWarning, stacklevel=user_stacklevel())
+            f"{name}'s index holds the same labels as X's in another order; {name} is read by "
+            "position (as scikit-learn reads y), which pairs rows of X with other rows' "
+            f"values. Pass {name}.loc[X.index] to align them, or {name}.to_numpy() if the "
+            "order is right.", UserWarning, stacklevel=user_stacklevel())
 
 
 # ----------------------------------------------------------------------------- losses

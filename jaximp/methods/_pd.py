@@ -17,6 +17,7 @@ from ..data import (
     Dataset,
     Feature,
     Flag,
+    Int,
     ReadsDeferred,
     as_dataset,
     feature_grid,
@@ -470,7 +471,7 @@ def _check_kind(kind) -> None:
 
 
 @warm_function
-@validate_params(centered=Flag(), method=Choice(*_METHODS), derivative=Flag())
+@validate_params(centered=Flag(), method=Choice(*_METHODS), derivative=Flag(), by_size=Int(1))
 def partial_dependence(
     model,
     X,
@@ -569,12 +570,13 @@ def partial_dependence(
         single-column feature, ``method="brute"``.
     by : str or array of shape (n,), optional
         Partial dependence by group of rows (R hstats' ``BY``, dalex's ``groups``): a column
-        of X by name, or one value per row. A numeric grouping with more than ``by_size``
-        distinct values is cut at its type-1 quantiles into intervals, as hstats does. Every
-        group's curves share the grid of all rows; a group's PD averages its own rows' ICE
-        curves (weighted). Then the result is a dict of group label (a value, or a
-        :class:`pandas.Interval`) to PartialDependence, in the groups' order.
-        ``method="brute"``; one engine pass for all groups.
+        of X by name or position, or one value per row (read by position, as ``y``). A
+        numeric grouping with more than ``by_size`` distinct values is cut at its type-1
+        quantiles into intervals, as hstats does. Every group's curves share the grid of all
+        rows; a group's PD averages its own rows' ICE curves (weighted). Then the result is
+        a dict of group label (a value, or a :class:`pandas.Interval`) to
+        PartialDependence, in the groups' order. ``method="brute"``; one engine pass for all
+        groups.
     by_size : int, default 4
         Most groups a numeric ``by`` keeps as values (hstats' ``by_size``).
 
@@ -630,8 +632,8 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
     chosen = dataset.resolve(features)
     if derivative:
         predictor = _derivative_predictor(dataset, predictor, chosen)
-    grouping = None if by is None else row_groups(by, dataset, by_size)
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
+    grouping = None if by is None else row_groups(by, dataset, by_size, w)
     run = planned_pd(
         dataset, predictor, [chosen], kind=kind, grid=grid,
         grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,

@@ -11,12 +11,15 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset, type1_ranks
+from ._loss import warn_misaligned
 
 __all__ = ["row_groups"]
 
 
-def row_groups(by, dataset: Dataset, by_size: int = 4) -> tuple[list, np.ndarray]:
-    """Labels of the groups (in order) and each row's group code (n,) in ``0..G-1``.
+def row_groups(by, dataset: Dataset, by_size: int = 4,
+               weights: np.ndarray | None = None) -> tuple[list, np.ndarray]:
+    """Labels of the groups (in order) and each row's group code (n,) in ``0..G-1``; with
+    ``weights``, a group whose rows weigh 0 in all is refused, naming it.
 
     ``by`` is a column of X by name (a DataFrame's column, or a feature of one column) or
     position, or ``n`` values. A numeric grouping (not boolean) with more than ``by_size``
@@ -31,7 +34,19 @@ def row_groups(by, dataset: Dataset, by_size: int = 4) -> tuple[list, np.ndarray
     series = _values(by, dataset)
     if series.isna().any():
         raise ValueError(f"by has {int(series.isna().sum())} missing values (None or NaN); "
-                         "give every row a group, e.g. by.fillna('missing').")
+                         "give every row a group (a label of its own for the missing ones).")
+    labels, codes = _groups(series, by_size)
+    if weights is not None:
+        empty = np.flatnonzero(np.bincount(codes, weights, minlength=len(labels)) <= 0)
+        if empty.size:
+            raise ValueError(
+                f"group {labels[empty[0]]!r} of by has no weight (its rows' sample_weight "
+                "sums to 0), so nothing is averaged there; drop those rows or choose other "
+                "groups.")
+    return labels, codes
+
+
+def _groups(series: pd.Series, by_size: int) -> tuple[list, np.ndarray]:
     numeric = series.dtype.kind in "iuf"
     if numeric and series.nunique() > by_size:
         x = series.to_numpy(np.float64)
@@ -78,6 +93,7 @@ def _values(by, dataset: Dataset) -> pd.Series:
             return source.iloc[:, int(by)].reset_index(drop=True)
         return pd.Series(np.asarray(dataset.X[:, int(by)]))
     if isinstance(by, (pd.Series, pd.Index, pd.Categorical)):
+        warn_misaligned(by, dataset.source, "by")
         values = pd.Series(by).reset_index(drop=True)
     else:
         values = np.asarray(by)
