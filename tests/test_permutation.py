@@ -1013,7 +1013,8 @@ def test_accuracy_of_a_scikit_learn_classifier_scores_its_predict_labels():
         reference = permutation_importance(clf, X, target, scoring=get_scorer("accuracy"),
                                            n_repeats=4, random_state=2)
         assert reference.info["baseline"][0] == pytest.approx(clf.score(X, target))
-        for options in [{}, {"loss": "accuracy"}, {"scoring": "accuracy"}]:
+        for options in [{}, {"loss": "accuracy"}, {"scoring": "accuracy"},
+                        {"loss": "classification_error"}, {"loss": "ce"}]:  # R's names too
             got = permutation_importance(clf, X, target, n_repeats=4, random_state=2,
                                          **options)
             np.testing.assert_allclose(got.importances, reference.importances, atol=1e-12)

@@ -123,8 +123,13 @@ _SKLEARN_RESPONSES = {"accuracy": "predict", "roc_auc": "decision_function"}
 
 
 def sklearn_response(loss) -> str | None:
-    """The classifier method scikit-learn scores ``loss`` (a name) on, if not predict_proba."""
-    return _SKLEARN_RESPONSES.get(loss) if isinstance(loss, str) else None
+    """The classifier method scikit-learn scores ``loss`` (a name) on, if not predict_proba:
+    accuracy by any of its names (R's ``"classification_error"`` counts predicted classes
+    too), but AUC by scikit-learn's ``"roc_auc"`` only (jaximp's ``"auc"`` ranks the
+    probabilities, as DALEX)."""
+    if not isinstance(loss, str):
+        return None
+    return _SKLEARN_RESPONSES.get("accuracy" if canonical_loss(loss) == "accuracy" else loss)
 
 
 def scored_predictor(predictor: Predictor, model, losses, response: str, output, dataset
