@@ -290,6 +290,12 @@ def test_pd_by_group_of_rows_equals_a_float64_loop_per_group():
     assert list(bound) == list(plain)
     for label, result in plain.items():
         np.testing.assert_allclose(bound[label].average, result.average, rtol=1e-6)
+    # partial_dependence_all: every feature's PDs by group from one call, the same curves
+    every = jaximp.partial_dependence_all(f, X, by="x1", grid_resolution=6, sample_weight=w)
+    assert list(every) == list(plain)
+    for label, pds in every.items():
+        assert list(pds) == ["x0", "x1", "x2"]
+        np.testing.assert_allclose(pds["x0"].average, plain[label].average, rtol=1e-6)
     # R's quantile(rep(1:15, each = 6), seq(0, 1, length.out = 6), type = 1): 90 times
     # 0.6000000000000001 is above 54, so the fourth break is the 55th value, 10 (no fuzz)
     cuts = jaximp.partial_dependence(f, X, "x0", by=np.repeat(np.arange(1.0, 16.0), 6),

@@ -632,43 +632,57 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
     chosen = dataset.resolve(features)
     if derivative:
         predictor = _derivative_predictor(dataset, predictor, chosen)
+    run = _planned_by(dataset, predictor, [chosen], by, by_size, kind=kind, grid=grid,
+                      grid_resolution=grid_resolution, percentiles=percentiles,
+                      centered=centered, output=output, memory_budget=memory_budget,
+                      progress=progress)
+    return lambda: run()[0]
+
+
+def _planned_by(dataset, predictor, feature_sets, by, by_size, *, kind, centered, **options):
+    """``run()`` of the PDs of ``feature_sets`` (:func:`planned_pd`), or, with ``by``, of
+    each group's: then it returns, per feature set, a dict of group label to
+    PartialDependence."""
+    if by is None:
+        return planned_pd(dataset, predictor, feature_sets, kind=kind, centered=centered,
+                          **options)
     w = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
-    grouping = None if by is None else row_groups(by, dataset, by_size, w)
-    run = planned_pd(
-        dataset, predictor, [chosen], kind=kind, grid=grid,
-        grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
-        output=output, memory_budget=memory_budget, progress=progress,
-        weightings=None if grouping is None or kind != "average" else w[None] * (
-            grouping[1][None] == np.arange(len(grouping[0]))[:, None]),
-    )
-    if grouping is None:
-        return lambda: run()[0]
-    return lambda: _by_group(run(), *grouping, kind, centered, w)
+    labels, codes = row_groups(by, dataset, by_size, w)
+    in_group = codes[None] == np.arange(len(labels))[:, None]  # (G, n)
+    run = planned_pd(dataset, predictor, feature_sets, kind=kind, centered=centered,
+                     weightings=w[None] * in_group if kind == "average" else None, **options)
+    return lambda: _by_group(run(), labels, codes, kind, centered, w)
 
 
 def _by_group(out, labels: list, codes: np.ndarray, kind: str, centered: bool,
-              w: np.ndarray) -> dict:
-    """Each group's PartialDependence from one planned run: its mean under the group's
-    weighting (``kind="average"``), or its rows' ICE curves and their weighted mean."""
+              w: np.ndarray) -> list[dict]:
+    """Per feature set of one planned run, each group's PartialDependence: its mean under
+    the group's weighting (``kind="average"``), or its rows' ICE curves and their weighted
+    mean."""
     if kind == "average":
         results, per_set = out if isinstance(out, tuple) else (out, None)
-        if per_set is None:  # one group: the plain PD
-            return {labels[0]: results[0]}
-        curves = np.moveaxis(per_set[0], -2, 0)  # (G, g_1, ..., o)
-        if centered:
-            first = curves.reshape(len(labels), -1, curves.shape[-1])[:, :1]
-            curves = curves - first.reshape((len(labels),) + (1,) * (curves.ndim - 2) +
-                                            (curves.shape[-1],))
-        return {label: dataclasses.replace(results[0], average=curves[k])
-                for k, label in enumerate(labels)}
-    whole = out[0]
-    grouped = {}
-    for k, label in enumerate(labels):
-        rows = codes == k
-        ice = whole.individual[rows]
-        average = (np.tensordot(w[rows] / w[rows].sum(), ice, axes=(0, 0))
-                   if kind == "both" else None)
-        grouped[label] = dataclasses.replace(whole, individual=ice, average=average)
+        if per_set is None:  # one group: the plain PDs
+            return [{labels[0]: result} for result in results]
+        grouped = []
+        for result, replicated in zip(results, per_set):
+            curves = np.moveaxis(replicated, -2, 0)  # (G, g_1, ..., o)
+            if centered:
+                first = curves.reshape(len(labels), -1, curves.shape[-1])[:, :1]
+                curves = curves - first.reshape((len(labels),) + (1,) * (curves.ndim - 2) +
+                                                (curves.shape[-1],))
+            grouped.append({label: dataclasses.replace(result, average=curves[k])
+                            for k, label in enumerate(labels)})
+        return grouped
+    grouped = []
+    for whole in out:
+        per_group = {}
+        for k, label in enumerate(labels):
+            rows = codes == k
+            ice = whole.individual[rows]
+            average = (np.tensordot(w[rows] / w[rows].sum(), ice, axes=(0, 0))
+                       if kind == "both" else None)
+            per_group[label] = dataclasses.replace(whole, individual=ice, average=average)
+        grouped.append(per_group)
     return grouped
 
 
@@ -694,7 +708,7 @@ def _derivative_predictor(dataset, predictor, chosen):
 
 
 @warm_function
-@validate_params(centered=Flag())
+@validate_params(centered=Flag(), by_size=Int(1))
 def partial_dependence_all(
     model,
     X,
@@ -713,15 +727,18 @@ def partial_dependence_all(
     variables=None,
     memory_budget: int | None = None,
     progress: bool | None = None,
-) -> PartialDependences:
+    by=None,
+    by_size: int = 4,
+) -> PartialDependences | dict:
     """1-D partial dependence of every feature (or the listed ones), in one batched run.
 
     All grids of all features are evaluated by a single engine call, so the model runs on
-    large, evenly sized batches. Parameters as in :func:`partial_dependence`.
+    large, evenly sized batches. Parameters as in :func:`partial_dependence`; with ``by``,
+    every group's PDs (dalex's ``model_profile(groups=)``) from the same one call.
 
     Returns
     -------
-    PartialDependences
+    PartialDependences, or a dict of group label to them (with ``by``)
         A mapping of feature name to :class:`PartialDependence`, in input order, with
         ``to_frame()``, ``top(k)`` and ``plot()``.
 
@@ -737,14 +754,14 @@ def partial_dependence_all(
                    percentiles=percentiles, centered=centered, output=output,
                    sample_weight=sample_weight, feature_names=feature_names,
                    categorical=categorical, groups=groups, variables=variables,
-                   memory_budget=memory_budget, progress=progress)
+                   memory_budget=memory_budget, progress=progress, by=by, by_size=by_size)
     return warm_call("partial dependence of every feature", _set_up_all, model, X, None,
                      options)()
 
 
 def _set_up_all(model, X, y, *, features, kind, grid, grid_resolution, percentiles, centered,
                 output, sample_weight, feature_names, categorical, groups, variables,
-                memory_budget, progress):
+                memory_budget, progress, by, by_size):
     """Validate and plan the PDs of every feature; returns ``run()``, which evaluates them."""
     _check_kind(kind)
     validate_grid_options(grid, grid_resolution, percentiles)
@@ -754,10 +771,18 @@ def _set_up_all(model, X, y, *, features, kind, grid, grid_resolution, percentil
         memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
     chosen = dataset.resolve(features)
-    run = planned_pd(
-        dataset, predictor, [[f] for f in chosen], kind=kind, grid=grid,
-        grid_resolution=grid_resolution, percentiles=percentiles, centered=centered,
-        output=output, memory_budget=memory_budget, progress=progress,
-    )
+    run = _planned_by(dataset, predictor, [[f] for f in chosen], by, by_size, kind=kind,
+                      grid=grid, grid_resolution=grid_resolution, percentiles=percentiles,
+                      centered=centered, output=output, memory_budget=memory_budget,
+                      progress=progress)
     names = [f.name for f in chosen]
-    return lambda: PartialDependences(dict(zip(names, run())))
+    if by is None:
+        return lambda: PartialDependences(dict(zip(names, run())))
+
+    def by_group():
+        per_set = run()  # per feature, a dict of group label to its PD
+        return {label: PartialDependences({name: groups[label]
+                                           for name, groups in zip(names, per_set)})
+                for label in per_set[0]}
+
+    return by_group
