@@ -82,6 +82,7 @@ def _report_folder():
 
 CALLS = {
     "permutation_importance": lambda f, model, **kw: f(model, X, Y, **kw),
+    "average_loss": lambda f, model, **kw: f(model, X, Y, **kw),
     "conditional_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "sage_importance": lambda f, model, **kw: f(model, X, Y, **kw),
     "sobol_indices": lambda f, model, **kw: f(model, X, **kw),
