@@ -59,7 +59,6 @@ __all__ = [
     "check_prediction_range",
     "check_result_fits",
     "default_memory_budget",
-    "target_terms",
     "evaluate",
     "is_main_process",
     "key_bits",
@@ -70,4 +69,5 @@ __all__ = [
     "rng_stream",
     "sample_rows",
     "splitmix64",
+    "target_terms",
 ]

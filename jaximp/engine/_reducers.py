@@ -392,9 +392,9 @@ class LossSums(Reducer):
         """Per-row loss terms (ib, k, n) of predictions (ib, o, n): :func:`target_terms`, or
         (k = 1) the log loss of the true class, the Brier score (the squared distance of the
         probabilities from the true class's indicators, halved for two classes, as
-        scikit-learn's) or correctness. Probabilities are clipped by
-        float64's machine epsilon, scikit-learn's for its float64 probabilities, whatever
-        their dtype here (:func:`jaximp.kernels.log_loss`)."""
+        scikit-learn's) or correctness. Probabilities are clipped by float64's machine
+        epsilon, scikit-learn's for its float64 probabilities, whatever their dtype here
+        (:func:`jaximp.kernels.log_loss`)."""
         columns = list(self.columns)
         p = preds if columns == list(range(preds.shape[1])) else preds[:, columns]  # (ib, k, n)
         if self.name in TARGET_LOSSES:

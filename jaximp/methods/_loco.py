@@ -315,10 +315,12 @@ def loco_importance(
     fit : callable or scikit-learn estimator, optional
         ``fit(X_minus_j, y) -> model``, needed for ``"refit"``; ``X_minus_j`` is ``X`` without
         the feature's columns (a DataFrame for DataFrame input). A scikit-learn estimator is
-        cloned and fitted for each refit (``sklearn.base.clone(fit).fit(X_minus_j, y)``). When ``fit`` is
-        :func:`jaximp.fit_mlp` or ``functools.partial(fit_mlp, hidden=..., steps=...)``, no
-        column is dropped: every fit sees all columns with the dropped ones masked to 0
-        (``input_mask``), so all fits share one architecture and train together.
+        cloned and fitted for each fit (``sklearn.base.clone(fit).fit(X_minus_j, y)``); with
+        ``model=None`` the full model is fitted first, so its outputs set the default loss
+        (accuracy for a classifier). When ``fit`` is :func:`jaximp.fit_mlp` or
+        ``functools.partial(fit_mlp, hidden=..., steps=...)``, no column is dropped: every fit
+        sees all columns with the dropped ones masked to 0 (``input_mask``), so all fits share
+        one architecture and train together.
     X_test, y_test : array-like or DataFrame, optional
         Held-out data for ``"refit"``: the full model and the refits are fitted on ``X, y``
         and scored on ``X_test, y_test`` (with its own columns dropped for each refit), so the

@@ -29,8 +29,7 @@ from ..models import (Predictor, predicts_class_labels, probability_classifier, 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
            "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms",
-           "warn_misaligned",
-           "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
+           "scored_predictor", "sklearn_response", "warn_misaligned", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",

@@ -251,9 +251,10 @@ def partial_importance(
     loss : {"mse", "mae", "mape", "msle", "poisson", "gamma", "log_loss"} or callable
         A loss that is a mean of per-row terms (default ``"mse"``): squared, absolute,
         absolute percentage or squared log error, or a Poisson or gamma unit deviance (one
-        value per model output; see :func:`permutation_importance`), log loss (class probabilities; ``y`` class labels), or a callable
-        ``loss(y, prediction) -> (n,) or (n, k)`` of per-row losses (NumPy arrays;
-        ``prediction`` (n,) for one output, else (n, o)).
+        value per model output; see :func:`permutation_importance`), log loss (class
+        probabilities; ``y`` class labels), or a callable ``loss(y, prediction) -> (n,) or
+        (n, k)`` of per-row losses (NumPy arrays; ``prediction`` (n,) for one output, else
+        (n, o)).
     individual : bool, default True
         Keep the ICI curves (n, g, o), which must fit in memory. With False and a named loss,
         only the weighted loss sums are kept.

@@ -169,15 +169,13 @@ def permutation_importance(
         ``"neg_mean_absolute_percentage_error"``, ``"neg_mean_squared_log_error"``,
         ``"neg_root_mean_squared_log_error"``, ``"neg_mean_poisson_deviance"``,
         ``"neg_mean_gamma_deviance"``, ``"neg_log_loss"``, ``"neg_brier_score"``,
-        ``"roc_auc"``, ``"roc_auc_ovr"``,
-        ``"r2"``, ``"accuracy"``), and R's loss names (hstats' ``"squared_error"``,
-        ``"absolute_error"``, ``"poisson"``, ``"gamma"``, ``"logloss"``, ``"mlogloss"``,
-        ``"classification_error"``;
-        yardstick's ``"rsq_trad"``, ``"mn_log_loss"``; iml's ``"ce"``, ``"logLoss"``,
-        ``"mdae"``), and dalex's (``"mad"``, ``"1-auc"``),
-        and give their importances: a
-        scikit-learn classifier's accuracy scores the labels of its ``predict`` (a tuned
-        threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
+        ``"roc_auc"``, ``"roc_auc_ovr"``, ``"r2"``, ``"accuracy"``), and R's loss names
+        (hstats' ``"squared_error"``, ``"absolute_error"``, ``"poisson"``, ``"gamma"``,
+        ``"logloss"``, ``"mlogloss"``, ``"classification_error"``; yardstick's
+        ``"rsq_trad"``, ``"mn_log_loss"``; iml's ``"ce"``, ``"logLoss"``, ``"mdae"``), and
+        dalex's (``"mad"``, ``"1-auc"``), and give their importances: a scikit-learn
+        classifier's accuracy (by any of its names) scores the labels of its ``predict`` (a
+        tuned threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
         ``decision_function`` (which saturated probabilities tie), the other losses its
         ``predict_proba``.
         Several losses (a list, or a dict of name to loss, as scikit-learn's ``scoring``)
