@@ -781,8 +781,8 @@ def _set_up_all(model, X, y, *, features, kind, grid, grid_resolution, percentil
 
     def by_group():
         per_set = run()  # per feature, a dict of group label to its PD
-        return {label: PartialDependences({name: groups[label]
-                                           for name, groups in zip(names, per_set)})
+        return {label: PartialDependences({name: per_group[label]
+                                           for name, per_group in zip(names, per_set)})
                 for label in per_set[0]}
 
     return by_group
