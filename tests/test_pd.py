@@ -30,6 +30,22 @@ def test_mquantiles_matches_scipy():
     np.testing.assert_allclose(mquantiles(x, probs), scipy_mq(x, prob=probs), rtol=1e-12)
 
 
+def test_type1_ranks_are_r_type_1_quantiles():
+    """R's quantile(type = 1), without a fuzz, as numpy's inverted_cdf: n p a hair above an
+    integer (15 * 0.6000000000000001, from seq(0, 1, length.out = 6)) takes the next order
+    statistic."""
+    from jaximp.data import type1_ranks
+
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        n, m = int(rng.integers(1, 800)), int(rng.integers(1, 12))
+        x = np.sort(rng.normal(size=n))
+        for probs in (np.linspace(0, 1, m + 1), np.array([0.01, 0.5, 0.99])):
+            np.testing.assert_array_equal(x[type1_ranks(n, probs)],
+                                          np.quantile(x, probs, method="inverted_cdf"))
+    assert type1_ranks(15, np.linspace(0, 1, 6))[3] == 9  # the 10th value; the 9th with one
+
+
 def test_pd_and_ice_equal_numpy_loop(mlp3, data3):
     f_jax, f_np, _ = mlp3
     result = jaximp.partial_dependence(f_jax, data3, "x1", kind="both", grid_resolution=9)
