@@ -1,9 +1,11 @@
 """Pure array kernels for jaximp (installed as ``jaximp.kernels``)."""
 
 from ._losses import (
+    absolute_percentage_error,
     accuracy_score,
     binary_roc_auc,
     brier_score,
+    brier_terms,
     gamma_unit_deviance,
     log_loss,
     mean_absolute_error,
@@ -39,9 +41,11 @@ from ._pd_stats import (
 )
 
 __all__ = [
+    "absolute_percentage_error",
     "accuracy_score",
     "binary_roc_auc",
     "brier_score",
+    "brier_terms",
     "gamma_unit_deviance",
     "log_loss",
     "mean_absolute_error",

@@ -24,9 +24,11 @@ import numpy as np
 from jaxtyping import Array, Float, Int, Real
 
 __all__ = [
+    "absolute_percentage_error",
     "accuracy_score",
     "binary_roc_auc",
     "brier_score",
+    "brier_terms",
     "gamma_unit_deviance",
     "log_loss",
     "mean_absolute_error",
@@ -118,6 +120,39 @@ def mean_absolute_error(
     return weighted_mean(jnp.abs(jnp.asarray(y) - jnp.asarray(prediction)), weights)
 
 
+def absolute_percentage_error(y, prediction, xp=jnp):
+    """Per-row ``|y - f| / max(|y|, eps)``, elementwise and broadcast, ``eps`` float64's
+    machine epsilon (scikit-learn's). ``xp`` is :mod:`jax.numpy` or :mod:`numpy`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(absolute_percentage_error(np.array([2.0, 0.0]), np.array([1.0, 0.0]), np))
+    [0.5 0. ]
+    """
+    return xp.abs(y - prediction) / xp.maximum(xp.abs(y), float(np.finfo(np.float64).eps))
+
+
+def brier_terms(proba, codes, axis: int = -1, xp=jnp):
+    """Per-row Brier scores ``sum_k (p_k - [y = k])^2`` of class probabilities ``proba``
+    (classes along ``axis``) against class codes ``codes`` (``proba``'s shape without that
+    axis, or broadcast to it), halved for two classes as scikit-learn's. ``xp`` is
+    :mod:`jax.numpy` or :mod:`numpy`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(brier_terms(np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([1, 1]), 1, np))
+    [0.04 0.36]
+    """
+    k = proba.shape[axis]
+    shape = [1] * proba.ndim
+    shape[axis] = k
+    hit = xp.arange(k).reshape(shape) == xp.expand_dims(codes, axis)
+    gap = proba - hit.astype(proba.dtype)
+    return (gap * gap).sum(axis=axis) * (0.5 if k == 2 else 1.0)
+
+
 def mean_absolute_percentage_error(
     y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
 ) -> Float[Array, ""]:
@@ -132,10 +167,8 @@ def mean_absolute_percentage_error(
     0.375
     """
     _check_rows("mean_absolute_percentage_error", y, prediction, weights)
-    y = jnp.asarray(y)
-    eps = float(np.finfo(np.float64).eps)
-    relative = jnp.abs(y - jnp.asarray(prediction)) / jnp.maximum(jnp.abs(y), eps)
-    return weighted_mean(relative, weights)
+    return weighted_mean(absolute_percentage_error(jnp.asarray(y), jnp.asarray(prediction)),
+                         weights)
 
 
 def mean_squared_log_error(
@@ -255,10 +288,13 @@ def mean_gamma_deviance(
 
 def _excess_over_log1p(t, xp):
     """``t - log(1 + t)`` without its cancellation near ``t = 0``: a float32 Poisson deviance
-    of counts near 1e6 computed as ``y log(y / f) - y + f`` lost 0.4% to it."""
+    of counts near 1e6 computed as ``y log(y / f) - y + f`` lost 0.4% to it. The series
+    (to ``t^8``) is used where its first term left out, ``t^9 / 9``, is below the dtype's
+    rounding: ``|t| < 0.1`` in float32, ``|t| < 0.006`` in float64."""
     series = t * t * (1 / 2 - t * (1 / 3 - t * (1 / 4 - t * (1 / 5 - t * (1 / 6 - t * (
         1 / 7 - t / 8))))))
-    return xp.where(xp.abs(t) < 0.1, series, t - xp.log1p(t))
+    limit = 0.1 if np.finfo(t.dtype).bits <= 32 else 0.006
+    return xp.where(xp.abs(t) < limit, series, t - xp.log1p(t))
 
 
 def poisson_unit_deviance(y, mean, xp=jnp):
@@ -387,10 +423,8 @@ def brier_score(
     0.38
     """
     _check_rows("brier_score", y, proba, weights)
-    columns = _as_columns(proba)
-    k = columns.shape[1]
-    gap = columns - jax.nn.one_hot(jnp.asarray(y, jnp.int32), k, dtype=columns.dtype)
-    return weighted_mean(jnp.sum(gap * gap, axis=1) * (0.5 if k == 2 else 1.0), weights)
+    return weighted_mean(brier_terms(_as_columns(proba), jnp.asarray(y, jnp.int32), 1),
+                         weights)
 
 
 def accuracy_score(

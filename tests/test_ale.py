@@ -572,3 +572,19 @@ def test_repr_frame_and_plots(data):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_quantile_edges_follow_aleplots_r_arithmetic():
+    """ALEPlot's edges, quantile(x, seq(1/K, 1, length.out = K), type = 1): R's seq puts
+    1/14 + 8 * (13/14) / 13 a hair below 9/14, so x = 0..41 with K = 14 has an edge at 26
+    (an arange(1, K + 1) / K product, a hair above 27, took 27); the weighted path agrees."""
+    from jaximp.methods._ale_plan import _numeric_edges
+
+    x = np.arange(42.0)
+    expected = np.r_[0.0, [x[int(np.ceil(42 * p)) - 1] for p in
+                           np.r_[1 / 14 + np.arange(13) * ((1 - 1 / 14) / 13), 1.0]]]
+    assert 26.0 in expected and 27.0 not in expected
+    np.testing.assert_array_equal(_numeric_edges(x, np.ones(42), 14, "x"), np.unique(expected))
+    nearly = np.ones(42)
+    nearly[0] += 1e-9
+    np.testing.assert_array_equal(_numeric_edges(x, nearly, 14, "x"), np.unique(expected))

@@ -143,6 +143,14 @@ def test_deviances_match_sklearn_and_hstats_formula(weighted):
         np.testing.assert_allclose(float(kernel(f32(big), f32(big_mean))), sk(
             np.float32(big).astype(float), np.float32(big_mean).astype(float)), rtol=1e-4,
             err_msg=sk.__name__)
+    # float64: within 1e-13 of a 50-digit evaluation across the series' switch
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    for t in np.r_[np.linspace(-0.2, 0.2, 81), 0.0059, 0.0061, -0.0061, 0.099, 0.101]:
+        mean = 1000.0 * (1 + t)
+        exact = 2 * (1000 * mpmath.log(mpmath.mpf(1000) / mpmath.mpf(mean)) - 1000 + mean)
+        got = _K.poisson_unit_deviance(np.float64(1000.0), np.float64(mean), np)
+        assert abs(got - float(exact)) <= 1e-13 * max(float(exact), 1e-300), t
     # outside the family's range: NaN, never a finite number
     assert np.isnan(float(K.mean_poisson_deviance(f32([1.0, 0.0]), f32([1.0, -0.5]))))
     assert np.isnan(float(K.mean_gamma_deviance(f32([1.0, 2.0]), f32([1.0, 0.0]))))

@@ -813,6 +813,8 @@ def test_scoring_names_without_a_built_in_loss_call_scikit_learn_scorers(classif
     with pytest.raises(ValueError, match=r"scoring mixes names only scikit-learn's scorers "
                                          r"know \['f1'\] .* jaximp's loss names \['log_loss'\]"):
         permutation_importance(model, X, y, scoring=["log_loss", "f1"])
+    with pytest.raises(TypeError, match="scoring takes scikit-learn's scoring names"):
+        permutation_importance(model, X, y, scoring=["f1", get_scorer("accuracy")])
     for name in ("balanced_accuracy", "neg_log_loss"):
         alone = permutation_importance(model, X, y, scoring=get_scorer(name), n_repeats=R,
                                        random_state=1)

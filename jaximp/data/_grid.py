@@ -13,7 +13,7 @@ from ._device import plotting_quantiles
 from ._params import Flag, Interval, Real, validate_params
 
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
-           "resolve_grid", "type1_ranks", "validate_grid_options"]
+           "r_seq", "resolve_grid", "type1_ranks", "validate_grid_options"]
 
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "hstats")
 
@@ -54,6 +54,16 @@ def mquantiles(x: np.ndarray, prob: Sequence[float], alphap=0.4, betap=0.4, *,
     if not assume_sorted:
         data = np.sort(data)
     return plotting_quantiles(data.__getitem__, data.size, prob, alphap, betap)
+
+
+def r_seq(start: float, stop: float, num: int) -> np.ndarray:
+    """R's ``seq(start, stop, length.out = num)`` with R's arithmetic (``start + i * by`` in
+    between, ``stop`` last), so that type-1 quantiles at these probabilities pick R's order
+    statistics: ``1/14 + 8 * (13/14 / 13)`` is a hair below 9/14, ``9 / 14`` a hair above."""
+    if num <= 2:
+        return np.asarray([start, stop][:num], np.float64)
+    by = (stop - start) / (num - 1)
+    return np.concatenate([[start], start + np.arange(1, num - 1) * by, [stop]])
 
 
 def type1_ranks(size: int, probs) -> np.ndarray:

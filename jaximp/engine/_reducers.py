@@ -21,7 +21,8 @@ from typing import Callable
 import jax
 import numpy as np
 
-from jaximp.kernels import gamma_unit_deviance, poisson_unit_deviance, squared_log_error
+from jaximp.kernels import (absolute_percentage_error, brier_terms, gamma_unit_deviance,
+                            poisson_unit_deviance, squared_log_error)
 
 from ._plans import freeze_arrays
 
@@ -324,8 +325,9 @@ def target_terms(name: str, prediction, y, xp):
     absolute ones relative to ``max(|y|, eps)`` (``"mape"``, scikit-learn's), squared
     residuals of ``log(1 + .)`` (``"msle"``, ``"rmsle"``), or the unit deviances of predicted
     means (:func:`jaximp.kernels.poisson_unit_deviance`, ``gamma_unit_deviance``). NaN where
-    a prediction is outside the loss's range (:data:`_PREDICTION_RANGES`), so that the
-    metric is NaN, not a number of no meaning."""
+    a prediction is outside the loss's range (a negative Poisson mean, a gamma mean at or
+    below 0, a log error's prediction at or below -1), so that the metric is NaN, not a
+    number of no meaning."""
     if name == "poisson":
         return poisson_unit_deviance(y, prediction, xp)
     if name == "gamma":
@@ -336,7 +338,7 @@ def target_terms(name: str, prediction, y, xp):
     if name == "mae":
         return xp.abs(residual)
     if name == "mape":
-        return xp.abs(residual) / xp.maximum(xp.abs(y), float(np.finfo(np.float64).eps))
+        return absolute_percentage_error(y, prediction, xp)
     return residual * residual
 
 
@@ -425,9 +427,7 @@ class LossSums(Reducer):
             if self.name == "accuracy":
                 return (xp.argmax(p, axis=1) == y[None]).astype(p.dtype)
             if self.name == "brier":
-                k = p.shape[1]
-                gap = p - (xp.arange(k)[None, :, None] == y[None, None, :]).astype(p.dtype)
-                return (gap * gap).sum(axis=1) * (0.5 if k == 2 else 1.0)
+                return brier_terms(p, y[None], 1, xp)
             index = xp.broadcast_to(y[None, None, :], (p.shape[0], 1, p.shape[2]))
             proba = xp.take_along_axis(p, index.astype(xp.int32), axis=1)[:, 0]
         eps = float(np.finfo(np.float64).eps)

@@ -15,6 +15,7 @@ import pandas as pd
 from ..data import (
     Dataset,
     Feature,
+    r_seq,
     type1_ranks,
 )
 from ..engine import Reducer, at_coded_values
@@ -177,7 +178,8 @@ def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
             return edges
         bins = 1  # one value: refused below
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        quantiles = _weighted_quantiles_type1(x, w, np.arange(1, bins + 1) / bins)
+        # ALEPlot's quantile(x, seq(1/K, 1, length.out = K), type = 1), R's arithmetic
+        quantiles = _weighted_quantiles_type1(x, w, r_seq(1 / bins, 1.0, bins))
         edges = np.unique(np.concatenate([[x.min()], quantiles, [x.max()]]))
         if edges.size < 2:
             raise ValueError(

@@ -418,6 +418,7 @@ def loco_importance(
     if jax_fits:
         _refuse_missing_in_jax_fits(dataset, held_out, "fit_mlp" if mlp_options is not None
                                     else "a traceable fit")
+    chosen = dataset.resolve(features)  # a bad feature is refused before any fit
     given = model is not None
     user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
     if not given and strategy == "refit" and not jax_fits:
@@ -433,7 +434,6 @@ def loco_importance(
         loss = "mse" if model is None else default_loss(
             model_predictor, target if held_out is None else held_out[1])
         check_response(response, loss)
-    chosen = dataset.resolve(features)
     p = len(chosen)
     fitted: dict = {}
 

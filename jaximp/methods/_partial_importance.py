@@ -28,6 +28,7 @@ from ..data import (
 from ..engine import (
     Itemwise,
     LossSums,
+    TARGET_LOSSES,
     at_values,
     check_prediction_range,
     check_result_fits,
@@ -163,7 +164,7 @@ def _row_losses(spec, name: str, fn: Callable | None, predictions: np.ndarray) -
         y = spec.y[:, 0] if spec.y.ndim == 2 and spec.y.shape[1] == 1 else spec.y
         out = np.stack([np.asarray(fn(y, item), np.float64) for item in per])
         return out.reshape(out.shape[0], out.shape[1], -1)
-    if name in PER_ROW_LOSSES[:-1]:
+    if name in TARGET_LOSSES:
         with np.errstate(invalid="ignore", divide="ignore"):  # refused below, by name
             terms = target_terms(name, p, spec.y[None], np)
         check_prediction_range(name, terms)

@@ -591,6 +591,8 @@ def _sklearn_scorers(scoring, model):
     Other ``scoring`` unchanged."""
     if scoring is None or callable(scoring):
         return scoring
+    if isinstance(scoring, (list, tuple)) and not all(isinstance(s, str) for s in scoring):
+        return scoring  # scikit-learn's lists hold names: refused below
     names = [name for name in _scoring_names(scoring) if isinstance(name, str)]
     if all(name in SKLEARN_SCORING or name in LOSSES for name in names):
         return scoring

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, type1_ranks
+from ..data import Dataset, r_seq, type1_ranks
 from ._loss import warn_misaligned
 
 __all__ = ["row_groups"]
@@ -50,7 +50,7 @@ def _groups(series: pd.Series, by_size: int) -> tuple[list, np.ndarray]:
     numeric = series.dtype.kind in "iuf"
     if numeric and series.nunique() > by_size:
         x = series.to_numpy(np.float64)
-        probs = np.linspace(0.0, 1.0, by_size + 1)
+        probs = r_seq(0.0, 1.0, by_size + 1)  # hstats' seq(0, 1, length.out = m + 1)
         breaks = np.unique(np.sort(x)[type1_ranks(x.size, probs)])
         codes = np.clip(np.searchsorted(breaks, x, side="left") - 1, 0, breaks.size - 2)
         labels = [pd.Interval(float(a), float(b), closed="both" if k == 0 else "right")

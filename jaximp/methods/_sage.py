@@ -30,6 +30,8 @@ import jax
 import numpy as np
 import pandas as pd
 
+from jaximp.kernels import brier_terms
+
 from ..data import (
     Choice,
     Dataset,
@@ -280,10 +282,8 @@ def _row_loss(spec) -> Callable:
         if spec.name == "accuracy":  # the zero-one loss: 1 - accuracy
             wrong = np.argmax(proba, axis=-1)[..., None] != codes
             return wrong.astype(np.float64)
-        if spec.name == "brier":  # halved for two classes, as scikit-learn's
-            k = proba.shape[-1]
-            gap = proba - (np.arange(k) == codes)
-            return (gap * gap).sum(axis=-1, keepdims=True) * (0.5 if k == 2 else 1.0)
+        if spec.name == "brier":
+            return brier_terms(proba, codes[..., 0], -1, np)[..., None]
         picked = np.take_along_axis(proba, np.broadcast_to(codes, proba.shape[:-1] + (1,)),
                                     axis=-1)
         return -np.log(np.clip(picked, _EPS, 1 - _EPS))
