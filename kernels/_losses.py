@@ -222,8 +222,8 @@ def median_absolute_error(
 ) -> Float[Array, ""]:
     """Median absolute error ``median_i |y_i - f_i|``, weighted: the error at which the
     cumulative weight of the sorted errors passes half the total, or the mean of the two
-    errors around it where it reaches half exactly (:func:`sklearn.metrics.
-    median_absolute_error`'s rule, so that equal weights give the median).
+    errors around it where it reaches half exactly (the rule of
+    :func:`sklearn.metrics.median_absolute_error`, so that equal weights give the median).
 
     Examples
     --------
