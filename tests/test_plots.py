@@ -422,3 +422,22 @@ def test_ale_curve_is_the_labelled_line_so_a_legend_names_it():
     assert [t.get_text() for t in legend.get_texts()] == ["ALE", "PD (centred)"]
     ale_line = [line for line in ax.lines if line.get_label() == "ALE"][0]
     np.testing.assert_allclose(ale_line.get_ydata(), effect.centred[:, 0])
+
+
+def test_pd_groups_share_one_axes_with_a_legend():
+    """partial_dependence(by=...) groups drawn on one Axes: each PD in the next colour of the
+    cycle with its group as the legend entry, the heights the group's curve."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 2))
+    groups = partial_dependence(lambda A: A[:, 0] * A[:, 1], X, "x0", grid_resolution=5,
+                                by=np.where(X[:, 1] > 0, "up", "down"))
+    ax = None
+    for label, result in groups.items():
+        ax = result.plot(ax=ax, ice=False, label=label)
+    lines = [line for line in ax.get_lines() if line.get_label() in groups]
+    assert [line.get_label() for line in lines] == ["down", "up"]
+    assert lines[0].get_color() != lines[1].get_color()
+    for line in lines:
+        np.testing.assert_allclose(line.get_ydata(), groups[line.get_label()].average[:, 0])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["down", "up"]
+    plt.close("all")

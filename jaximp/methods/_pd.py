@@ -145,18 +145,21 @@ class PartialDependence(ReadsDeferred):
                                     measure=measure, average="mean", trim=0.0, n_bootstrap=0)
 
     def plot(self, output: int | str | None = None, ax=None, ice: bool = True,
-             max_curves: int = 200, rug: bool = True):
+             max_curves: int = 200, rug: bool = True, label=None):
         """A 1-D PD over its ICE curves, or a 2-D PD as a heat map; returns the Axes.
 
         1-D: the PD (red) over exactly ``min(n, max_curves)`` ICE curves (grey; evenly spaced
         rows) and a rug at the feature's deciles; a categorical or one-hot feature is drawn
-        as points at its levels, without lines. 2-D: a heat map of the PD, the first feature on
-        the x axis, ticks labelled with grid values (categorical levels by name), and a colour
-        bar.
+        as points at its levels, without lines. With ``label``, the PD takes the next colour
+        of the Axes and a legend entry, so that the groups of ``partial_dependence(by=...)``
+        share one Axes: ``for g, pd in groups.items(): ax = pd.plot(ax=ax, ice=False,
+        label=g)``. 2-D: a heat map of the PD, the first feature on the x axis, ticks
+        labelled with grid values (categorical levels by name), and a colour bar.
         """
         from ..results import plot_pd
 
-        return plot_pd(self, output=output, ax=ax, ice=ice, max_curves=max_curves, rug=rug)
+        return plot_pd(self, output=output, ax=ax, ice=ice, max_curves=max_curves, rug=rug,
+                       label=label)
 
 
 class PartialDependences(Mapping):

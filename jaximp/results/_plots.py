@@ -445,7 +445,7 @@ def ice_rows(n: int, max_curves: int) -> np.ndarray:
 
 
 def plot_pd(result, output=None, ax=None, ice: bool = True, max_curves: int = 200,
-            rug: bool = True):
+            rug: bool = True, label=None):
     """The body of :meth:`PartialDependence.plot`."""
     check_bool(ice, "ice")
     check_bool(rug, "rug")
@@ -481,8 +481,11 @@ def plot_pd(result, output=None, ax=None, ice: bool = True, max_curves: int = 20
         else:
             ax.plot(x, curves.T, color=_ICE, marker="_", markersize=10, alpha=0.4, **line)
     if result.average is not None:
-        ax.plot(x, result.average[:, j], color="tab:red", lw=2, marker=None if numeric else "D",
-                markersize=7, zorder=3, **line)
+        ax.plot(x, result.average[:, j], color="tab:red" if label is None else None, lw=2,
+                marker=None if numeric else "D", markersize=7, zorder=3,
+                label=None if label is None else str(label), **line)
+        if label is not None:
+            ax.legend(fontsize="small")
     deciles = result.deciles[0] if result.deciles else None
     if rug and numeric and deciles is not None:
         ax.vlines(deciles, 0, 0.05, transform=ax.get_xaxis_transform(), color="black", lw=1,
