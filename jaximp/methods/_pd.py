@@ -669,10 +669,9 @@ def _by_group(out, labels: list, codes: np.ndarray, kind: str, centered: bool,
         grouped = []
         for result, replicated in zip(results, per_set):
             curves = np.moveaxis(replicated, -2, 0)  # (G, g_1, ..., o)
-            if centered:
-                first = curves.reshape(len(labels), -1, curves.shape[-1])[:, :1]
-                curves = curves - first.reshape((len(labels),) + (1,) * (curves.ndim - 2) +
-                                                (curves.shape[-1],))
+            if centered:  # each group's curve less its value at the first grid point
+                flat = curves.reshape(len(labels), -1, curves.shape[-1])
+                curves = (flat - flat[:, :1]).reshape(curves.shape)
             grouped.append({label: dataclasses.replace(result, average=curves[k])
                             for k, label in enumerate(labels)})
         return grouped

@@ -27,10 +27,9 @@ def row_groups(by, dataset: Dataset, by_size: int = 4,
     right-closed intervals, the first closed on both sides (hstats' ``qcut``: R's
     ``cut(x, unique(quantile(x, type = 1)), include.lowest = TRUE)``), labelled by
     :class:`pandas.Interval`; any other grouping's groups are its values, sorted (a pandas
-    categorical's in the order of its categories).
+    categorical's in the order of its categories). ``by_size`` is checked by the callers'
+    parameter tables.
     """
-    if isinstance(by_size, bool) or not isinstance(by_size, (int, np.integer)) or by_size < 1:
-        raise ValueError(f"by_size must be an int >= 1; got {by_size!r}.")
     series = _values(by, dataset)
     if series.isna().any():
         raise ValueError(f"by has {int(series.isna().sum())} missing values (None or NaN); "

@@ -185,10 +185,11 @@ class Float32Splits:
     def __call__(self, X: np.ndarray, column_names) -> None:
         # every row up to 65,536 of them, else evenly spaced ones: a warning, not a count
         step = max(1, -(-X.shape[0] // _CHECKED_ROWS))
-        apart = self.rows_apart(X[::step])
+        checked_rows = X[::step]
+        apart = self.rows_apart(checked_rows)
         if apart:
             shown = ", ".join(f"{column_names[c]!r}: {k}" for c, k in list(apart.items())[:4])
-            checked = "" if step == 1 else f" of {len(X[::step])} checked"
+            checked = "" if step == 1 else f" of {len(checked_rows)} checked"
             warnings.warn(
                 f"rows of X lie within float32 rounding of split thresholds of {self.name} "
                 f"(rows per feature{checked}: {shown}) and take another branch in the JAX "
