@@ -521,3 +521,13 @@ def test_a_piecewise_constant_model_warns_that_every_gradient_is_zero(method):
             assert not call(lambda A: jnp.sin(A[:, 0]), X, baselines=X,
                             paired_baselines=True).values.any()
         assert call(lambda A: A[:, 0] ** 2, X).values.any()
+
+
+@pytest.mark.parametrize("method", ["dgsm", "saliency"])
+def test_infinite_gradients_are_named_as_gradients(method):
+    """sqrt at 0 has a finite value and an infinite gradient: the error says gradients."""
+    X = np.random.default_rng(0).uniform(size=(20, 2))
+    X[3, 0] = 0.0
+    with pytest.raises(FloatingPointError, match=f"{method} of the model .* is NaN or infinite: "
+                       "its predictions or gradients"):
+        getattr(jaximp, method)(lambda X: jnp.sqrt(X[:, 0]) + X[:, 1], X)

@@ -4,13 +4,11 @@ gradients, SmoothGrad, saliency and gradient x input.
 Every method is one engine call with a *derived predictor*: a jitted function of a block of
 rows whose outputs are the rows' attributions (``jax.vjp`` of the model, folded over the
 integration steps, baselines or noise samples by ``lax.scan`` so that a block's memory is one
-step's), kept per row by the engine (:class:`~jaximp.engine.Keep`). The engine sizes the blocks
-from the compiled derived function's memory (``memory_budget``), shards the rows over the
-devices and reports progress, as for every other method. Random draws (expected gradients'
-baselines and interpolation points, SmoothGrad's noise) come from the key folded with the row
-number, carried as two extra columns, so they do not depend on the chunking. The scan keeps one
-step's activations alive at a time and the engine's memory analysis of the compiled derived
-function sizes the blocks, so no ``jax.checkpoint`` is needed for memory.
+step's, so no ``jax.checkpoint`` is needed), kept per row by the engine
+(:class:`~jaximp.engine.Keep`), which sizes the blocks from the compiled function's memory,
+shards the rows and reports progress. Random draws (expected gradients' baselines and
+interpolation points, SmoothGrad's noise) come from the key folded with the row number, carried
+as two extra columns, so they do not depend on the chunking.
 
 Conventions follow captum (Kokhlikyan et al. 2020): ``n_steps=50`` and Gauss-Legendre nodes
 for integrated gradients (``method`` takes captum's names, with its nodes and weights), zero
@@ -250,7 +248,13 @@ def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Datas
     )
     c = data.n_columns
     plan = at_values(np.zeros((1, c), bool), [0], np.zeros((1, c)), [0])
-    return evaluate(derived, data, plan, reducer, label=label, **engine)
+    try:
+        return evaluate(derived, data, plan, reducer, label=label, **engine)
+    except FloatingPointError:  # the engine's message speaks of predictions
+        raise FloatingPointError(
+            f"{label} of the model {predictor.name} is NaN or infinite: its predictions or "
+            "gradients are not finite at some points the method evaluates (the rows of X and, "
+            "for path methods, points towards the baselines), e.g. sqrt or log at 0.") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,8 +263,7 @@ def run_derived(apply, params, n_outputs: int, predictor: Predictor, data: Datas
 
 
 def gradients(fn, Z):
-    """Values (m, o) and per-row gradients (o, m, c) of a row-wise ``fn`` at ``Z``: one vjp,
-    one pullback per output."""
+    """Values (m, o) and per-row gradients (o, m, c) of a row-wise ``fn`` at ``Z`` (one vjp)."""
     value, pullback = jax.vjp(fn, Z)
     basis = jnp.eye(value.shape[1], dtype=value.dtype)
     grads = jax.vmap(lambda e: pullback(jnp.broadcast_to(e, value.shape))[0])(basis)
@@ -279,9 +282,7 @@ def selected(predictor: Predictor, base, out_idx, row_output=None):
 def split_row_output(Z, per_row: bool):
     """A block's columns without the trailing output index, and the index (m,) int32 (None
     without per-row outputs)."""
-    if not per_row:
-        return Z, None
-    return Z[:, :-1], Z[:, -1].astype(jnp.int32)
+    return (Z[:, :-1], Z[:, -1].astype(jnp.int32)) if per_row else (Z, None)
 
 
 def _n_out(out_idx, per_row: bool) -> int:
@@ -289,8 +290,7 @@ def _n_out(out_idx, per_row: bool) -> int:
 
 
 def _pack(attributions, *columns):
-    """(o, m, c) attributions and (m, o) columns -> (m, c*o + ...) outputs, in the compute
-    dtype (float64 under x64 with a float64 model)."""
+    """(o, m, c) attributions and (m, o) columns -> (m, c*o + ...) outputs, compute dtype."""
     o, m, c = attributions.shape
     flat = jnp.transpose(attributions, (1, 2, 0)).reshape(m, c * o)
     return jnp.concatenate([flat, *columns], axis=1).astype(attributions.dtype)
