@@ -44,13 +44,24 @@ def test_equals_a_float64_numpy_twin_of_the_estimators():
     rng = np.random.default_rng(0)
     X = as32(rng.uniform(size=(300, 3)))
     f_np = lambda A: A[:, 0] + 2 * A[:, 1] ** 2 + 3 * A[:, 1] * A[:, 2]
-    result = sobol_indices(f_np, X, n_repeats=3, n_bootstrap=0, random_state=4)
+    result = sobol_indices(f_np, X, n_repeats=3, n_bootstrap=0, random_state=4, second=True)
     assert isinstance(result, SobolIndices)
     first, total = reference(f_np, X, 3, 4, [[0], [1], [2]])
     np.testing.assert_allclose(result.first.importances_mean[:, 0], first, rtol=1e-4,
                                atol=1e-6)
     np.testing.assert_allclose(result.total.importances_mean[:, 0], total, rtol=1e-4,
                                atol=1e-6)
+    # second order: the pair's first-order (closed) estimate less its two features'
+    closed, _ = reference(f_np, X, 3, 4, [[0, 1], [0, 2], [1, 2]])
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    assert result.second.feature_sets == tuple((f"x{a}", f"x{b}") for a, b in pairs)
+    np.testing.assert_allclose(result.second.values[:, 0],
+                               [closed[k] - first[a] - first[b] for k, (a, b) in
+                                enumerate(pairs)], rtol=1e-4, atol=1e-6)
+    explainer = jaximp.Explainer(f_np, X)  # asking for pairs is a new plan, not a stale one
+    assert explainer.sobol_indices(n_repeats=3, n_bootstrap=0, random_state=4).second is None
+    again = explainer.sobol_indices(n_repeats=3, n_bootstrap=0, random_state=4, second=True)
+    np.testing.assert_array_equal(again.second.values, result.second.values)
     assert result.first.importances is None and result.total.importances_std is None
     assert result.info.variance[0] == pytest.approx(f_np(X).var(), rel=1e-5)
 
@@ -80,14 +91,24 @@ def test_interactions_make_total_exceed_first():
     X = as32(rng.uniform(-1, 1, size=(4000, 3)))
     f = lambda A: A[:, 0] * A[:, 1] + A[:, 2]
     # Var(x0 x1) = 1/9, Var(x2) = 1/3: x0 and x1 explain nothing alone, a quarter together
-    result = sobol_indices(f, X, n_repeats=5, n_bootstrap=50)
+    result = sobol_indices(f, X, n_repeats=5, n_bootstrap=50, second=True)
     first, total = result.first.importances_mean[:, 0], result.total.importances_mean[:, 0]
     np.testing.assert_allclose(first, [0.0, 0.0, 0.75], atol=0.04)
     np.testing.assert_allclose(total, [0.25, 0.25, 0.75], atol=0.04)
     assert total[0] - first[0] > 0.15 and total[1] - first[1] > 0.15
+    # second order: x0 x1 holds the quarter; x2 enters additively (exactly 0 with the
+    # same permutations for the pair and its members)
+    matrix = result.second.matrix()
+    assert matrix.loc["x0", "x1"] == pytest.approx(0.25, abs=0.04)
+    assert abs(matrix.loc["x0", "x2"]) < 1e-6 and abs(matrix.loc["x1", "x2"]) < 1e-6
+    assert result.second.replicates.shape == (3, 1, 50) and result.second.method == "sobol_second"
     frame = result.to_frame()
-    assert set(frame["index"]) == {"first", "total"} and len(frame) == 6
-    assert result.top(1, index="total") == ["x2"]
+    assert list(frame["index"].unique()) == ["first", "total", "second"] and len(frame) == 9
+    assert frame["feature"].iloc[6:].tolist() == ["x0:x1", "x0:x2", "x1:x2"]
+    assert result.top(1, index="total") == ["x2"] and "second: x0:x1=" in repr(result)
+    only = sobol_indices(f, X[:500], first=False, total=False, second=True, n_bootstrap=0)
+    assert only.first is None and only.total is None and len(only.to_frame()) == 3
+    assert repr(only).startswith("SobolIndices(3 features")
 
 
 def test_groups_host_models_and_outputs():
@@ -119,6 +140,8 @@ def test_checks():
     X = np.random.default_rng(4).uniform(size=(20, 2))
     with pytest.raises(ValueError, match="at least one index"):
         sobol_indices(lambda A: A[:, 0], X, first=False, total=False)
+    with pytest.raises(ValueError, match="second=True needs at least 2 features"):
+        sobol_indices(lambda A: A[:, 0], X, features=["x0"], second=True)
     with pytest.raises(ValueError, match="n_repeats must be an int >= 1"):
         sobol_indices(lambda A: A[:, 0], X, n_repeats=0)
     with pytest.raises(ValueError, match="n_bootstrap must be 0"):

@@ -16,6 +16,7 @@ block; bootstrap intervals cost no model evaluation.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import warnings
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..engine import (
     predict_rows,
     rng_stream,
 )
-from ..results import Details, FeatureImportance, mean_and_std
+from ..results import Details, FeatureImportance, FeatureInteraction, mean_and_std
 from ._setup import bootstrap_weights, cached_stage, keep_layout, prepare
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
@@ -82,11 +83,16 @@ class SobolIndices:
     total : FeatureImportance or None
         ``E[Var(f | x_-j)] / Var(f)`` (``method="sobol_total"``); None when not asked for.
     info : SobolDetails
+    second : FeatureInteraction or None
+        Second-order indices of every pair, ``(Var(E[f | x_j, x_k]) - Var(E[f | x_j])
+        - Var(E[f | x_k])) / Var(f)`` (``method="sobol_second"``; ``matrix()`` as a table);
+        None unless asked for (``second=True``).
     """
 
     first: FeatureImportance | None
     total: FeatureImportance | None
     info: Any = None
+    second: FeatureInteraction | None = None
 
     def _parts(self) -> dict[str, FeatureImportance]:
         return {name: part for name, part in (("first", self.first), ("total", self.total))
@@ -99,19 +105,30 @@ class SobolIndices:
             return ", ".join(f"{feat}={values[feat]:.3g}"
                              for feat in part.top(min(3, len(part.feature_names))))
 
-        parts = "; ".join(f"{name}: {strongest(part)}" for name, part in self._parts().items())
-        some = next(iter(self._parts().values()))
-        return (f"SobolIndices({len(some.feature_names)} features, outputs "
-                f"{list(some.output_names)}; {parts})")
+        parts = [f"{name}: {strongest(part)}" for name, part in self._parts().items()]
+        if self.second is not None:
+            pairs = self.second.sorted()
+            value = pairs.values[0, output_index(pairs.output_names, None)]
+            parts.append(f"second: {':'.join(pairs.feature_sets[0])}={value:.3g}")
+        some = next(iter(self._parts().values()), None)
+        count = len(some.feature_names) if some else len(self.second.matrix())
+        outputs = list((some or self.second).output_names)
+        return f"SobolIndices({count} features, outputs {outputs}; {'; '.join(parts)})"
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table: one row per (index, feature, output): ``index`` ("first" or
         "total"), ``feature``, ``output``, ``value``, and with bootstrap replicates ``std``,
-        ``q025``, ``q975``."""
+        ``q025``, ``q975``; second-order indices (``index`` "second") name their pair
+        ``"a:b"``."""
         frames = []
         for name, part in self._parts().items():
             frame = part.to_frame(sort=False).rename(columns={"importance": "value"})
             frame.insert(0, "index", name)
+            frames.append(frame)
+        if self.second is not None:
+            frame = self.second.to_frame(sort=False).rename(columns={"interaction": "value"})
+            frame.insert(0, "feature", frame.pop("feature_1") + ":" + frame.pop("feature_2"))
+            frame.insert(0, "index", "second")
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
@@ -192,13 +209,15 @@ def _warn_if_dependent(dataset, threshold: float = 0.5) -> None:
             UserWarning, stacklevel=3)
 
 
-@validate_params(first=Flag(), total=Flag(), n_repeats=Int(1), n_bootstrap=Replicates())
+@validate_params(first=Flag(), total=Flag(), second=Flag(), n_repeats=Int(1),
+                 n_bootstrap=Replicates())
 def sobol_indices(
     model,
     X,
     *,
     first: bool = True,
     total: bool = True,
+    second: bool = False,
     features=None,
     output=None,
     n_repeats: int = 5,
@@ -228,6 +247,10 @@ def sobol_indices(
         Rows drawn from the input distribution.
     first, total : bool, default True
         Which indices to return (both cost the same evaluations).
+    second : bool, default False
+        Also the second-order index of every pair of features (SALib's ``S2``), from the
+        first-order estimator of the pair taken together less those of its two features:
+        ``n_repeats x n`` more model rows per pair.
     features : str, int or list, optional
         Features (or groups) to score; default all.
     output : int, str or list, optional
@@ -250,7 +273,8 @@ def sobol_indices(
     -------
     SobolIndices
         ``first`` and ``total`` (:class:`FeatureImportance`, ``method="sobol_first"`` and
-        ``"sobol_total"``), ``to_frame()``, ``plot()``; ``info.variance`` is ``Var(f)``.
+        ``"sobol_total"``), ``to_frame()``, ``plot()``; ``info.variance`` is ``Var(f)``;
+        ``second`` (:class:`FeatureInteraction`) with ``second=True``.
 
     Notes
     -----
@@ -258,7 +282,9 @@ def sobol_indices(
     (f(A_B^j) - f(A))) / V`` (Saltelli 2010; centring ``f(B)`` lowers the variance and keeps
     it unbiased), total ``mean((f(A) - f(A_B^j))^2) / (2 V)`` (Jansen 1999), with
     ``A_B^j`` the rows of X with ``x_j`` from the permuted rows ``B`` and ``V`` the variance of
-    ``f`` over X (``ddof=0``). Both are averaged over the repeats.
+    ``f`` over X (``ddof=0``). Both are averaged over the repeats. Second order: the
+    first-order estimator with ``x_j`` and ``x_k`` both from ``B`` gives the closed index
+    ``Var(E[f | x_j, x_k]) / V``, less the two first-order estimates.
 
     References
     ----------
@@ -287,11 +313,16 @@ def sobol_indices(
         raise ValueError("sobol_indices resamples the rows of X as draws from the input "
                          "distribution and takes no case weights; pass unweighted rows (an "
                          "Explainer made without sample_weight).")
-    if not (first or total):
-        raise ValueError("ask for at least one index: first=True or total=True.")
+    if not (first or total or second):
+        raise ValueError("ask for at least one index: first=True, total=True or second=True.")
     out_idx = select_outputs(predictor.output_names, output)
     chosen = dataset.resolve(features)
     p, r = len(chosen), n_repeats
+    if second and p < 2:
+        raise ValueError(f"second=True needs at least 2 features to pair; got {p}.")
+    # the sets whose columns come from B: each feature, then each pair (second order)
+    sets = [(j,) for j in range(p)] + (list(itertools.combinations(range(p), 2)) if second
+                                       else [])
     engine = {"memory_budget": memory_budget, "progress": progress}
     _warn_if_dependent(dataset)
 
@@ -305,18 +336,20 @@ def sobol_indices(
         perms = np.stack([rng_stream(bits, _PERMUTATION_STREAM, k).permutation(n)
                           for k in range(r)])  # (R, n): row i of B_k is row perms[k, i] of X
         fb = fa[perms].transpose(1, 0, 2) - fa.mean(axis=0)  # (n, R, o), centred
-        masks = np.zeros((p, c), bool)
-        for j, feat in enumerate(chosen):
-            masks[j, list(feat.columns)] = True
-        plan = at_coded_values(masks, np.repeat(np.arange(p), r), dataset.X, perms,
-                               np.tile(np.arange(r), p), np.zeros(p * r, np.int32))
+        masks = np.zeros((len(sets), c), bool)
+        for k, members in enumerate(sets):
+            for j in members:
+                masks[k, list(chosen[j].columns)] = True
+        plan = at_coded_values(masks, np.repeat(np.arange(len(sets)), r), dataset.X, perms,
+                               np.tile(np.arange(r), len(sets)),
+                               np.zeros(len(sets) * r, np.int32))
         return fa, plan, _SobolSums(all_weights, fa, fb, r)
 
     fa, plan, reducer = cached_stage(
-        dataset, ("Sobol indices", predictor, tuple(dataset.positions(chosen)), r,
+        dataset, ("Sobol indices", predictor, tuple(dataset.positions(chosen)), r, second,
                   tuple(bits), n_bootstrap, tuple(key_bits(key_bootstrap))), build)
     sums = evaluate(predictor, dataset, plan, reducer, label="Sobol indices", **engine)
-    sums = sums.reshape(p, r, *sums.shape[1:]).mean(axis=1)  # (p, W, 2, o)
+    sums = sums.reshape(len(sets), r, *sums.shape[1:]).mean(axis=1)  # (sets, W, 2, o)
 
     means = all_weights @ fa / all_weights.sum(axis=1)[:, None]  # (W, o)
     variance = np.einsum("wn,wno->wo", all_weights, (fa[None] - means[:, None]) ** 2) \
@@ -325,22 +358,33 @@ def sobol_indices(
         raise ValueError("the model output is constant over X (zero variance), so Sobol "
                          "indices are undefined.")
     with np.errstate(divide="ignore", invalid="ignore"):  # a replicate may hold one row
-        estimates = {"total": sums[:, :, 0] / (2 * variance[None]),
-                     "first": sums[:, :, 1] / variance[None]}  # (p, W, o)
+        closed = sums[:, :, 1] / variance[None]  # (sets, W, o): Var(E[f | x_set]) / V
+        estimates = {"total": sums[:p, :, 0] / (2 * variance[None]), "first": closed[:p],
+                     "second": np.stack([closed[k] - closed[a] - closed[b]
+                                         for k, (a, b) in enumerate(sets[p:], p)])
+                     if second else None}  # (p or pairs, W, o)
     names = tuple(f.name for f in chosen)
     outputs = tuple(predictor.output_names[k] for k in out_idx)
 
-    def result(kind):
+    def parts(kind):
         values = estimates[kind][..., out_idx].transpose(0, 2, 1)  # (p, o, W)
         replicates = values[..., 1:] if n_bootstrap else None
-        std = None
-        if replicates is not None:
-            _, std = mean_and_std(replicates)
+        std = None if replicates is None else mean_and_std(replicates)[1]
+        return values[..., 0], std, replicates
+
+    def result(kind):
+        mean, std, replicates = parts(kind)
         return FeatureImportance(method=f"sobol_{kind}", feature_names=names,
-                                 output_names=outputs, importances_mean=values[..., 0],
+                                 output_names=outputs, importances_mean=mean,
                                  importances_std=std, importances=replicates,
                                  info=keep_layout({}, dataset, chosen))
 
+    pairs = None
+    if second:
+        mean, std, replicates = parts("second")
+        pairs = FeatureInteraction("sobol_second", tuple((names[a], names[b])
+                                                         for a, b in sets[p:]),
+                                   outputs, mean, std, replicates)
     details = SobolDetails(variance=variance[0, out_idx], n_repeats=r, n_bootstrap=n_bootstrap)
     return SobolIndices(result("first") if first else None,
-                        result("total") if total else None, details)
+                        result("total") if total else None, details, pairs)

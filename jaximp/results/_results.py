@@ -200,7 +200,8 @@ class FeatureInteraction:
     Attributes
     ----------
     method : str
-        ``"pd_interaction"``, ``"h_pairwise"`` or ``"h_three_way"``.
+        The statistic: ``"pd_interaction"``, ``"h_pairwise"``, ``"h_three_way"``,
+        ``"shapley_interaction"``, ``"sobol_second"``...
     feature_sets : tuple of tuples of str, length s
         The pairs (or triples) of feature names.
     output_names : tuple of str, length o
