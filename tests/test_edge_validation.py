@@ -183,6 +183,34 @@ def test_pdp_grid_is_r_pdp_sequence():
                       .info.grid_values["x0"]).size == 4
 
 
+def test_pdp_trimmed_and_quantile_grids_are_r_pdps():
+    """pdp's ``trim.outliers = TRUE``: the sequence from the smallest to the largest value
+    inside ``boxplot.stats``' fences (Tukey's hinges -+ 1.5 times their distance), written
+    here with the hinges as the medians of the lower and upper halves; ``quantiles = TRUE``:
+    type-7 quantiles (NumPy's linear ones) at ``probs = 1:9/10``."""
+    rng = np.random.default_rng(7)
+    for n in (9, 10, 11, 12, 201):
+        x = rng.standard_t(2, size=n)  # heavy tails: outliers on both sides
+        x[0] = -999.0  # as pdp's own test of trim.outliers
+        half = np.sort(x)[:(n + 1) // 2], np.sort(x)[n // 2:]
+        lower, upper = np.median(half[0]), np.median(half[1])
+        inside = x[(x >= lower - 1.5 * (upper - lower)) & (x <= upper + 1.5 * (upper - lower))]
+        data = np.stack([x, np.arange(n)], axis=1)
+        trimmed = jaximp.partial_dependence(lambda X: X[:, 0], data, 0, grid="pdp_trim")
+        np.testing.assert_allclose(trimmed.grid_values[0], np.linspace(
+            inside.min(), inside.max(), min(n, 51)), rtol=1e-12)
+        assert trimmed.grid_values[0][0] > -999
+        for resolution, probs in ((None, np.arange(1, 10) / 10), (4, np.arange(1, 5) / 5)):
+            quantiles = jaximp.partial_dependence(lambda X: X[:, 0], data, 0,
+                                                  grid="pdp_quantiles",
+                                                  grid_resolution=resolution)
+            np.testing.assert_allclose(quantiles.grid_values[0], np.quantile(x, probs),
+                                       rtol=1e-12)
+    flat = np.stack([np.r_[np.zeros(20), 1.0], np.arange(21.0)], axis=1)
+    with pytest.raises(ValueError, match="single value \\(0\\) inside its boxplot fences"):
+        jaximp.pd_importance(lambda X: X[:, 0], flat, grid="pdp_trim")
+
+
 def test_seeds_beyond_32_bits_make_their_own_keys_in_both_float_modes():
     """Without x64 jax.random.key keeps a seed's low 32 bits: 0 and 2**32 drew the same
     permutations. Their keys now differ, equal under x64 and without it."""

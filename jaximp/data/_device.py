@@ -67,6 +67,11 @@ class ColumnOrder:
         """Quantiles as ``jaximp.mquantiles`` gives them (scipy's ``mquantiles``)."""
         return plotting_quantiles(self.at, self.size, prob, alphap, betap)
 
+    def span(self, low: float, high: float) -> np.ndarray:
+        """The smallest and the largest value in ``[low, high]`` (2,); the interval must hold
+        one."""
+        raise NotImplementedError
+
 
 class HostColumnOrder(ColumnOrder):
     """A column order over a sorted float64 NumPy array.
@@ -90,6 +95,17 @@ class HostColumnOrder(ColumnOrder):
 
     def distinct(self) -> np.ndarray:
         return self._distinct
+
+    def span(self, low: float, high: float) -> np.ndarray:
+        first = np.searchsorted(self.ordered, low, side="left")
+        return self.ordered[[first, np.searchsorted(self.ordered, high, side="right") - 1]]
+
+
+@jax.jit
+def _span_positions(ordered, low, high):
+    """Sorted positions of the first value >= low and the last <= high (NaN compares false,
+    so the missing values sorted last count in neither)."""
+    return jnp.stack([jnp.sum(ordered < low), jnp.sum(ordered <= high) - 1]).astype(jnp.int32)
 
 
 @jax.jit
@@ -144,6 +160,24 @@ class DeviceColumnOrder(ColumnOrder):
     def distinct(self) -> np.ndarray:
         return np.asarray(jax.device_get(_distinct(self._ordered, self._first,
                                                    self.n_distinct)), np.float64)
+
+    def span(self, low: float, high: float) -> np.ndarray:
+        bounds = _inward(np.dtype(self._ordered.dtype), low, high)
+        return self.at(jax.device_get(_span_positions(self._ordered, *jax.device_put(bounds))))
+
+
+def _inward(dtype: np.dtype, low: float, high: float):
+    """float64 bounds as the nearest values of ``dtype`` inside them: a value of ``dtype``
+    is ``>= low`` exactly when it is ``>=`` the first, so the device compares in its dtype."""
+    dtype = np.dtype(np.float32) if dtype.kind == "V" else dtype  # bfloat16: compared as float32
+    if dtype.kind in "biu":
+        info = np.iinfo(dtype)
+        return (dtype.type(np.clip(np.ceil(low), info.min, info.max)),
+                dtype.type(np.clip(np.floor(high), info.min, info.max)))
+    lo, hi = dtype.type(low), dtype.type(high)
+    lo = np.nextafter(lo, dtype.type(np.inf)) if lo < low else lo
+    hi = np.nextafter(hi, dtype.type(-np.inf)) if hi > high else hi
+    return lo, hi
 
 
 def device_column_order(column) -> ColumnOrder:

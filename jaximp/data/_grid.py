@@ -15,7 +15,8 @@ from ._params import Flag, Interval, Real, validate_params
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
            "r_seq", "resolve_grid", "type1_ranks", "validate_grid_options"]
 
-GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "hstats")
+GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "pdp_trim", "pdp_quantiles",
+                   "hstats")
 
 #: the rule of every grid's ``percentiles``
 PERCENTILES = Interval(0, 1, fix="E.g. percentiles=(0.05, 0.95).")
@@ -75,6 +76,16 @@ def type1_ranks(size: int, probs) -> np.ndarray:
     return np.clip(ranks, 0, size - 1)
 
 
+def tukey_fences(col, coef: float = 1.5) -> tuple[float, float]:
+    """R's ``boxplot.stats`` fences of a column's present values: Tukey's hinges (R's
+    ``fivenum``) ``-+ coef`` times their distance; values outside them are its outliers."""
+    n4 = np.floor((col.size + 3) / 2) / 2  # 1-based position of the lower hinge
+    positions = np.array([n4, col.size + 1 - n4]) - 1
+    values = col.at(np.concatenate([np.floor(positions), np.ceil(positions)]).astype(int))
+    lower, upper = 0.5 * (values[:2] + values[2:])
+    return lower - coef * (upper - lower), upper + coef * (upper - lower)
+
+
 _HSTATS_POINTS = 49  # hstats' grid_size
 _HSTATS_TRIM = (0.01, 0.99)  # hstats' trim
 
@@ -93,8 +104,8 @@ def feature_grid(
     """Replacement rows for one feature and their display labels.
 
     ``grid_resolution=None`` is the strategy's default: ``default_resolution`` points; for
-    ``"pdp"`` R pdp's ``min(n_unique, pdp_points)`` (pdp takes a given resolution as it is);
-    for ``"hstats"`` hstats' 49.
+    ``"pdp"`` and ``"pdp_trim"`` R pdp's ``min(n_unique, pdp_points)`` (pdp takes a given
+    resolution as it is); for ``"pdp_quantiles"`` pdp's 9 deciles; for ``"hstats"`` 49.
 
     Returns
     -------
@@ -155,11 +166,22 @@ def feature_grid(
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
     if grid_resolution == math.inf:  # as many points as values: every distinct one (alibi's)
         strategy = "unique"
-    if strategy == "pdp":  # R pdp / vip: seq(min, max, length = grid.resolution), whose
-        # default (NULL) is min(n_unique, 51)
-        low, high = col.at([0, col.size - 1])
+    if strategy in ("pdp", "pdp_trim"):  # R pdp / vip: seq(min, max, length =
+        # grid.resolution), whose default (NULL) is min(n_unique, 51); with trim.outliers =
+        # TRUE the min and max of the values inside the boxplot fences
+        low, high = col.at([0, col.size - 1]) if strategy == "pdp" else col.span(
+            *tukey_fences(col))
+        if low == high:
+            raise ValueError(
+                f"feature {feature.name!r} has a single value ({low:g}) inside its boxplot "
+                "fences, so grid='pdp_trim' has no range; use grid='pdp'.")
         count = min(col.n_distinct, pdp_points) if grid_resolution is None else grid_resolution
         grid = np.linspace(low, high, count)
+        return grid[:, None], tuple(grid.tolist())
+    if strategy == "pdp_quantiles":  # pdp's quantiles = TRUE: R's type-7 quantiles (NumPy's
+        # linear ones) at probs = 1:9/10, or k / (grid_resolution + 1); repeats merged
+        count = 9 if grid_resolution is None else grid_resolution
+        grid = np.unique(col.quantiles(np.arange(1, count + 1) / (count + 1), 1.0, 1.0))
         return grid[:, None], tuple(grid.tolist())
     if strategy == "hstats":  # R hstats' univariate_grid (strategy "uniform", its default trim)
         count = _HSTATS_POINTS if grid_resolution is None else grid_resolution

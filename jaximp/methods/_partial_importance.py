@@ -243,7 +243,7 @@ def partial_importance(
         Targets.
     feature : str or int
         The feature (a categorical feature or a one-hot group counts as one).
-    grid : {"quantile", "uniform", "unique", "sklearn", "pdp", "hstats"} or dict, default "quantile"
+    grid : str or dict, default "quantile"
         Grid of the feature, as in :func:`jaximp.partial_dependence`; categorical features use
         their levels. A dict that does not name the feature gives its ``"__default__"`` or
         ``"quantile"``.

@@ -514,7 +514,7 @@ def partial_dependence(
         one-hot group named in ``groups`` counts as one feature.
     kind : {"average", "individual", "both"}, default "average"
         PD, ICE, or both.
-    grid : {"sklearn", "uniform", "quantile", "unique", "pdp", "hstats"} or dict, default "sklearn"
+    grid : str or dict, default "sklearn"
         ``"sklearn"`` (the default) is scikit-learn's grid: a feature's distinct values when
         there are fewer than ``grid_resolution``, else ``grid_resolution`` evenly spaced
         points between its ``percentiles`` (``mquantiles``, as scikit-learn). ``"uniform"``:
@@ -522,8 +522,13 @@ def partial_dependence(
         ``"quantile"``: the unique quantiles at evenly spaced probabilities between the
         percentiles. ``"unique"``: every distinct value. ``"pdp"`` reproduces R
         pdp's and vip's grid (``pred_grid``): ``grid_resolution`` evenly spaced points from
-        the minimum to the maximum, by default ``min(n_unique, 51)``. ``"hstats"`` is R
-        hstats' ``univariate_grid`` with its defaults: ``grid_resolution`` (default 49)
+        the minimum to the maximum, by default ``min(n_unique, 51)``; ``"pdp_trim"`` the
+        same from the smallest to the largest value inside the boxplot fences (pdp's
+        ``trim.outliers = TRUE``: Tukey's hinges -+ 1.5 times their distance);
+        ``"pdp_quantiles"`` pdp's ``quantiles = TRUE``: R's type-7 quantiles at
+        ``probs = 1:9/10``, or ``k / (grid_resolution + 1)`` for ``k = 1..grid_resolution``
+        (repeated values merged). ``"hstats"`` is R hstats' ``univariate_grid`` with its
+        defaults: ``grid_resolution`` (default 49)
         evenly spaced points between the type-1 quantiles at 1% and 99%, or the distinct
         values when there are at most that many (``percentiles`` is not used; for a pair
         hstats uses ``ceiling(sqrt(grid_size))`` points per feature). A dict maps feature
@@ -531,9 +536,9 @@ def partial_dependence(
         ``grid["__default__"]`` or ``"sklearn"``); a key that names no feature is an error.
         Categorical and one-hot features always use their levels.
     grid_resolution : int or inf, optional
-        Points per grid; default 100 (pdp's ``min(n_unique, 51)`` for ``grid="pdp"``, 49
-        for ``"hstats"``). ``math.inf``: every distinct value (``grid="unique"``, alibi's
-        ``grid_resolution=np.inf``).
+        Points per grid; default 100 (pdp's ``min(n_unique, 51)`` for ``grid="pdp"`` and
+        ``"pdp_trim"``, 9 for ``"pdp_quantiles"``, 49 for ``"hstats"``). ``math.inf``: every
+        distinct value (``grid="unique"``, alibi's ``grid_resolution=np.inf``).
     percentiles : (float, float), default (0.05, 0.95)
         Use ``(0, 1)`` for min to max.
     centered : bool, default False
