@@ -100,3 +100,36 @@ def test_numeric_labels_and_groups_where_a_loss_is_undefined():
     clf = LogisticRegression().fit(X, three)
     with pytest.raises(ValueError, match="loss='auc' needs all 3 classes"):
         jaximp.average_loss(clf, X, three, loss="auc", by=X[:, 0] > 0)
+
+
+def test_one_class_y_is_that_class_of_a_one_column_model():
+    """A one-column model gives the probability of the larger class, so y = 1 alone is that
+    class (scikit-learn's log_loss(labels=[0, 1])), in all rows and in a max_samples subset;
+    a binary classifier's own classes decide; a lone class of other labels is refused."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    p = 1 / (1 + np.exp(-2 * X[:, 0].astype(np.float32)))
+    model = lambda A: 1 / (1 + jnp.exp(-2 * A[:, 0]))
+    ones = np.ones(60, int)
+    for loss, reference in (("log_loss", metrics.log_loss(ones, p, labels=[0, 1])),
+                            ("brier", metrics.brier_score_loss(ones, p))):
+        assert jaximp.average_loss(model, X, ones, loss=loss).iloc[0, 0] == pytest.approx(
+            reference, rel=1e-6)
+    y = ones.copy()
+    y[0] = 0
+    result = jaximp.permutation_importance(model, X, y, loss="log_loss", max_samples=5,
+                                           n_repeats=1, random_state=2)
+    rows = result.info.sample_rows
+    assert set(y[rows]) == {1}
+    assert result.info.baseline[0] == pytest.approx(
+        metrics.log_loss(y[rows], p[rows], labels=[0, 1]), rel=1e-6)
+    labels = np.where(X[:, 0] > 0, "b", "a")
+    fitted = LogisticRegression().fit(X, labels)
+    only_b = labels == "b"
+    assert jaximp.average_loss(fitted, X[only_b], labels[only_b], loss="log_loss",
+                               output=1).iloc[0, 0] == pytest.approx(
+        metrics.log_loss(labels[only_b], fitted.predict_proba(X[only_b]),
+                         labels=["a", "b"]), rel=1e-6)
+    with pytest.raises(ValueError, match="y holds one class, 'b', and the model one "
+                                         "probability column"):
+        jaximp.average_loss(model, X, np.full(60, "b"), loss="log_loss")

@@ -346,6 +346,11 @@ class LossSpec:
                 return codes.astype(np.float32)
             onehot = codes[..., None] == np.arange(len(self.classes))
             return onehot.astype(np.float32)
+        if len(self.classes) == 1:
+            raise ValueError(
+                f"y holds one class, {self.classes[0].item()!r}, and the model one probability "
+                "column: which class it is the probability of is unknown. Code y as 0/1 (1: "
+                "the class of the column), or give a classifier that knows its classes.")
         if len(self.classes) > 2:
             picked = (f"output= keeps one column ({self.output_names[0]!r}) of the model's "
                       "outputs and y has" if len(self.output_names) == 1 and self.output_names[
@@ -525,8 +530,10 @@ def resolve_loss(
     output,
     weights: np.ndarray | None,
     greater_is_better: bool | None = None,
+    all_targets: np.ndarray | None = None,
 ) -> LossSpec:
-    """Validate ``loss`` against the targets and the model's outputs (internal)."""
+    """Validate ``loss`` against the targets and the model's outputs (internal);
+    ``all_targets``: those of every row, where ``y`` is a sample of them."""
     out_idx = tuple(select_outputs(predictor.output_names, output))
     names = tuple(predictor.output_names[i] for i in out_idx)
     o = len(out_idx)
@@ -592,12 +599,29 @@ def resolve_loss(
                 f"{present.tolist()[:3]} ({y.shape[0]} rows). AUC is undefined there "
                 "(scikit-learn gives NaN); use more rows or loss='log_loss' or 'accuracy'.")
     if o == 1:
-        classes = np.unique(y)
-        codes = np.searchsorted(classes, y).astype(np.int32)
-        return LossSpec(loss, "classification", score, score, ("y",), out_idx, codes, weights,
-                        classes=classes)
+        classes = _column_classes(y, predictor, all_targets)
+        order = np.argsort(classes, kind="stable")
+        codes = np.clip(np.searchsorted(classes[order], y), 0, classes.size - 1)
+        unknown = classes[order][codes] != y
+        if unknown.any():
+            raise ValueError(f"y holds {y[unknown][0].item()!r}, which is not one of the model's "
+                             f"classes {classes.tolist()}.")
+        return LossSpec(loss, "classification", score, score, ("y",), out_idx,
+                        order[codes].astype(np.int32), weights, classes=classes)
     return LossSpec(loss, "classification", score, score, ("y",), out_idx,
                     _class_codes(y, names), weights)
+
+
+def _column_classes(y: np.ndarray, predictor: Predictor, all_targets) -> np.ndarray:
+    """The classes of a model scored by one column: a binary classifier's own two, else
+    those of y (of all the rows, where y is some of them); a numeric y of 0 or 1 alone has
+    both, since the column is the probability of the larger class (y = 1 alone is it)."""
+    if predictor.classes is not None and len(predictor.classes) == 2:
+        return np.asarray(predictor.classes)
+    classes = np.unique(y if all_targets is None else all_targets)
+    if classes.size == 1 and classes.dtype.kind in "biuf" and classes[0] in (0, 1):
+        classes = np.array([0, 1]).astype(classes.dtype)
+    return classes
 
 
 #: the targets a loss needs where not every number will do: (test of the bad ones, what it needs)

@@ -366,6 +366,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     rows = _sample_rows(max_samples, n, bits)
+    all_targets = target  # their classes are those of the subsample's targets too
     if rows is not None:
         dataset, target = dataset.take(rows), target[rows]
     chosen, feature_ids = scored_items(dataset, features)
@@ -375,7 +376,8 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
 
     def build():
         specs = {name: resolve_loss(each, target, predictor, output, dataset.weights,
-                                    _sign_of(each, greater_is_better, len(losses)))
+                                    _sign_of(each, greater_is_better, len(losses)),
+                                    all_targets.reshape(len(all_targets), -1)[:, 0])
                  for name, each in losses.items()}
         checked = [(feat.name, column) for feat in chosen for column in feat.columns]
         check_collapse_columns([name for name, _ in checked], dataset.resident_X,
