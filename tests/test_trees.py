@@ -671,6 +671,24 @@ def test_recursion_refuses_an_unfitted_model_with_fit():
                                   method="recursion")
 
 
+def test_recursion_refuses_columns_other_than_the_fitted_ones():
+    """The traversal reads columns by position: a DataFrame in another order, renamed, or an
+    array of another width would give another feature's PD (scikit-learn's recursion
+    accepts them); they are refused, as tree_shap and the brute path refuse them."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    model = GradientBoostingRegressor(n_estimators=5).fit(frame, 5 * frame.a + 0.1 * frame.b)
+    for X, match in ((frame[["c", "b", "a"]], r"columns \['a', 'b', 'c'\] in order; got "
+                                              r"\['c', 'b', 'a'\]"),
+                     (frame.set_axis(["p", "q", "r"], axis=1), "in order; got"),
+                     (np.c_[frame.to_numpy(), frame.a], "the 3 features the model was fitted "
+                                                       "on; got 4 columns")):
+        with pytest.raises(ValueError, match=match):
+            jaximp.partial_dependence(model, X, 0, method="recursion")
+        with pytest.raises(ValueError, match=match):
+            tree_partial_dependence(model, X, 0)
+
+
 def test_recursion_names_and_auto_rule_follow_scikit_learn(data):
     """A multiclass boosting classifier's recursion gives each class's raw decision function,
     named so; method='auto' takes the recursion for gradient boosting only with init=None,

@@ -298,8 +298,8 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
     for feat in chosen:
         strategy, explicit = grid_option(resolved, feat.name)
         options.append(strategy if explicit is None else np.asarray(explicit, np.float64))
-    values, average = tree_partial_dependence(
-        model, dataset.X, dataset.positions(chosen), options,
+    values, average = tree_partial_dependence(  # X itself: its columns are checked there
+        model, X, dataset.positions(chosen), options,
         grid_resolution=grid_resolution, percentiles=percentiles)
     shape = average.shape[:-1]
     average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened

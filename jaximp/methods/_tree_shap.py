@@ -68,7 +68,7 @@ from ._tree_shap_paths import (
     table_chunk,
 )
 
-__all__ = ["tree_shap"]
+__all__ = ["check_fitted_columns", "tree_shap"]
 
 _MODELS = ("a fitted scikit-learn DecisionTree, RandomForest or ExtraTrees regressor or "
            "classifier, GradientBoosting regressor or classifier (constant init), "
@@ -176,30 +176,38 @@ def _read(model) -> _Ensemble:
                      type(model).__name__, check_rows)
 
 
+def check_fitted_columns(model, X, n_columns: int, n_features: int | None, what: str):
+    """ValueError unless ``X`` (of ``n_columns`` columns) has the tree model's fitted
+    columns: as many, and a DataFrame's names in the fitted order, since the trees read their
+    columns by position. Returns the fitted names (None where the model has none)."""
+    if n_features is not None and n_columns != n_features:
+        raise ValueError(
+            f"{what} must have the {n_features} features the model was fitted on; got "
+            f"{n_columns} columns. Fix: pass the columns the model was trained with, "
+            "in the same order.")
+    fitted = getattr(model, "feature_names_in_", None)
+    fitted = None if fitted is None else tuple(str(c) for c in fitted)
+    if isinstance(X, pd.DataFrame):
+        if fitted is not None and tuple(stored_names(X.columns, boosting_library(model))) \
+                != fitted:
+            raise ValueError(
+                f"{what} must have the model's columns {list(fitted)[:8]} in order; got "
+                f"{[str(c) for c in X.columns][:8]}. Fix: X = X[model.feature_names_in_].")
+        if boosting_library(model) is not None:  # names a Booster or CatBoost model stores
+            check_columns(read_boosted(model), n_features, X)
+    return fitted
+
+
 def _rows(model, X, feature_names, n_features: int, what: str):
     """The rows of ``X`` as a float64 array (n, c) and the feature names."""
     dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
-    if dataset.n_columns != n_features:
-        raise ValueError(
-            f"{what} must have the {n_features} features the model was fitted on; got "
-            f"{dataset.n_columns} columns. Fix: pass the columns the model was trained with, "
-            "in the same order.")
-    fitted = getattr(model, "feature_names_in_", None)
+    fitted = check_fitted_columns(model, X, dataset.n_columns, n_features, what)
     names = tuple(dataset.column_names)
-    if fitted is not None:
-        fitted = tuple(str(c) for c in fitted)
-        if isinstance(X, pd.DataFrame) and tuple(stored_names(
-                names, boosting_library(model))) != fitted:
-            raise ValueError(
-                f"{what} must have the model's columns {list(fitted)[:8]} in order; got "
-                f"{list(names)[:8]}. Fix: X = X[model.feature_names_in_].")
-        if feature_names is None and not isinstance(X, pd.DataFrame):
-            names = fitted
+    if fitted is not None and feature_names is None and not isinstance(X, pd.DataFrame):
+        names = fitted
     rows = dataset.X
     if isinstance(X, pd.DataFrame) and boosting_library(model) is not None:
-        boosted = read_boosted(model)
-        check_columns(boosted, n_features, X)  # names a Booster or CatBoost model stores
-        rows = training_codes(boosted, X, rows)  # categories by level
+        rows = training_codes(read_boosted(model), X, rows)  # categories by level
     return rows, names
 
 

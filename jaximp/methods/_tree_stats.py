@@ -50,6 +50,7 @@ from ..models import (
     split_goes_left,
 )
 from ..results import FeatureImportance, TreeDetails, new_figure
+from ._tree_shap import check_fitted_columns
 
 __all__ = ["TransversalRates", "impurity_importance", "transversal_rates",
            "tree_partial_dependence"]
@@ -436,6 +437,10 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     validate_grid_options(grid if isinstance(grid, str) else "sklearn", grid_resolution,
                           percentiles)  # an int >= 2, inf (every distinct value) or None
     dataset = as_dataset(X, allow_missing=True)  # the grid reads the values present
+    # the traversal reads columns by position: X must have the fitted ones, in order
+    check_fitted_columns(estimator, X, dataset.n_columns, read_boosted(estimator).n_features
+                         if boosting_library(estimator) else
+                         getattr(estimator, "n_features_in_", None), "X")
     several = not isinstance(feature, (str, int, np.integer))
     features = [dataset.feature(f) for f in (feature if several else [feature])]
     if not features:
