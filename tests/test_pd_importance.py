@@ -163,6 +163,13 @@ def test_recursion_pds_of_a_tree_model_as_alibis_tree_variance():
                                                   **grid).values, interaction.values)
     with pytest.raises(ValueError, match=r"\['average'\] do not apply"):
         jaximp.pd_interaction(model, X, method="recursion", average="median")
+    # without grid_resolution a grid other than pdp's takes 51 points with either method
+    default = pd_importance(model, X, method="recursion", grid="sklearn",
+                            percentiles=(0, 1)).importances_mean[:, 0]
+    expected = [np.std(partial_dependence(model, X, [j], method="recursion", grid_resolution=51,
+                                          percentiles=(0, 1))["average"][0], ddof=1)
+                for j in range(3)]
+    np.testing.assert_allclose(default, expected, rtol=1e-6)
 
 
 def test_categorical_feature_uses_range_over_four():

@@ -34,7 +34,7 @@ from ._setup import cached_stage, prepare, warm_call, warm_function, weightings_
 from ._row_groups import row_groups
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
-           "partial_dependence_all", "grid_option"]
+           "partial_dependence_all", "grid_option", "recursion_pd"]
 
 _KINDS = ("average", "individual", "both")
 
@@ -277,9 +277,10 @@ def _recursion_by_default(model) -> bool:
     return name in ("DecisionTreeRegressor", "ExtraTreeRegressor", "RandomForestRegressor")
 
 
-def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
-               sample_weight, feature_names) -> PartialDependence:
-    """The recursion PD of a scikit-learn tree model as a PartialDependence."""
+def recursion_pd(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
+                 sample_weight, feature_names, default_resolution=100) -> PartialDependence:
+    """The recursion PD of a tree model as a PartialDependence; ``default_resolution`` as
+    in :func:`planned_pd`."""
     from ..models import read_trees
     from ._tree_stats import tree_partial_dependence
 
@@ -294,13 +295,14 @@ def _recursion(model, X, features, kind, grid, grid_resolution, percentiles, cen
     dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
-    options = []
+    options = []  # the grids, as the brute path builds them
     for feat in chosen:
         strategy, explicit = grid_option(resolved, feat.name)
-        options.append(strategy if explicit is None else np.asarray(explicit, np.float64))
+        options.append(feature_grid(dataset, feat, strategy=strategy, values=explicit,
+                                    grid_resolution=grid_resolution, percentiles=percentiles,
+                                    default_resolution=default_resolution)[0][:, 0])
     values, average = tree_partial_dependence(  # X itself: its columns are checked there
-        model, X, dataset.positions(chosen), options,
-        grid_resolution=grid_resolution, percentiles=percentiles)
+        model, X, dataset.positions(chosen), options)
     shape = average.shape[:-1]
     average = average.reshape(-1, average.shape[-1])  # (G, o), the product grid flattened
     o = average.shape[1]
@@ -630,7 +632,7 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
                          "method='brute'; the recursion averages over the trees' training "
                          "data, not over rows.")
     if method == "recursion":
-        return functools.partial(_recursion, model, X, features, kind, grid, grid_resolution,
+        return functools.partial(recursion_pd, model, X, features, kind, grid, grid_resolution,
                                  percentiles, centered, output, weights, feature_names)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,

@@ -27,7 +27,7 @@ from ..results import (
     FeatureImportance,
     FeatureInteraction,
 )
-from ._pd import PartialDependences, partial_dependence, planned_pd
+from ._pd import PartialDependences, planned_pd, recursion_pd
 from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
 from ._setup import bootstrap_weights, keep_layout, prepare
 
@@ -188,10 +188,9 @@ def pd_importance(
                          n_bootstrap=n_bootstrap > 0, sample_weight=sample_weight is not None,
                          categorical=categorical is not None, groups=groups is not None)
         names = as_dataset(X, feature_names=feature_names, allow_missing=True).resolve(features)
-        return PartialDependences({feat.name: partial_dependence(
-            model, X, feat.name, method="recursion", grid=grid, grid_resolution=grid_resolution,
-            percentiles=percentiles, output=output, feature_names=feature_names)
-            for feat in names}).importance(measure)
+        return PartialDependences({feat.name: recursion_pd(
+            model, X, feat.name, "average", grid, grid_resolution, percentiles, False, output,
+            None, feature_names, _VIP_POINTS) for feat in names}).importance(measure)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
@@ -312,10 +311,9 @@ def pd_interaction(
                          categorical=categorical is not None, groups=groups is not None)
         dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
         pair_list = resolve_pairs(dataset, dataset.resolve(features), pairs, reference)
-        results = [partial_dependence(
-            model, X, [a.name, b.name], method="recursion", grid=grid,
-            grid_resolution=grid_resolution, percentiles=percentiles, output=output,
-            feature_names=feature_names) for a, b in pair_list]
+        results = [recursion_pd(model, X, [a.name, b.name], "average", grid, grid_resolution,
+                                percentiles, False, output, None, feature_names, _VIP_POINTS)
+                   for a, b in pair_list]
         return interaction_from_pds(pair_list, results, None, None, None, measure=measure,
                                     average=average, trim=trim, n_bootstrap=0)
     dataset, predictor = prepare(
