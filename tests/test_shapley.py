@@ -658,3 +658,23 @@ def test_output_selects_the_outputs_explained():
                                   jaximp.shapley_values(f, X, X, output=1).values)
     with pytest.raises(ValueError, match="output index 5 is out of range"):
         jaximp.shapley_values(f, X[:4], X, output=5)
+
+
+def test_a_text_column_in_a_group_keeps_its_labels_against_a_background():
+    """The explained rows' text codes are those of the background's labels in a group too:
+    values + base equal f(x) (efficiency), as without the group; a label the data lack is
+    refused, grouped or not."""
+    class Host:
+        def predict(self, frame):
+            return np.where(frame["s"].to_numpy() == "r", 10.0, 0.0) + frame["a"].to_numpy()
+
+    background = pd.DataFrame({"a": [0.0, 1.0, 2.0], "s": ["p", "q", "r"]})
+    row = pd.DataFrame({"a": [0.5], "s": ["r"]})
+    for groups in (None, {"g": ["a", "s"]}):
+        values = jaximp.shapley_values(Host(), row, background, groups=groups)
+        assert values.values[0, :, 0].sum() + values.base_values[0] == pytest.approx(10.5)
+        explainer = jaximp.Explainer(Host(), background, background=background, groups=groups)
+        again = explainer.shapley_values(rows=row)
+        assert again.values[0, :, 0].sum() + again.base_values[0] == pytest.approx(10.5)
+        with pytest.raises(ValueError, match=r"column 's' of rows must hold the labels"):
+            explainer.shapley_values(rows=pd.DataFrame({"a": [0.5], "s": ["z"]}))

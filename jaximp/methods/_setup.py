@@ -229,15 +229,22 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
         raise ValueError(
             f"{what} must have the columns of {of} {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
-    for ours, theirs in zip(dataset.features, explained.features):
-        labelled = source is not None and len(ours.columns) == 1 and (
-            is_text(source.iloc[:, ours.columns[0]])
-            or isinstance(source.iloc[:, ours.columns[0]].dtype, pd.CategoricalDtype))
-        if labelled and tuple(theirs.levels or ()) != tuple(ours.levels or ()):
-            raise ValueError(
-                f"column {ours.name!r} of {what} must hold the labels of {of} "
-                f"{list(ours.levels)}; got {list(theirs.levels)}.")
+    for i, name in enumerate(dataset.column_names if source is not None else ()):
+        ours, theirs = _column_levels(source, i), _column_levels(rows, i) if frame else None
+        if ours is not None and theirs != ours:  # a grouped column's too: codes must agree
+            raise ValueError(f"column {name!r} of {what} must hold the labels of {of} "
+                             f"{list(ours)}; got {list(theirs) if theirs else 'numbers'}.")
     return explained
+
+
+def _column_levels(frame: pd.DataFrame, i: int) -> tuple | None:
+    """The labels whose positions code column ``i`` (its categories, or its sorted text
+    values, as :func:`jaximp.as_dataset` codes them), or None for a column of numbers."""
+    column = frame.iloc[:, i]
+    if is_text(column):
+        column = column.astype("category")
+    return tuple(column.cat.categories) if isinstance(column.dtype, pd.CategoricalDtype) \
+        else None
 
 
 def _framed(data, dataset: Dataset):
@@ -322,16 +329,14 @@ def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
     that a code names the same label on both sides (each side alone codes its own sorted
     labels); labels X lacks come after them."""
     coded = background
-    levels = {f.columns[0]: f.levels for f in dataset.features
-              if len(f.columns) == 1 and f.levels is not None}
     for i, name in enumerate(dataset.column_names):
-        if (i not in levels or i >= background.shape[1] or str(background.columns[i]) != name
+        if (i >= background.shape[1] or str(background.columns[i]) != name
                 or not is_text(source.iloc[:, i])):
             continue
         column = background.iloc[:, i]
         if not (is_text(column) or isinstance(column.dtype, pd.CategoricalDtype)):
             continue
-        ours = list(levels[i])
+        ours = list(_column_levels(source, i))  # a grouped column's too
         known = set(ours)
         extra = sorted({v for v in column.dropna().astype(str) if v not in known})
         if coded is background:
