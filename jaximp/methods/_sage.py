@@ -436,8 +436,9 @@ def sage_importance(
         ``"iid"`` is the sage package's ``PermutationEstimator``: a row drawn with
         replacement (in proportion to its weight) and a random order per sample, standard
         error ``sqrt(sum (score - mean)^2) / N``. ``"antithetic"`` (default) visits the rows
-        in passes over a shuffle of the rows: 32 pilot rows first get two pairs each (an
-        order and its reverse), then pass 0 scores a random order at each other row, pass 1
+        in passes over a shuffle of the rows: 32 pilot rows first get a pair each (an order
+        and its reverse), then a second each (``convergence`` is not tested before: the
+        spread within rows is unknown until then), then pass 0 scores a random order at each other row, pass 1
         its reverse at the same row, and each later pass (a fresh shuffle) an order and its
         reverse per visit; the estimate is the mean over the visited rows of their pairs'
         mean scores (the pass-0 score until the pair is complete; a weighted row's scaled by

@@ -130,13 +130,18 @@ class _Tracker:
     def standard_error(self) -> np.ndarray:
         return np.sqrt(self.squares) / self.count
 
+    @property
+    def settled(self) -> bool:
+        """Whether the standard error may end the sampling (the sage package's rule)."""
+        return self.count >= 2
+
 
 class _PassTracker:
     """Running estimate and standard error of the antithetic sampler (scores (p, o) per row).
 
     A row's scores are scaled by its weight over the mean weight (``u``). The schedule (see
-    :func:`_antithetic_batch`): ``K = min(32, n)`` pilot rows get two pairs (an order and its
-    reverse) each, the other rows one order in pass 0 and its reverse in pass 1, then every
+    :func:`_antithetic_batch`): ``K = min(32, n)`` pilot rows get a pair (an order and its
+    reverse) each, then a second pair each, the other rows one order in pass 0 and its reverse in pass 1, then every
     row a fresh pair per later pass. A row's estimate is the mean of its pairs' means (its
     pass-0 score until its first pair is complete); the estimate is the mean of the row
     estimates over the k rows visited (all n after pass 0).
@@ -152,7 +157,8 @@ class _PassTracker:
     (estimated at the pilot rows from their two independent orders) for a row with one
     order, and a pair's variance over its pairs for the others (estimated at the row when it
     has two pairs or more, pooled over those rows otherwise). Until the pilot rows have their
-    second pairs, ``s^2 / k`` stands in (it over-states the variance).
+    second pairs, ``s^2 / k`` stands in (it over-states the variance on average, but from
+    few rows it is too noisy to stop on: convergence waits for the pilot, :attr:`settled`).
     """
 
     def __init__(self, n: int, row_weights: np.ndarray, p: int):
@@ -215,6 +221,12 @@ class _PassTracker:
         return self._row_estimates().mean(axis=0)
 
     @property
+    def settled(self) -> bool:
+        """Whether the standard error may end the sampling: every pilot row has its two
+        pairs, so the spread within rows is estimated."""
+        return self.single_count >= 2 * self.pilot
+
+    @property
     def standard_error(self) -> np.ndarray:
         estimates = self._row_estimates()
         k = estimates.shape[0]
@@ -250,14 +262,15 @@ def _shuffle(bits, k: int, n: int) -> np.ndarray:
 def _antithetic_batch(game, tracker: _PassTracker, bits, rng, start: int, size: int) -> None:
     """Orders ``start .. start + size - 1`` (both even) of the antithetic schedule, scored in
     one engine evaluation and handed to the tracker. With ``shuffle`` pass 0's order of the
-    rows and K pilot rows: orders ``0 .. 4K - 1`` are pairs (an order, then its reverse), two
-    at each of ``shuffle[:K]``; the next ``n - K`` one order at each of ``shuffle[K:]``
+    rows and K pilot rows: orders ``0 .. 4K - 1`` are pairs (an order, then its reverse), one
+    at each of ``shuffle[:K]``, then a second at each (so that few orders reach many rows); the
+    next ``n - K`` one order at each of ``shuffle[K:]``
     (pass 0), the next ``n - K`` their reverses (pass 1); from ``2 n + 2 K`` on pairs again,
     pair w at place ``w mod n`` of pass ``2 + w // n``'s fresh shuffle."""
     n, kk, p = tracker.n, tracker.pilot, tracker.places.shape[1]
     first = _shuffle(bits, 0, n)
     v = np.arange(start, start + size)
-    pilot_pair = v[v < 4 * kk][::2] // 2  # pair w at first[w // 2]
+    pilot_pair = v[v < 4 * kk][::2] // 2  # pair w at first[w % K], its (w // K)-th there
     single = v[(v >= 4 * kk) & (v < 2 * n + 2 * kk)] - 4 * kk  # (n - K) forward, then reverse
     later = (v[v >= 2 * n + 2 * kk][::2] - 2 * n - 2 * kk) // 2
     forward_rows = first[kk + single[single < n - kk]]
@@ -266,7 +279,7 @@ def _antithetic_batch(game, tracker: _PassTracker, bits, rng, start: int, size: 
     for k in np.unique(later // n):
         here = later // n == k
         later_rows[here] = _shuffle(bits, 2 + int(k), n)[later[here] % n]
-    pair_rows = np.concatenate([first[pilot_pair // 2], later_rows])
+    pair_rows = np.concatenate([first[pilot_pair % kk], later_rows])
     tracker.places[forward_rows] = _random_places(rng, forward_rows.size, p)
     fresh = _random_places(rng, pair_rows.size, p)
     rows = np.concatenate([forward_rows, reverse_rows, pair_rows, pair_rows])
@@ -280,7 +293,7 @@ def _antithetic_batch(game, tracker: _PassTracker, bits, rng, start: int, size: 
     if reverse_rows.size:
         tracker.reverse(reverse_rows, reverse)
     for parity in (0, 1):  # a pilot row's first pair, then its second (rows distinct in each)
-        at = np.flatnonzero(pilot_pair % 2 == parity)
+        at = np.flatnonzero(pilot_pair // kk == parity)
         if at.size:
             tracker.pilot_pairs(pair_rows[at], pairs[at], reversed_pairs[at])
     at = np.arange(pilot_pair.size, pair_rows.size)
@@ -318,7 +331,7 @@ def sampled_values(game, key, weights: np.ndarray, n_permutations, convergence,
         if tracker.count < 2:
             continue
         ratio = _ratio(tracker.mean, tracker.standard_error)
-        if convergence is not None and ratio < convergence:
+        if convergence is not None and ratio < convergence and tracker.settled:
             converged = True
             break
     if n_permutations is None and not converged:
