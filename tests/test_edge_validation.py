@@ -273,3 +273,20 @@ def test_missing_class_labels_are_refused_by_row():
         with pytest.raises(ValueError, match=r"y has 15 missing labels \(None or NaN; first "
                                              r"at row 2\)"):
             call()
+
+
+def test_case_weights_far_outside_float32_range_are_relative_as_any_others():
+    """Weights only count relative to each other (scikit-learn's w and c w agree); scaled by
+    1e-40 they underflowed float32 (all importances 0) and by 1e40 they overflowed."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = X[:, 0] + X[:, 1] + rng.normal(size=30)
+    model = lambda A: A[:, 0] + A[:, 1]
+    w = rng.uniform(0.5, 2.0, 30)
+    want = jaximp.permutation_importance(model, X, y, sample_weight=w).importances_mean
+    shapley = jaximp.shapley_values(model, X[:1], X, background_weight=w).values
+    for scale in (1e-40, 1e40):
+        np.testing.assert_allclose(jaximp.permutation_importance(
+            model, X, y, sample_weight=scale * w).importances_mean, want, rtol=1e-6)
+        np.testing.assert_allclose(jaximp.shapley_values(
+            model, X[:1], X, background_weight=scale * w).values, shapley, rtol=1e-6)

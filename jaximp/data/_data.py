@@ -655,6 +655,9 @@ def as_dataset(
             raise ValueError(
                 "sample_weight must be finite and non-negative with a positive sum."
             )
+        top = weights.max()
+        if not 2.0 ** -40 <= top <= 2.0 ** 40:  # every use is relative: scaled where float32
+            weights = weights / top  # sums of weighted terms would underflow or overflow
     return Dataset(values if on_device is None else None, tuple(names), tuple(features),
                    weights, X, input_shape, on_device)
 
