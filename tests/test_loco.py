@@ -405,3 +405,18 @@ def test_a_classifier_to_fit_defaults_to_the_accuracy_of_its_predict():
     np.testing.assert_allclose(zero.importances_mean[:, 0],
                                [base - accuracy_score(y, full.predict(Z[j])) for j in range(3)],
                                atol=1e-7)
+
+
+def test_held_out_data_and_a_lone_feature_are_refused_by_name():
+    rng = np.random.default_rng(0)
+    X, X_test = rng.normal(size=(50, 3)), rng.normal(size=(30, 3))
+    y, y_test = X.sum(axis=1), X_test.sum(axis=1)
+    model = LinearRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"X_test must have the 3 columns of X; got 2"):
+        loco_importance(model, X, y, fit=LinearRegression(), X_test=X_test[:, :2],
+                        y_test=y_test)
+    with pytest.raises(ValueError, match=r"y_test must have n = 30 rows like X_test; got 5"):
+        loco_importance(model, X, y, fit=LinearRegression(), X_test=X_test, y_test=y_test[:5])
+    with pytest.raises(ValueError, match=r"without 'x0', which holds every column of X: no "
+                                         r"column is left to fit\. Use strategy='mean'"):
+        loco_importance(None, X[:, :1], y, fit=LinearRegression())

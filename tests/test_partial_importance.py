@@ -200,3 +200,12 @@ def test_deviance_and_relative_losses_equal_reference(loss):
                                                  "predicted a value outside that"):
                 partial_importance(lambda A: A[:, 0] - 1.5, X, y, "x0", loss=loss,
                                    individual=individual)
+
+
+def test_a_loss_averaged_over_the_rows_is_refused_with_the_fix():
+    from sklearn.metrics import mean_squared_error
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match=r"loss 'mean_squared_error' must return one loss per "
+                                         r"row, shape \(50,\) or \(50, o\); it returned shape"):
+        partial_importance(lambda A: A[:, 0], X, X[:, 0], "x0", loss=mean_squared_error)

@@ -109,6 +109,8 @@ def test_interactions_make_total_exceed_first():
     only = sobol_indices(f, X[:500], first=False, total=False, second=True, n_bootstrap=0)
     assert only.first is None and only.total is None and len(only.to_frame()) == 3
     assert repr(only).startswith("SobolIndices(3 features")
+    with pytest.raises(ValueError, match=r"second-order indices only .* result\.second\.top"):
+        only.top(1)
 
 
 def test_groups_host_models_and_outputs():

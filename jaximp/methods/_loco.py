@@ -222,6 +222,9 @@ def _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits: 
                          f"strategy={strategy!r} pass the data to score as X and y.")
     if X_test is None or y_test is None:
         raise ValueError("X_test and y_test go together: pass both held-out arrays or neither.")
+    if np.ndim(X_test) == 2 and np.shape(X_test)[1] != dataset.n_columns:
+        raise ValueError(f"X_test must have the {dataset.n_columns} columns of X; got "
+                         f"{np.shape(X_test)[1]}.")
     if jax_fits:  # text and category columns coded with X's labels, which the fits learnt
         held = rows_dataset(X_test, dataset, categorical, groups, names=("X_test", "X"))
     else:  # a host fit gets X_test as it is (its encoder may take labels X lacks)
@@ -231,7 +234,11 @@ def _held_out(X_test, y_test, strategy, dataset, categorical, groups, jax_fits: 
         if held.column_names != dataset.column_names:
             raise ValueError(f"X_test must have the columns of X {list(dataset.column_names)};"
                              f" got {list(held.column_names)}.")
-    return held, check_target(y_test, held.n_rows, held.source)
+    try:
+        return held, check_target(y_test, held.n_rows, held.source)
+    except ValueError as error:  # named as the user passed them
+        raise ValueError(str(error).replace("y must", "y_test must").replace(
+            "like X", "like X_test")) from None
 
 
 def _refuse_missing_in_jax_fits(dataset: Dataset, held_out, what: str) -> None:
@@ -419,6 +426,11 @@ def loco_importance(
         _refuse_missing_in_jax_fits(dataset, held_out, "fit_mlp" if mlp_options is not None
                                     else "a traceable fit")
     chosen = dataset.resolve(features)  # a bad feature is refused before any fit
+    whole = next((f for f in chosen if len(f.columns) == c), None)
+    if strategy == "refit" and whole is not None:
+        raise ValueError(f"strategy='refit' fits a model without {whole.name!r}, which holds "
+                         "every column of X: no column is left to fit. Use strategy='mean' "
+                         "(or 'median', 'zero') to replace it instead.")
     given = model is not None
     user_X = dataset.source if isinstance(X, Dataset) else X  # the user's container
     if not given and strategy == "refit" and not jax_fits:

@@ -163,6 +163,12 @@ def _row_losses(spec, name: str, fn: Callable | None, predictions: np.ndarray) -
         per = p[..., 0] if p.shape[-1] == 1 else p
         y = spec.y[:, 0] if spec.y.ndim == 2 and spec.y.shape[1] == 1 else spec.y
         out = np.stack([np.asarray(fn(y, item), np.float64) for item in per])
+        if out.ndim < 2 or out.shape[1] != y.shape[0]:
+            raise ValueError(
+                f"loss {getattr(fn, '__name__', fn)!r} must return one loss per row, shape "
+                f"({y.shape[0]},) or ({y.shape[0]}, o); it returned shape {out.shape[1:]} (a "
+                "mean over the rows, as scikit-learn's metrics, cannot give each row's change "
+                "in loss). E.g. loss=lambda y, p: (y - p) ** 2.")
         return out.reshape(out.shape[0], out.shape[1], -1)
     if name in TARGET_LOSSES:
         with np.errstate(invalid="ignore", divide="ignore"):  # refused below, by name

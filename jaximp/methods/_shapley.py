@@ -464,9 +464,10 @@ def _linked(values: np.ndarray, link: str) -> np.ndarray:
     values = np.asarray(values, np.float64)
     if np.any((values < 0) | (values > 1)):
         raise ValueError(
-            f"link='logit' takes the log-odds of mean probabilities; the model's outputs "
-            f"range over [{values.min():.4g}, {values.max():.4g}]. Use link='identity', or "
-            "explain the probabilities.")
+            f"link='logit' takes the log-odds of mean probabilities; the model's mean "
+            f"outputs over the background (of some coalitions) reach {values.min():.4g} .. "
+            f"{values.max():.4g}, outside [0, 1]. Use link='identity', or explain the "
+            "probabilities.")
     with np.errstate(divide="ignore"):  # 0 and 1 are -inf and inf, as shap's logit
         return np.log(values) - np.log1p(-values)
 

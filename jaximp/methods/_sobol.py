@@ -143,8 +143,10 @@ class SobolIndices:
     def _part(self, index: str) -> FeatureImportance:
         parts = self._parts()
         if index not in parts:
-            raise ValueError(f"index must be one of {list(parts)} (those computed); got "
-                             f"{index!r}.")
+            raise ValueError(
+                f"index must be one of {list(parts)} (those computed); got {index!r}." if parts
+                else "this result holds second-order indices only (first=False, total=False); "
+                     "their pairs: result.second.top(k), result.second.plot().")
         return parts[index]
 
 
