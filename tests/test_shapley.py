@@ -593,7 +593,7 @@ def test_logit_link_explains_the_log_odds_of_mean_probabilities():
     pairs = jaximp.shapley_interactions(model, X[:3], background, link="logit")
     np.testing.assert_allclose(pairs.values.sum(axis=2), ours.values, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match=r"link='logit' takes the log-odds of mean "
-                                         r"probabilities; the model's outputs range"):
+                                         r"probabilities; the model's mean outputs over"):
         jaximp.shapley_values(lambda Z: 3 * Z[:, 0], X[:3], background, link="logit")
 
 
