@@ -171,6 +171,18 @@ def test_bad_pd_arguments(data3):
                                          r"distinct value\) or None \(the grid's default\); "
                                          r"got 1"):
         jaximp.partial_dependence(f, data3, "x0", grid_resolution=1)
+    with pytest.raises(ValueError, match=r"grid_resolution=1,000,000,000 points per feature "
+                                         r"is more than a partial dependence can use"):
+        jaximp.partial_dependence(f, data3, "x0", grid="pdp", grid_resolution=10 ** 9)
+    with pytest.raises(TypeError, match=r"features must be a name, an index, a list of them or "
+                                        r"a boolean mask; got float 1\.0"):
+        jaximp.partial_dependence(f, data3, 1.0)
+    with pytest.raises(ValueError, match=r"grid values for the numeric feature 'x0' must be "
+                                         r"numbers; got \['low', 'high'\]"):
+        jaximp.partial_dependence(f, data3, 0, grid={0: ["low", "high"]})
+    with pytest.raises(ValueError, match=r"stdev must be a number >= 0 or an array of 3 of "
+                                         r"them; got array\(\[1\., 1\.\]\)"):
+        jaximp.smoothgrad(f, data3, stdev=np.ones(2))
     with pytest.raises(ValueError, match=r"unknown feature 'nope'; known features are "
                        r"\['x0', 'x1', 'x2'\]"):
         jaximp.partial_dependence(f, data3, "nope")

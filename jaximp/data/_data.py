@@ -316,6 +316,11 @@ class Dataset:
                 f"features must be a name, an index, a list of them or a boolean mask; got a "
                 f"{type(features).__name__}, whose order is not defined. Pass a list."
             )
+        if not isinstance(features, (np.ndarray, list, tuple)) and not hasattr(
+                features, "__iter__"):
+            raise TypeError(
+                f"features must be a name, an index, a list of them or a boolean mask; got "
+                f"{type(features).__name__} {features!r:.60}.")
         features = features if isinstance(features, np.ndarray) else list(features)
         nested = [f for f in features if isinstance(f, (list, tuple, set, np.ndarray))]
         if nested:

@@ -133,7 +133,13 @@ def feature_grid(
     if values is not None and feature.kind == "categorical":
         return _level_grid(dataset, feature, values)
     if values is not None:
-        grid = np.asarray(values, dtype=np.float64)
+        try:
+            grid = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"grid values for the numeric feature {feature.name!r} must be numbers; got "
+                f"{values!r:.80}. Levels as grid values are for categorical features "
+                "(categorical=[...], or a text or category column).") from None
         if grid.ndim != 1:
             raise ValueError(
                 f"grid values for feature {feature.name!r} must be a 1-D list of numbers; got "
@@ -267,6 +273,11 @@ def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
         raise ValueError(
             f"grid_resolution must be an int >= 2, inf (every distinct value) or None (the "
             f"grid's default); got {grid_resolution!r}.")
+    if grid_resolution is not None and math.inf > grid_resolution > _MAX_JOINT_GRID:
+        raise ValueError(  # refused before a grid of that size is built
+            f"grid_resolution={grid_resolution:,} points per feature is more than a partial "
+            f"dependence can use ({_MAX_JOINT_GRID:,} at most; each point costs a model call "
+            "per row); use inf for every distinct value, or a smaller number.")
     if not isinstance(strategy, (str, dict)):
         raise TypeError(
             f"grid must be a strategy name {GRID_STRATEGIES} or a dict of feature -> values; got "

@@ -303,9 +303,9 @@ def _row_keys(key_data, Z, c):
     return jax.vmap(lambda r: jax.random.fold_in(key, r))(rows)
 
 
-def _noise_scale(stdev, c: int) -> np.ndarray:
-    """A Gaussian noise's standard deviation per column (c,), from a number or c of them."""
-    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if np.ndim(stdev) <= 1 else None
+def _noise_scale(stdev, c: int) -> np.ndarray:  # per column (c,), from a number or c of them
+    fits = np.size(stdev) in (1, c) and np.ndim(stdev) <= 1
+    sd = np.broadcast_to(np.asarray(stdev, np.float64), (c,)) if fits else None
     if sd is None or not np.all(np.isfinite(sd)) or np.any(sd < 0):
         raise ValueError(f"stdev must be a number >= 0 or an array of {c} of them; got "
                          f"{stdev!r:.60}.")
