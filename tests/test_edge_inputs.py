@@ -491,7 +491,7 @@ def test_loco_held_out_data_with_fit_mlp_and_misuse():
                                          r"strategy='refit'"):
         jaximp.loco_importance(linear, X_all, y_all, strategy="mean", X_test=X_all,
                                y_test=y_all)
-    with pytest.raises(ValueError, match=r"y must have n = 100 rows like X; got 99"):
+    with pytest.raises(ValueError, match=r"y_test must have n = 100 rows like X_test; got 99"):
         jaximp.loco_importance(None, X_all[:100], y_all[:100], fit=fit, X_test=X_all[100:],
                                y_test=y_all[101:])
 

@@ -34,7 +34,7 @@ from ..data import (
     summaries,
     validate_params,
 )
-from ..engine import at_values, evaluate
+from ..engine import at_values, check_collapse, evaluate
 from ..models import Predictor, gradient_predictor
 from ..results import (
     ALECurveDetails,
@@ -314,6 +314,9 @@ def _compute(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], weigh
 def _ale_plan(dataset: Dataset, predictor: Predictor, specs: list[ALESpec], padded, derivative):
     """The model (its gradient for ``derivative``), engine plan and reducer of the specs'
     ALE, and each spec's items (finite differences)."""
+    for s in specs:  # edges the model's dtype merges give wrong steps (e.g. timestamps)
+        for feat, edges in zip(s.features, s.edges if s.kind != "categorical" else ()):
+            check_collapse(feat.name, edges, predictor.dtype, "bin edges", stacklevel=5)
     n_groups = _power_of_two(max(s.n_groups for s in specs))
     c = dataset.n_columns
     if derivative:

@@ -24,6 +24,7 @@ from ..results import (
 from ._setup import keep_layout
 
 __all__ = [
+    "integer_columns",
     "ROW_OUTPUT_NAME",
     "Attributions",
     "build_attributions",
@@ -290,3 +291,15 @@ def labelled_values(values, dataset, name: str):
             f"{[str(label) for label in labels]}. Select them in X's order, e.g. "
             f"{name}[X.columns].")
     return values.to_numpy()
+
+
+def integer_columns(X) -> list[str]:
+    """The integer and boolean columns of a DataFrame (or all, for an integer array): not
+    differentiable inputs."""
+    if isinstance(X, pd.DataFrame):
+        return [str(c) for c, t in X.dtypes.items()
+                if pd.api.types.is_integer_dtype(t) or pd.api.types.is_bool_dtype(t)]
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind in "biu":
+        return [f"all (X has dtype {np.dtype(dtype)})"]
+    return []

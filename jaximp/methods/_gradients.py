@@ -26,7 +26,6 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 
 from ..data import (
     Choice,
@@ -40,13 +39,14 @@ from ..data import (
     user_stacklevel,
     validate_params,
 )
-from ..engine import Keep, at_values, evaluate
+from ..engine import Keep, at_values, check_collapse_columns, evaluate
 from ..models import Predictor, stable_apply
 from ._attributions import (
     Attributions,
     build_attributions,
     completeness_gap,
     feature_membership,
+    integer_columns,
     labelled_values,
     row_outputs,
     warn_incomplete,
@@ -84,7 +84,7 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
     """:func:`gradient_setup`, also taking ``output`` as one output index per row: returns
     the dataset, the predictor, the chosen outputs (empty for per-row ones), the per-row
     output indices (n,) or None, and the engine options."""
-    source_kinds = _integer_columns(X)
+    source_kinds = integer_columns(X)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, groups=groups, sample_weight=sample_weight,
         variables=variables, memory_budget=memory_budget, progress=progress,
@@ -115,21 +115,13 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
             "instead of differentiating; or cast the columns to float if they are continuous "
             "quantities."
         )
+    check_collapse_columns(dataset.column_names, dataset.resident_X, range(dataset.n_columns),
+                           predictor.dtype, "values of X", stacklevel=4)  # e.g. timestamps
     per_row = row_outputs(output, predictor.output_names, dataset.n_rows) if per_row_output \
         else None
     out_idx = [] if per_row is not None else select_outputs(predictor.output_names, output)
     engine = {"memory_budget": memory_budget, "progress": progress}
     return dataset, predictor, out_idx, per_row, engine
-
-
-def _integer_columns(X) -> list[str]:
-    if isinstance(X, pd.DataFrame):
-        return [str(c) for c, t in X.dtypes.items()
-                if pd.api.types.is_integer_dtype(t) or pd.api.types.is_bool_dtype(t)]
-    dtype = getattr(X, "dtype", None)
-    if dtype is not None and np.dtype(dtype).kind in "biu":
-        return [f"all (X has dtype {np.dtype(dtype)})"]
-    return []
 
 
 def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
