@@ -197,6 +197,13 @@ def test_pd_interaction_of_product_on_51_point_grids_is_product_of_grid_sds():
     res = pd_interaction(lambda X: X[:, 0] * X[:, 1], X, grid=grids)
     sd = np.std(np.linspace(0, 1, 51), ddof=1)
     assert res.values[0, 0] == pytest.approx(sd * sd, rel=1e-5)
+    # grids with negative values: the flatness of v * z is |v| sd(z)
+    signed = {"x0": np.linspace(-1, 1, 21), "x1": np.linspace(-0.5, 2, 11)}
+    res = pd_interaction(lambda X: X[:, 0] * X[:, 1], X, grid=signed)
+    sd = {k: np.std(g, ddof=1) for k, g in signed.items()}
+    sd_abs = {k: np.std(np.abs(g), ddof=1) for k, g in signed.items()}
+    assert res.values[0, 0] == pytest.approx(
+        (sd["x0"] * sd_abs["x1"] + sd_abs["x0"] * sd["x1"]) / 2, rel=1e-5)
 
 
 def test_additive_model_has_zero_pd_interaction():

@@ -542,7 +542,8 @@ def partial_dependence(
         ``"pdp_trim"``, 9 for ``"pdp_quantiles"``, 49 for ``"hstats"``). ``math.inf``: every
         distinct value (``grid="unique"``, alibi's ``grid_resolution=np.inf``).
     percentiles : (float, float), default (0.05, 0.95)
-        Use ``(0, 1)`` for min to max.
+        The range of the ``"sklearn"``, ``"uniform"`` and ``"quantile"`` grids (the other
+        strategies have their own); ``(0, 1)`` for min to max.
     centered : bool, default False
         Subtract from every curve its value at the first grid point (c-ICE).
     output : int, str or list, optional

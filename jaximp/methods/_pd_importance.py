@@ -258,8 +258,9 @@ def pd_interaction(
     For a pair (i, j) the 2-D PD is computed on the grid ``G_i x G_j``. For each grid value of
     ``x_j`` the flatness of the PD as ``x_i`` varies, ``imp(x_i | x_j)``, is taken, and the spread
     of these over the grid of ``x_j``; likewise with i and j swapped; the statistic is the mean of
-    the two. Additive models give 0; ``f = x1 * x2`` gives ``sd(G1) * sd(G2)``. The 2-D PDs of
-    all pairs come from one engine call.
+    the two. Additive models give 0; ``f = x1 * x2`` gives ``(sd(G1) sd(|G2|) + sd(|G1|)
+    sd(G2)) / 2``, ``sd(G1) sd(G2)`` for grids of values >= 0. The 2-D PDs of all pairs come
+    from one engine call.
 
     Parameters
     ----------
