@@ -133,3 +133,9 @@ def test_one_class_y_is_that_class_of_a_one_column_model():
     with pytest.raises(ValueError, match="y holds one class, 'b', and the model one "
                                          "probability column"):
         jaximp.average_loss(model, X, np.full(60, "b"), loss="log_loss")
+    # labels as text of a classifier fitted on numbers: read as the classes' names
+    numeric = LogisticRegression().fit(X, (X[:, 0] > 0).astype(int))
+    codes = (X[:, 0] > 0).astype(int)
+    assert jaximp.average_loss(numeric, X, codes.astype(str), loss="log_loss", output=1).iloc[
+        0, 0] == pytest.approx(jaximp.average_loss(numeric, X, codes, loss="log_loss",
+                                                   output=1).iloc[0, 0], rel=1e-12)

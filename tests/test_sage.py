@@ -169,6 +169,8 @@ def test_the_antithetic_sampler_needs_fewer_orders_for_a_standard_error():
     # not stop before (from a few rows a standard error may come out tiny by chance)
     early = sage_importance(f_jax, X, y, background=X[:12], convergence=0.9, batch_size=4)
     assert early.info.converged and early.info.n_permutations >= 4 * 32
+    with pytest.raises(ValueError, match="needs at least 2 rows to explain; got 1"):
+        sage_importance(f_jax, X[:1], y[:1], background=X[:12])
     # convergence detection stops each once the largest standard error is below 5% of the range
     for sampler in ("iid", "antithetic"):
         result = sage_importance(f_jax, X, y, background=X[:12], sampler=sampler,

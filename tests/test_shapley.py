@@ -678,3 +678,5 @@ def test_a_text_column_in_a_group_keeps_its_labels_against_a_background():
         assert again.values[0, :, 0].sum() + again.base_values[0] == pytest.approx(10.5)
         with pytest.raises(ValueError, match=r"column 's' of rows must hold the labels"):
             explainer.shapley_values(rows=pd.DataFrame({"a": [0.5], "s": ["z"]}))
+        own = jaximp.Explainer(Host(), background, groups=groups).shapley_values(rows=row)
+        assert own.values[0, :, 0].sum() + own.base_values[0] == pytest.approx(10.5)

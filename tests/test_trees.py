@@ -689,6 +689,25 @@ def test_recursion_refuses_columns_other_than_the_fitted_ones():
             tree_partial_dependence(model, X, 0)
 
 
+def test_recursion_of_a_category_column_reads_the_values_the_trees_were_fitted_on():
+    """scikit-learn fits a category column of numbers on its values (LightGBM on its codes):
+    the recursion's grid is the levels, evaluated as the model reads them."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
+    frame["k"] = pd.Categorical(rng.choice([1, 2, 3], 300))
+    y = frame.a + (frame.k == 2) * 2.0
+    forest = RandomForestRegressor(n_estimators=10, max_depth=5, random_state=0).fit(frame, y)
+    ours = jaximp.partial_dependence(forest, frame, "k", method="recursion")
+    ref = sk_partial_dependence(forest, frame.astype({"k": float}), ["k"], method="recursion")
+    assert ours.grid_values == ((1, 2, 3),)
+    np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5)
+    lightgbm = pytest.importorskip("lightgbm")
+    boosted = lightgbm.LGBMRegressor(n_estimators=30, verbose=-1).fit(frame, y)
+    ours = jaximp.partial_dependence(boosted, frame, "k", method="recursion")
+    assert ours.grid_values == ((1, 2, 3),) and np.argmax(ours.average[:, 0]) == 1
+    assert ours.average[1, 0] - ours.average[0, 0] > 1.5
+
+
 def test_recursion_names_and_auto_rule_follow_scikit_learn(data):
     """A multiclass boosting classifier's recursion gives each class's raw decision function,
     named so; method='auto' takes the recursion for gradient boosting only with init=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -177,10 +178,11 @@ def feature_grid(
         # TRUE the min and max of the values inside the boxplot fences
         low, high = col.at([0, col.size - 1]) if strategy == "pdp" else col.span(
             *tukey_fences(col))
-        if low == high:
-            raise ValueError(
+        if low == high:  # all but a few values equal (zero-inflated): pdp's grid repeats it
+            warnings.warn(
                 f"feature {feature.name!r} has a single value ({low:g}) inside its boxplot "
-                "fences, so grid='pdp_trim' has no range; use grid='pdp'.")
+                "fences: grid='pdp_trim' repeats it, as pdp's trim.outliers does, so its PD "
+                "is flat; grid='pdp' spans all its values.", UserWarning, stacklevel=2)
         count = min(col.n_distinct, pdp_points) if grid_resolution is None else grid_resolution
         grid = np.linspace(low, high, count)
         return grid[:, None], tuple(grid.tolist())

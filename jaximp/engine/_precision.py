@@ -19,9 +19,11 @@ from ..data import PrecisionWarning
 
 __all__ = ["PrecisionWarning", "check_collapse", "check_collapse_columns"]
 
-#: a spread narrower than this many steps of the model's dtype is not resolved: casting moves
-#: values by up to 1/128 of it (timestamps 1.6e9 + 890 s: steps of 128, an error of 7%)
-_MIN_STEPS = 64.0
+#: a spread narrower than this many steps of the model's dtype is not resolved at all
+_MIN_STEPS = 4.0
+#: values in a spread narrower than this many steps, unless the dtype holds them exactly, move
+#: by up to 1/128 of it when cast (timestamps 1.6e9 + 890 s: steps of 128, an error of 7%)
+_ROUNDED_STEPS = 64.0
 #: lost distinct values are reported when the dtype resolves the spread this coarsely or worse
 _COARSE_STEPS = 1024.0
 
@@ -121,8 +123,11 @@ def check_collapse(
     uniques = np.unique(flat)
     n_before = uniques.size
     with np.errstate(over="ignore", invalid="ignore"):
-        n_after = np.unique(uniques.astype(dt)).size
-    if not (overflow or steps < _MIN_STEPS or (n_after < n_before and steps < _COARSE_STEPS)):
+        cast = uniques.astype(dt)
+    n_after = np.unique(cast).size
+    rounded = steps < _ROUNDED_STEPS and not np.array_equal(cast.astype(np.float64), uniques)
+    if not (overflow or steps < _MIN_STEPS or rounded
+            or (n_after < n_before and steps < _COARSE_STEPS)):
         return
     detail = (
         f"values beyond {float(info.max):.3g} become inf in {dt.name}"
@@ -131,7 +136,7 @@ def check_collapse(
         f"{dt.name} steps of {step:.3g}"
     )
     effect = (f"{n_before} {what} give {n_after} distinct {dt.name} values ({detail}), so the "
-              "model barely sees this feature vary" if n_after < n_before or overflow else
+              "model barely sees this feature vary" if not rounded or n_after < n_before else
               f"its {what} reach the model rounded by up to {step / 2:.3g}, "
               f"{50 / steps:.2g}% of their spread ({detail})")
     warnings.warn(f"feature {feature_name!r}: {effect}; to fix it, {_FIX}.", PrecisionWarning,

@@ -115,8 +115,9 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
             "instead of differentiating; or cast the columns to float if they are continuous "
             "quantities."
         )
-    check_collapse_columns(dataset.column_names, dataset.resident_X, range(dataset.n_columns),
-                           predictor.dtype, "values of X", stacklevel=4)  # e.g. timestamps
+    dataset.memo(("values checked in", str(predictor.dtype)), lambda: check_collapse_columns(
+        dataset.column_names, dataset.resident_X, range(dataset.n_columns), predictor.dtype,
+        "values of X", stacklevel=6))  # e.g. timestamps; once (a warm call sends nothing)
     per_row = row_outputs(output, predictor.output_names, dataset.n_rows) if per_row_output \
         else None
     out_idx = [] if per_row is not None else select_outputs(predictor.output_names, output)

@@ -338,10 +338,11 @@ class LossSpec:
             return preds
         baseline = preds[0, :, 0]
         if np.all(np.isin(baseline, self.classes)):  # one column of class labels
-            codes = np.searchsorted(self.classes, preds[..., 0])
-            codes = np.clip(codes, 0, len(self.classes) - 1)
-            found = self.classes[codes] == preds[..., 0]
-            codes = np.where(found, codes, -1)
+            order = np.argsort(self.classes, kind="stable")  # a classifier's own order
+            codes = np.clip(np.searchsorted(self.classes[order], preds[..., 0]), 0,
+                            len(self.classes) - 1)
+            found = self.classes[order][codes] == preds[..., 0]
+            codes = np.where(found, order[codes], -1)
             if self.name == "accuracy":
                 return codes.astype(np.float32)
             onehot = codes[..., None] == np.arange(len(self.classes))
@@ -617,7 +618,9 @@ def _column_classes(y: np.ndarray, predictor: Predictor, all_targets) -> np.ndar
     those of y (of all the rows, where y is some of them); a numeric y of 0 or 1 alone has
     both, since the column is the probability of the larger class (y = 1 alone is it)."""
     if predictor.classes is not None and len(predictor.classes) == 2:
-        return np.asarray(predictor.classes)
+        classes = np.asarray(predictor.classes)
+        # text labels of numeric classes are read as their names, as several columns' are
+        return classes.astype(str) if y.dtype.kind in "OUS" else classes
     classes = np.unique(y if all_targets is None else all_targets)
     if classes.size == 1 and classes.dtype.kind in "biuf" and classes[0] in (0, 1):
         classes = np.array([0, 1]).astype(classes.dtype)

@@ -295,12 +295,13 @@ def recursion_pd(model, X, features, kind, grid, grid_resolution, percentiles, c
     dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
-    options = []  # the grids, as the brute path builds them
+    options = []  # the grids, as the brute path builds them, as values or levels
     for feat in chosen:
         strategy, explicit = grid_option(resolved, feat.name)
-        options.append(feature_grid(dataset, feat, strategy=strategy, values=explicit,
-                                    grid_resolution=grid_resolution, percentiles=percentiles,
-                                    default_resolution=default_resolution)[0][:, 0])
+        options.append(list(feature_grid(dataset, feat, strategy=strategy, values=explicit,
+                                         grid_resolution=grid_resolution,
+                                         percentiles=percentiles,
+                                         default_resolution=default_resolution)[1]))
     values, average = tree_partial_dependence(  # X itself: its columns are checked there
         model, X, dataset.positions(chosen), options)
     shape = average.shape[:-1]
@@ -317,7 +318,7 @@ def recursion_pd(model, X, features, kind, grid, grid_resolution, percentiles, c
     average = average - average[:1] if centered else average
     return PartialDependence(
         feature_names=tuple(f.name for f in chosen),
-        grid_values=tuple(tuple(np.asarray(v).tolist()) for v in values),
+        grid_values=tuple(tuple(option) for option in options),  # levels, not codes
         output_names=tuple(names[i] for i in out_idx),
         average=average.reshape(*shape, len(out_idx)), individual=None,
         centered=centered, feature_kinds=tuple(f.kind for f in chosen),

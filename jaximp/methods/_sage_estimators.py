@@ -311,6 +311,9 @@ def sampled_values(game, key, weights: np.ndarray, n_permutations, convergence,
     numbers (its later passes score orders in pairs)."""
     bits = key_bits(key)
     n, p = game.explained.shape[0], game.player_columns.shape[0]
+    if n < 2 and n_permutations is None and convergence is not None:
+        raise ValueError("SAGE's standard error, which convergence reads, needs at least 2 rows "
+                         "to explain; got 1. Use estimator='exact', or pass n_permutations.")
     most = SAGE_MAX_PERMUTATIONS if n_permutations is None else n_permutations
     if sampler == "antithetic":
         most, batch_size = most + most % 2, batch_size + batch_size % 2

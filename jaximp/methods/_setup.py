@@ -188,14 +188,12 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")
     if isinstance(dataset.source, pd.DataFrame) and isinstance(bg.source, pd.DataFrame):
-        levels = {f.columns: f.levels for f in bg.features}
         for i, name in enumerate(dataset.column_names):
             ours, theirs = dataset.source.iloc[:, i].dtype, bg.source.iloc[:, i].dtype
             if not isinstance(ours, pd.CategoricalDtype):
                 continue
             # codes agree where the background's labels are X's categories, in their order
-            labels = (levels[(i,)] or ()) if (i,) in levels else (
-                theirs.categories if isinstance(theirs, pd.CategoricalDtype) else ())
+            labels = _column_levels(bg.source, i) or ()
             if list(labels) != list(ours.categories):
                 raise ValueError(
                     f"background column {name!r} must have the same categories as X's, so "

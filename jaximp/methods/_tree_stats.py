@@ -459,10 +459,17 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
                 f"{feat.columns}. Fix: pass one column."
             )
         if isinstance(option, str):
-            rows, _ = feature_grid(dataset, feat, strategy=option,
-                                   grid_resolution=grid_resolution, percentiles=percentiles)
+            rows, labels = feature_grid(dataset, feat, strategy=option,
+                                        grid_resolution=grid_resolution, percentiles=percentiles)
         else:
-            rows, _ = feature_grid(dataset, feat, values=option)
+            rows, labels = feature_grid(dataset, feat, values=option)
+        if feat.is_categorical and boosting_library(estimator) is None:
+            # scikit-learn fits a category column on its values, not on X's codes of them
+            try:
+                rows = np.asarray(labels, np.float64)[:, None]
+            except (TypeError, ValueError):
+                raise TypeError(f"feature {feat.name!r} holds text levels, which a scikit-learn "
+                                "tree cannot have been fitted on; use method='brute'.") from None
         values.append(rows[:, 0])
     shape = tuple(len(v) for v in values)
     index = product_grid_index(shape, [feat.name for feat in features])
