@@ -744,3 +744,20 @@ def test_read_trees_cache_follows_a_refit():
             theirs = sk_pd(forest, X, [0], method="recursion", grid_resolution=7)
             np.testing.assert_allclose(ours.average[:, 0], theirs["average"][0], rtol=1e-5,
                                        atol=1e-6)
+
+
+def test_tree_arrays_refuse_data_of_other_columns_than_the_fitted_ones():
+    """The arrays read columns by position: another order of a DataFrame's columns, or another
+    width, gave other features' splits silently (scikit-learn refuses both)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(100, 3)), columns=["a", "b", "c"])
+    forest = RandomForestRegressor(n_estimators=5, random_state=0).fit(frame, 3 * frame.a)
+    arrays = tree_predictor(forest)
+    with pytest.raises(ValueError, match=r"fitted on the columns \['a', 'b', 'c'\]; the data's "
+                                         r"are \['c', 'a', 'b'\]"):
+        jaximp.permutation_importance(arrays, frame[["c", "a", "b"]], 3 * frame.a)
+    with pytest.raises(ValueError, match=r"reads 3 columns; X has 2"):
+        jaximp.permutation_importance(arrays, frame.to_numpy()[:, :2], 3 * frame.a)
+    with pytest.raises(ValueError, match=r"reads rows of 3 columns; got shape \(100, 4\)"):
+        arrays(np.c_[frame.to_numpy(), frame.a])
+    np.testing.assert_allclose(np.asarray(arrays(frame))[:, 0], forest.predict(frame), rtol=1e-5)

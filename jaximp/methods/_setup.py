@@ -118,6 +118,10 @@ def prepare(
             sample=probe_rows(dataset.source if dataset.source is not None else dataset.X)
             if hasattr(model, "predict") else None,
         )
+    if predictor.n_features is not None and dataset.n_columns != predictor.n_features:
+        raise ValueError(f"the model {predictor.name} reads {predictor.n_features} columns; X "
+                         f"has {dataset.n_columns}. Fix: pass the columns the model was fitted "
+                         "on, in the fitted order.")
     if (predictor.recode is not None and isinstance(dataset.source, pd.DataFrame)
             and predictor.recode(dataset.source, dataset.X) is not dataset.X):
         raise ValueError(

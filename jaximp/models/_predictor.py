@@ -86,6 +86,9 @@ class Predictor:
         ``check_rows(X, column_names)`` warns with a :class:`~jaximp.PrecisionWarning`
         where rows of the float64 ``X`` take another branch than the library's. The methods
         call it on the data.
+    n_features : int or None
+        The number of columns the model reads by position (tree models): the methods refuse
+        data of another width, which the arrays would read past or short of.
     """
 
     apply: Callable[[Any, jax.Array], jax.Array]
@@ -103,6 +106,7 @@ class Predictor:
     piecewise_constant: bool = False
     recode: Callable | None = None
     check_rows: Callable | None = None
+    n_features: int | None = None
 
     def __post_init__(self) -> None:
         names = tuple(name if isinstance(name, PositiveClass) else str(name)
@@ -124,6 +128,10 @@ class Predictor:
             frame, X = X, as_dataset(X, allow_missing=True).X
             if self.recode is not None:  # categories by the levels the model knows
                 X = self.recode(frame, X)
+        if self.n_features is not None and (np.ndim(X) != 2
+                                            or np.shape(X)[1] != self.n_features):
+            raise ValueError(f"the model {self.name} reads rows of {self.n_features} columns; "
+                             f"got shape {np.shape(X)}.")
         if self.check_rows is not None and isinstance(X, np.ndarray) and X.ndim == 2:
             self.check_rows(np.asarray(X, np.float64), [f"x{j}" for j in range(X.shape[1])])
         return self.apply(self.params, X)

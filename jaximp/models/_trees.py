@@ -498,6 +498,7 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
         recode=functools.partial(_frame_codes, boosted),
         check_rows=None if boosted.float32_rows or x64_enabled() else Float32Splits.of(
             type(model).__name__, *boosted.numeric_splits(), round_down_float32),
+        n_features=boosted.n_features,
     )
 
 
@@ -702,7 +703,20 @@ def tree_predictor(estimator) -> Predictor:
         handles_missing=handles_missing,
         piecewise_constant=True,
         check_rows=_hist_splits(estimator) if hasattr(estimator, "_predictors") else None,
+        n_features=getattr(estimator, "n_features_in_", None),
+        recode=functools.partial(_fitted_names, getattr(estimator, "feature_names_in_", None),
+                                 type(estimator).__name__),
     )
+
+
+def _fitted_names(fitted, name: str, frame, X: np.ndarray) -> np.ndarray:
+    """A scikit-learn tree's ``recode``: a DataFrame must have the fitted columns in order
+    (the arrays read columns by position, where scikit-learn refuses other names)."""
+    if fitted is not None and [str(c) for c in frame.columns] != [str(c) for c in fitted]:
+        raise ValueError(f"the {name} model was fitted on the columns {list(fitted)[:8]}; the "
+                         f"data's are {[str(c) for c in frame.columns][:8]}. Fix: pass "
+                         "X[model.feature_names_in_].")
+    return X
 
 
 def _hist_splits(est) -> Float32Splits | None:
