@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import jaximp
 from jaximp.kernels import _weights as kernels
 
 from jaximp.methods._nn_weights import (
@@ -597,3 +599,35 @@ def test_error_names_and_groups():
         garson_importance(layers, groups={"g": [3]})
     with pytest.raises(ValueError, match=r"groups name 'c' is also the name of an ungrouped"):
         garson_importance(layers, feature_names=names, groups={"c": ["a", "b"]})
+
+
+def test_a_constant_column_is_dropped_by_fit_mlp():
+    """A column constant in training carries nothing: scale 1 (scikit-learn's StandardScaler
+    rule; std + 1e-8 made new values of it explode) and masked out, so its untrained weights
+    do not show in Garson's and Olden's importances."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(size=(80, 2)), np.zeros(80)]
+    model = jaximp.fit_mlp(X, X[:, 0] - X[:, 1], hidden=(6,), steps=300)
+    assert float(model.x_scale[2]) == 1.0 and float(model.input_mask[2]) == 0.0
+    moved = X.copy()
+    moved[:, 2] = 1.0
+    np.testing.assert_array_equal(np.asarray(model(moved)), np.asarray(model(X)))
+    assert jaximp.garson_importance(model).importances_mean[2, 0] == 0.0
+    assert jaximp.olden_importance(model).importances_mean[2, 0] == 0.0
+
+
+def test_fit_mlp_and_mlp_refuse_bad_shapes_and_targets_by_name():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = X[:, 0]
+    for kwargs, match in (
+            (dict(y=y[:-1]), r"y must have shape \(20,\) or \(20, outputs\)"),
+            (dict(y=np.where(np.arange(20) == 3, np.nan, y)), r"y holds 1 NaN or infinite"),
+            (dict(y=y, input_mask=[1, 0]), r"input_mask must hold one value per column"),
+            (dict(y=y, hidden=4), r"hidden must be a sequence of positive ints"),
+            (dict(y=y, hidden=(4.7,)), r"hidden must be a sequence of positive ints")):
+        with pytest.raises(ValueError, match=match):
+            jaximp.fit_mlp(X, **{"steps": 2, **kwargs})
+    model = jaximp.fit_mlp(X, y, hidden=(4,), steps=2)
+    with pytest.raises(ValueError, match=r"the MLP takes rows of 3 columns, shape \(n, 3\); "
+                                         r"got shape \(20, 2\)"):
+        model(X[:, :2])

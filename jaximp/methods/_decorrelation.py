@@ -52,6 +52,7 @@ from ..models import (
     fit_mlp,
     fit_mlp_options,
     init_mlp_params,
+    standardization,
     train_mlp_params,
 )
 from ..results import DecorrelationDetails, FeatureImportance
@@ -86,8 +87,9 @@ def _fit_mlps(X: np.ndarray, y: np.ndarray, masks: np.ndarray, keys, options: di
     keys an array of m keys."""
     x = np.asarray(X, np.float32)
     target = np.asarray(y, np.float32)[..., None]
-    x_mean, x_scale = x.mean(1), x.std(1) + 1e-8
-    y_mean, y_scale = target.mean(1), target.std(1) + 1e-8
+    x_mean, x_scale, varies = standardization(x, axis=1)
+    y_mean, y_scale, _ = standardization(target, axis=1)
+    masks = np.asarray(masks, np.float32) * varies  # constant columns dropped, as fit_mlp
     names = [k for k, v in inspect.signature(train_mlp_params).parameters.items()
              if v.kind is v.KEYWORD_ONLY]
     casts = {"steps": int, "learning_rate": float, "weight_decay": float, "l2": float}

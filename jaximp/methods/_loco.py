@@ -45,6 +45,7 @@ from ..models import (
     fit_mlp,
     fit_mlp_options,
     init_mlp_params,
+    standardization,
     train_mlp_params,
 )
 from ..results import FeatureImportance, LocoDetails
@@ -118,8 +119,9 @@ def _fit_mlps(X: np.ndarray, y: np.ndarray, masks: np.ndarray, keys, options: di
     train = tuple(sorted(
         (k, casts.get(k, lambda v: v)(v)) for k, v in options.items() if k in train_names
     ))
-    x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
-    y_mean, y_scale = target.mean(0), target.std(0) + 1e-8
+    x_mean, x_scale, varies = standardization(x)
+    y_mean, y_scale, _ = standardization(target)
+    masks = np.asarray(masks, np.float32) * varies  # constant columns dropped, as fit_mlp
     params, losses = _train_mlps(
         jnp.asarray(masks, jnp.float32), jnp.stack(list(keys)),
         (x - x_mean) / x_scale, (target - y_mean) / y_scale,

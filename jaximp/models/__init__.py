@@ -11,6 +11,7 @@ from ._mlp import (
     fit_mlp,
     fit_mlp_options,
     init_mlp_params,
+    standardization,
     train_mlp_params,
 )
 from ._model import (as_2d_output, as_predictor, combine_outputs, gradient_predictor,
@@ -49,6 +50,7 @@ __all__ = [
     "split_goes_left",
     "stable_apply",
     "stored_names",
+    "standardization",
     "train_mlp_params",
     "tree_float_dtype",
     "training_codes",

@@ -21,7 +21,7 @@ import optax
 from ..data import Choice, Int, Real, as_key, validate_params
 
 __all__ = ["MLP", "fit_mlp", "fit_mlp_options", "init_mlp_params", "mlp_forward",
-           "train_mlp_params"]
+           "standardization", "train_mlp_params"]
 
 
 def init_mlp_params(key: jax.Array, sizes: Sequence[int]) -> list[dict]:
@@ -116,6 +116,9 @@ class MLP:
     activation: str = dataclasses.field(default="relu", metadata={"static": True})
 
     def __call__(self, X) -> jax.Array:
+        if np.ndim(X) != 2 or np.shape(X)[1] != self.x_mean.shape[-1]:
+            raise ValueError(f"the MLP takes rows of {self.x_mean.shape[-1]} columns, shape (n, "
+                             f"{self.x_mean.shape[-1]}); got shape {np.shape(X)}.")
         z = (jnp.asarray(X, jnp.float32) - self.x_mean) / self.x_scale * self.input_mask
         out = mlp_forward(self.params, z, self.activation) * self.y_scale + self.y_mean
         return out[:, 0] if out.shape[1] == 1 else out
@@ -181,16 +184,25 @@ def fit_mlp(
     target = np.asarray(y, dtype=np.float32)
     if x.ndim != 2 or not np.all(np.isfinite(x)):
         raise ValueError(f"X must be a finite 2-D array; got shape {x.shape}.")
-    target = target.reshape(x.shape[0], -1) if target.ndim == 1 else target
-    if target.shape[0] != x.shape[0]:
-        raise ValueError(f"y must have {x.shape[0]} rows like X; got {target.shape[0]}.")
+    n, c = x.shape
+    if target.ndim not in (1, 2) or target.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, outputs), a row per row of X; got "
+                         f"shape {target.shape}.")
+    if not np.all(np.isfinite(target)):
+        raise ValueError(f"y holds {int((~np.isfinite(target)).sum())} NaN or infinite values; "
+                         "fit_mlp needs finite targets (drop or impute those rows).")
+    target = target.reshape(n, -1)
+    if input_mask is not None and np.shape(input_mask) != (c,):
+        raise ValueError(f"input_mask must hold one value per column of X, shape ({c},); got "
+                         f"shape {np.shape(input_mask)}.")
     _check_hidden(hidden)
     key = as_key(random_state)
     init_key, train_key = jax.random.split(key)
-    x_mean, x_scale = x.mean(0), x.std(0) + 1e-8
-    y_mean, y_scale = target.mean(0), target.std(0) + 1e-8
+    x_mean, x_scale, varies = standardization(x)
+    y_mean, y_scale, _ = standardization(target)
     mask = np.ones(x.shape[1], np.float32) if input_mask is None else np.asarray(
         input_mask, np.float32)
+    mask = mask * varies
     sizes = [x.shape[1], *[int(h) for h in hidden], target.shape[1]]
     params = init_mlp_params(init_key, sizes)
     train = jax.jit(
@@ -206,6 +218,17 @@ def fit_mlp(
     )
     return MLP(params, jnp.asarray(x_mean), jnp.asarray(x_scale), jnp.asarray(y_mean),
                jnp.asarray(y_scale), jnp.asarray(mask), losses, activation)
+
+
+def standardization(x: np.ndarray, axis: int = 0):
+    """Means and scales over ``axis`` of the columns of ``x``, and which columns vary (1.0)
+    or not (0.0). A constant column gets scale 1, as scikit-learn's ``StandardScaler`` gives
+    it (``std + 1e-8`` made any other value of it huge), and the fits drop it through their
+    input mask: a column the data does not vary carries no information, and its untrained
+    first-layer weights would otherwise show in weight-based importances."""
+    std = x.std(axis)
+    return (x.mean(axis), np.where(std > 0, std + 1e-8, 1.0).astype(np.float32),
+            (std > 0).astype(np.float32))
 
 
 #: Arguments of :func:`fit_mlp` that a batched refit supplies itself.
@@ -242,5 +265,7 @@ def fit_mlp_options(fit, name: str, caller: str) -> dict | None:
 
 
 def _check_hidden(hidden) -> None:
-    if any(int(h) < 1 for h in hidden):
-        raise ValueError(f"hidden widths must be positive ints; got {tuple(hidden)}.")
+    if not isinstance(hidden, (list, tuple)) or any(
+            isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
+        raise ValueError(f"hidden must be a sequence of positive ints (one width per hidden "
+                         f"layer), e.g. (64, 64); got {hidden!r}.")
