@@ -626,6 +626,12 @@ def test_new_rows_take_the_explainers_groups_names_and_labels():
                                jaximp.shapley_values(model, subset, frame).values, atol=1e-12)
     with pytest.raises(ValueError, match=r"column 'c' of rows must hold the labels"):
         ex.shapley_values(pd.DataFrame({"x": [0.0], "c": ["z"]}))
+    # X's column a category: rows of text, or of fewer categories, are coded with X's
+    categorized = jaximp.Explainer(model, frame.astype({"c": "category"}))
+    for rows in (subset, subset.astype({"c": "category"})):
+        np.testing.assert_allclose(categorized.shapley_values(rows).values,
+                                   jaximp.shapley_values(model, subset, frame).values,
+                                   atol=1e-12)
 
 
 def test_options_that_read_a_scikit_learn_estimators_trees_and_weighted_data():

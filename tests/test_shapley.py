@@ -414,12 +414,20 @@ def test_validation_messages(game):
         shapley_interactions(lambda Z: Z.sum(axis=1), wide, wide)
 
 
-def test_background_categories_must_match_x():
+def test_background_categories_are_coded_as_xs():
+    """A background's category column in another order (or with fewer categories, or as
+    text) is coded with X's categories, so that a code names one label on both sides; a
+    category X lacks is refused."""
     X = pd.DataFrame({"a": [0.5, 1.0, 2.0], "c": pd.Categorical(["u", "v", "u"])})
     B = pd.DataFrame({"a": [1.0, 0.0], "c": pd.Categorical(["u", "v"], categories=["v", "u"])})
+    want = shapley_values(lambda Z: Z.sum(axis=1), X, B.astype({"c": X["c"].dtype})).values
+    for same in (B, B.astype({"c": object}), B.astype({"c": pd.CategoricalDtype(["v", "u"])})):
+        np.testing.assert_array_equal(shapley_values(lambda Z: Z.sum(axis=1), X, same).values,
+                                      want)
+    other = B.assign(c=pd.Categorical(["u", "w"]))
     with pytest.raises(ValueError, match=r"background column 'c' must have the same categories "
                                          r"as X's, so that their codes agree"):
-        shapley_values(lambda Z: Z.sum(axis=1), X, B)
+        shapley_values(lambda Z: Z.sum(axis=1), X, other)
 
 
 def test_importance_has_row_bootstrap_intervals_from_the_values():

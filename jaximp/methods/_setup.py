@@ -326,21 +326,20 @@ def labels_shared_with(X, background, feature_names=None):
 
 def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
                      source: pd.DataFrame) -> pd.DataFrame:
-    """The background with X's text columns (those of ``source``, X's own data framed by
-    :func:`_labelled_source`) as categories that start with X's levels, in X's order, so
-    that a code names the same label on both sides (each side alone codes its own sorted
+    """The background with X's text and category columns (those of ``source``, X's own data
+    framed by :func:`_labelled_source`) as categories that start with X's levels, in X's
+    order, so that a code names the same label on both sides (each side alone codes its own
     labels); labels X lacks come after them."""
     coded = background
     for i, name in enumerate(dataset.column_names):
-        if (i >= background.shape[1] or str(background.columns[i]) != name
-                or not is_text(source.iloc[:, i])):
+        ours = _column_levels(source, i)  # a grouped column's too
+        if i >= background.shape[1] or str(background.columns[i]) != name or ours is None:
             continue
         column = background.iloc[:, i]
         if not (is_text(column) or isinstance(column.dtype, pd.CategoricalDtype)):
             continue
-        ours = list(_column_levels(source, i))  # a grouped column's too
-        known = set(ours)
-        extra = sorted({v for v in column.dropna().astype(str) if v not in known})
+        ours, known = list(ours), set(ours)
+        extra = sorted({v for v in column.dropna().astype(object) if v not in known}, key=str)
         if coded is background:
             coded = background.copy()
         coded.isetitem(i, pd.Categorical(column.astype(object), categories=ours + extra))
