@@ -210,6 +210,8 @@ def test_wrong_feature_names_length(data):
     est = DecisionTreeRegressor(max_depth=3).fit(X, y)
     with pytest.raises(ValueError, match="one name per feature"):
         impurity_importance(est, feature_names=["a"])
+    with pytest.raises(ValueError, match=r"feature_names must be unique; got \['a', 'a'"):
+        impurity_importance(est, feature_names=["a"] * X.shape[1])
 
 
 @pytest.mark.parametrize("name", ["rf", "gb", "tree"])

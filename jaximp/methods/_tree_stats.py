@@ -93,6 +93,8 @@ def _feature_names(estimator, feature_names) -> tuple[str, ...]:
             f"feature_names must have one name per feature ({p}); got {len(feature_names)}. "
             "Fix: pass p names or leave feature_names=None."
         )
+    if len(set(feature_names)) != p:
+        raise ValueError(f"feature_names must be unique; got {list(feature_names)}.")
     return feature_names
 
 
