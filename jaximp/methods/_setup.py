@@ -232,11 +232,18 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
             f"{what} must have the columns of {of} {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
     for i, name in enumerate(dataset.column_names if source is not None else ()):
-        ours, theirs = _column_levels(source, i), _column_levels(rows, i) if frame else None
+        ours = _x_levels(dataset, source, i)
+        theirs = _column_levels(rows, i) if frame else None
         if ours is not None and theirs != ours:  # a grouped column's too: codes must agree
             raise ValueError(f"column {name!r} of {what} must hold the labels of {of} "
                              f"{list(ours)}; got {list(theirs) if theirs else 'numbers'}.")
     return explained
+
+
+def _x_levels(dataset: Dataset, source: pd.DataFrame, i: int) -> tuple | None:
+    """:func:`_column_levels` of X's own data ``source``, read once per dataset (an
+    Explainer's calls with new rows do not scan X's text columns again)."""
+    return dataset.memo(("column levels", i), lambda: _column_levels(source, i))
 
 
 def _column_levels(frame: pd.DataFrame, i: int) -> tuple | None:
@@ -332,7 +339,7 @@ def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
     labels); labels X lacks come after them."""
     coded = background
     for i, name in enumerate(dataset.column_names):
-        ours = _column_levels(source, i)  # a grouped column's too
+        ours = _x_levels(dataset, source, i)  # a grouped column's too
         if i >= background.shape[1] or str(background.columns[i]) != name or ours is None:
             continue
         column = background.iloc[:, i]
