@@ -226,9 +226,9 @@ def standardization(x: np.ndarray, axis: int = 0):
     it (``std + 1e-8`` made any other value of it huge), and the fits drop it through their
     input mask: a column the data does not vary carries no information, and its untrained
     first-layer weights would otherwise show in weight-based importances."""
-    std = x.std(axis)
-    return (x.mean(axis), np.where(std > 0, std + 1e-8, 1.0).astype(np.float32),
-            (std > 0).astype(np.float32))
+    varies = np.ptp(x, axis=axis) > 0  # not std > 0: float32's mean of 0.1s is not 0.1
+    return (x.mean(axis), np.where(varies, x.std(axis) + 1e-8, 1.0).astype(np.float32),
+            varies.astype(np.float32))
 
 
 #: Arguments of :func:`fit_mlp` that a batched refit supplies itself.
