@@ -119,7 +119,6 @@ def test_permutation_estimator_is_within_its_standard_errors_of_the_exact_values
 
 
 @pytest.mark.parametrize("sampler, n, orders", [
-    ("antithetic", 200, 48),  # 24 pilot rows with their first pair
     ("antithetic", 200, 240),  # 32 pilot rows with two pairs, then pass 0 half done
     ("antithetic", 200, 380),  # pass 1: some rows have a pair, the others one order
     ("antithetic", 200, 600),  # later passes: rows with one to two pairs
