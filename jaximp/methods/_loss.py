@@ -338,11 +338,8 @@ class LossSpec:
             return preds
         baseline = preds[0, :, 0]
         if np.all(np.isin(baseline, self.classes)):  # one column of class labels
-            order = np.argsort(self.classes, kind="stable")  # a classifier's own order
-            codes = np.clip(np.searchsorted(self.classes[order], preds[..., 0]), 0,
-                            len(self.classes) - 1)
-            found = self.classes[order][codes] == preds[..., 0]
-            codes = np.where(found, order[codes], -1)
+            codes, found = _class_positions(self.classes, preds[..., 0])
+            codes = np.where(found, codes, -1)
             if self.name == "accuracy":
                 return codes.astype(np.float32)
             onehot = codes[..., None] == np.arange(len(self.classes))
@@ -601,16 +598,22 @@ def resolve_loss(
                 "(scikit-learn gives NaN); use more rows or loss='log_loss' or 'accuracy'.")
     if o == 1:
         classes = _column_classes(y, predictor, all_targets)
-        order = np.argsort(classes, kind="stable")
-        codes = np.clip(np.searchsorted(classes[order], y), 0, classes.size - 1)
-        unknown = classes[order][codes] != y
-        if unknown.any():
-            raise ValueError(f"y holds {y[unknown][0].item()!r}, which is not one of the model's "
+        codes, found = _class_positions(classes, y)
+        if not found.all():
+            raise ValueError(f"y holds {y[~found][0].item()!r}, which is not one of the model's "
                              f"classes {classes.tolist()}.")
         return LossSpec(loss, "classification", score, score, ("y",), out_idx,
-                        order[codes].astype(np.int32), weights, classes=classes)
+                        codes.astype(np.int32), weights, classes=classes)
     return LossSpec(loss, "classification", score, score, ("y",), out_idx,
                     _class_codes(y, names), weights)
+
+
+def _class_positions(classes: np.ndarray, values: np.ndarray):
+    """Each value's position in ``classes`` (in the classifier's own order, not necessarily
+    sorted) and whether it is one of them."""
+    order = np.argsort(classes, kind="stable")
+    at = np.clip(np.searchsorted(classes[order], values), 0, classes.size - 1)
+    return order[at], classes[order][at] == values
 
 
 def _column_classes(y: np.ndarray, predictor: Predictor, all_targets) -> np.ndarray:
