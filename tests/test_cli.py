@@ -19,6 +19,7 @@ import jaximp
 from jaximp import _report
 from jaximp._cli import _is_factory, _load_data, _load_model, _parser, main
 from jaximp._explain import explain
+from conftest import python_command
 
 MODEL_SOURCE = """
 import jax.numpy as jnp
@@ -341,7 +342,7 @@ def test_help_is_plain_words():
 
 
 def test_version_from_python_m():
-    out = subprocess.run([sys.executable, "-m", "jaximp", "--version"], capture_output=True,
+    out = subprocess.run([*python_command(), "-m", "jaximp", "--version"], capture_output=True,
                          text=True, check=True, timeout=120).stdout
     import jax
 

@@ -266,7 +266,8 @@ def test_which_calls_write_their_totals_to_pinned_host_memory(monkeypatch):
     assert chosen(gpu, predictor=types.SimpleNamespace(device_fn=abs)) is None
     monkeypatch.setattr(_engine, "_HOST_OUTPUT_ON_CPU", True)
     host = jax.devices("cpu")[0]
-    assert chosen(cpu) is cpu and chosen(gpu, rows=jnp.zeros(3)) == host  # where the rows are
+    on_host = jax.device_put(jnp.zeros(3), host)  # rows given on a device: that device
+    assert chosen(cpu) is cpu and chosen(gpu, rows=on_host) == host
     with jax.default_device(host):  # the user's default: rows on the host go there
         assert chosen(gpu, devices=None) is None and chosen(gpu) is gpu
     assert chosen(gpu, devices=None) is gpu

@@ -428,7 +428,8 @@ def test_text_columns_reach_a_pipeline_as_text():
     df = pd.DataFrame({"a": rng.normal(size=n),
                        "s": pd.Series(rng.choice(["lo", "mid", "hi"], n), dtype=object),
                        "t": pd.array(rng.choice(["u", "v"], n), dtype="string")})
-    y = 2 * df["a"] + 1.5 * (df["s"] == "hi") - (df["t"] == "v") + 0.1 * rng.normal(size=n)
+    y = (2 * df["a"] + 1.5 * (df["s"] == "hi").to_numpy(float)
+         - (df["t"] == "v").to_numpy(float) + 0.1 * rng.normal(size=n))
     encode = ColumnTransformer([("oh", OneHotEncoder(), ["s", "t"])], remainder="passthrough")
     pipe = Pipeline([("encode", encode), ("ridge", Ridge())]).fit(df, y)
     seen = []
