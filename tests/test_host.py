@@ -81,6 +81,27 @@ def test_frame_nullable_dtypes():
     )
 
 
+def test_frame_pyarrow_dtypes():
+    """pandas' pyarrow-backed columns (numbers, booleans, text) read as their NumPy-backed
+    twins do, and a host model's batches keep their dtypes."""
+    pytest.importorskip("pyarrow")
+    plain = pd.DataFrame({"x": [0.5, -1.0, 2.0], "b": [True, False, True],
+                          "i": [3, 1, 2], "s": ["lo", "hi", "lo"]})
+    arrow = plain.convert_dtypes(dtype_backend="pyarrow")
+    assert str(arrow["b"].dtype) == "bool[pyarrow]"
+    ds, want = as_dataset(arrow), as_dataset(plain)
+    np.testing.assert_array_equal(ds.X, want.X)
+    assert ds.features == want.features
+    host = HostData(arrow, ds)
+    rows = np.array([2, 0])
+    values = ds.X[rows].copy()
+    values[:, 1] = [0, 1]  # the boolean column set to False, True
+    got = host.batch(rows, values, [1])
+    assert got.dtypes.equals(arrow.dtypes) and got["b"].tolist() == [False, True]
+    pd.testing.assert_frame_equal(got.drop(columns="b"),
+                                  arrow.iloc[rows].drop(columns="b").reset_index(drop=True))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_array_dtype_preserved(dtype):
     X = np.random.default_rng(1).normal(size=(30, 3)).astype(dtype)

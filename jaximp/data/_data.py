@@ -487,8 +487,8 @@ def as_dataset(
                 columns.append(codes)
             elif col.dtype.kind in "mM":
                 raise TypeError(_TIME_MESSAGE.format(f"column {name!r}", col.dtype))
-            elif col.dtype == bool:
-                columns.append(col.to_numpy(dtype=np.float64))
+            elif pd.api.types.is_bool_dtype(col.dtype):  # NumPy's, nullable or pyarrow's
+                columns.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
             elif pd.api.types.is_complex_dtype(col.dtype):
                 raise TypeError(f"column {name!r} holds complex values; jaximp needs real "
                                 "numbers. Pass the real and imaginary parts as separate columns.")
