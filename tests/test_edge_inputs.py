@@ -549,3 +549,40 @@ def test_y_whose_index_follows_another_order_than_xs_warns():
     by_hand = jaximp.permutation_importance(linear, shuffled.to_numpy(),
                                             Y[shuffled.index.to_numpy()])
     np.testing.assert_array_equal(aligned.importances, by_hand.importances)
+
+
+def test_sample_weight_whose_index_follows_another_order_than_xs_warns():
+    """Weights are read by position as y is, and warned about as y is."""
+    import warnings
+
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    w = pd.Series(np.linspace(0.5, 2.0, len(frame)), index=frame.index)
+    shuffled = frame.sort_values("a")
+    y = Y[shuffled.index.to_numpy()]
+    with pytest.warns(UserWarning, match=r"sample_weight's index holds the same labels as X's"
+                                         r" in another order.*sample_weight.loc\[X.index\]"):
+        jaximp.average_loss(linear, shuffled, y, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        aligned = jaximp.average_loss(linear, shuffled, y, sample_weight=w.loc[shuffled.index])
+    by_hand = jaximp.average_loss(linear, shuffled.to_numpy(), y,
+                                  sample_weight=w.to_numpy()[shuffled.index.to_numpy()])
+    pd.testing.assert_frame_equal(aligned, by_hand)
+
+
+def test_targets_and_weights_of_nullable_numeric_dtypes_are_numbers():
+    """A y frame of nullable floats (NumPy reads it as objects) and nullable weights give
+    the float64 result; a missing target is refused as NaN."""
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    two = np.column_stack([Y, -Y])
+    model = lambda A: jnp.stack([linear(A), -linear(A)], axis=1)  # noqa: E731
+    w = np.linspace(0.5, 2.0, len(frame))
+    want = jaximp.permutation_importance(model, frame, two, sample_weight=w, n_repeats=2)
+    got = jaximp.permutation_importance(
+        model, frame, pd.DataFrame(two, columns=["u", "v"]).astype("Float64"),
+        sample_weight=pd.Series(w, dtype="Float64"), n_repeats=2)
+    np.testing.assert_array_equal(got.importances, want.importances)
+    missing = pd.Series(Y, dtype="Float64")
+    missing[3] = pd.NA
+    with pytest.raises(ValueError, match="y contains NaN"):
+        jaximp.average_loss(linear, frame, missing)

@@ -85,9 +85,11 @@ def test_frame_pyarrow_dtypes():
     """pandas' pyarrow-backed columns (numbers, booleans, text) read as their NumPy-backed
     twins do, and a host model's batches keep their dtypes."""
     pytest.importorskip("pyarrow")
+    pa = pytest.importorskip("pyarrow")
     plain = pd.DataFrame({"x": [0.5, -1.0, 2.0], "b": [True, False, True],
-                          "i": [3, 1, 2], "s": ["lo", "hi", "lo"]})
-    arrow = plain.convert_dtypes(dtype_backend="pyarrow")
+                          "i": [3, 1, 2], "s": ["lo", "hi", "lo"], "d": ["lo", "hi", "lo"]})
+    arrow = plain.convert_dtypes(dtype_backend="pyarrow").astype(
+        {"d": pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))})  # levels lo, hi
     assert str(arrow["b"].dtype) == "bool[pyarrow]"
     ds, want = as_dataset(arrow), as_dataset(plain)
     np.testing.assert_array_equal(ds.X, want.X)
@@ -95,11 +97,12 @@ def test_frame_pyarrow_dtypes():
     host = HostData(arrow, ds)
     rows = np.array([2, 0])
     values = ds.X[rows].copy()
-    values[:, 1] = [0, 1]  # the boolean column set to False, True
-    got = host.batch(rows, values, [1])
+    values[:, [1, 4]] = [[0, 0], [1, 0]]  # booleans False, True; labels hi, hi
+    got = host.batch(rows, values, [1, 4])
     assert got.dtypes.equals(arrow.dtypes) and got["b"].tolist() == [False, True]
-    pd.testing.assert_frame_equal(got.drop(columns="b"),
-                                  arrow.iloc[rows].drop(columns="b").reset_index(drop=True))
+    assert got["d"].tolist() == ["hi", "hi"]
+    pd.testing.assert_frame_equal(got.drop(columns=["b", "d"]), arrow.iloc[rows].drop(
+        columns=["b", "d"]).reset_index(drop=True))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -11,10 +11,13 @@ from ._checks import (
     default_output,
     key_data_on_host,
     output_index,
+    pandas_numbers,
     select_outputs,
     user_stacklevel,
+    warn_misaligned,
 )
-from ._data import Dataset, Feature, Recent, as_dataset, as_pandas, is_text, is_text_array
+from ._data import (Dataset, Feature, Recent, as_dataset, as_pandas, is_text, is_text_array,
+                    text_as_category)
 from ._datasets import make_friedman1, make_linear
 from ._deferred import Deferred, ReadsDeferred
 from ._edge import (
@@ -95,6 +98,7 @@ __all__ = [
     "mquantiles",
     "numeric_matrix",
     "output_index",
+    "pandas_numbers",
     "product_grid_index",
     "renamed_keywords",
     "replicate_weights",
@@ -106,9 +110,11 @@ __all__ = [
     "replicate_quantiles",
     "replicate_spread",
     "summaries",
+    "text_as_category",
     "r_seq",
     "type1_ranks",
     "user_stacklevel",
+    "warn_misaligned",
     "validate_grid_options",
     "validate_params",
 ]

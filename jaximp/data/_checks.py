@@ -11,14 +11,17 @@ import functools
 import sys
 from typing import Sequence
 
+import warnings
+
 import jax
 import numpy as np
+import pandas as pd
 
 from ._params import SHARED
 
 __all__ = ["PositiveClass", "PrecisionWarning", "as_key", "check_bool", "check_choice",
            "check_int", "default_output", "key_data_on_host", "numpy_rng", "output_index",
-           "select_outputs", "user_stacklevel"]
+           "pandas_numbers", "select_outputs", "user_stacklevel", "warn_misaligned"]
 
 
 class PrecisionWarning(UserWarning):
@@ -33,6 +36,41 @@ def user_stacklevel() -> int:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("jaximp."):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def pandas_numbers(values) -> np.ndarray:
+    """``np.asarray(values)``, except a pandas Series or DataFrame of numeric extension dtypes
+    (nullable ``Float64``/``Int64``, pyarrow's numbers and decimals), which NumPy reads as
+    objects: float64 then, missing values NaN."""
+    if isinstance(values, (pd.Series, pd.DataFrame)):
+        dtypes = [values.dtype] if isinstance(values, pd.Series) else list(values.dtypes)
+        if any(isinstance(d, pd.api.extensions.ExtensionDtype) for d in dtypes) and all(
+                pd.api.types.is_numeric_dtype(d) for d in dtypes):
+            array = np.asarray(values)
+            return array if array.dtype != object else values.to_numpy(
+                dtype=np.float64, na_value=np.nan)
+    return np.asarray(values)
+
+
+def warn_misaligned(y, source, name: str) -> None:
+    """X's row labels, not 0..n-1 in order, held by ``y`` (a pandas object read by position,
+    named ``name``) in another order: it was almost surely taken before X was sorted or
+    shuffled, and reading it by position would pair rows with other rows' values. (X
+    labelled 0..n-1 in order was most likely renumbered after ``y`` was lined up with it, as
+    by a transformer returning a new frame: no warning.)"""
+    y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
+    if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
+        return
+    if len(y_index) != len(X_index) or y_index.equals(X_index):
+        return
+    if X_index.equals(pd.RangeIndex(len(X_index))):
+        return
+    if X_index.is_unique and y_index.is_unique and y_index.isin(X_index).all():
+        warnings.warn(
+            f"{name}'s index holds the same labels as X's in another order; {name} is read by "
+            "position (as scikit-learn reads y), which pairs rows of X with other rows' "
+            f"values. Pass {name}.loc[X.index] to align them, or {name}.to_numpy() if the "
+            "order is right.", UserWarning, stacklevel=user_stacklevel())
 
 
 class PositiveClass(str):

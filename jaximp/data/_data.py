@@ -14,12 +14,13 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ._checks import pandas_numbers, warn_misaligned
 from ._device import (ColumnOrder, HostColumnOrder, bad_values, device_column_order,
                       integer_levels, is_onehot)
 from ._params import Flag, validate_params
 
 __all__ = ["HOST_COPY", "Feature", "Dataset", "Recent", "as_dataset", "as_pandas", "is_text",
-           "is_text_array"]
+           "is_text_array", "text_as_category"]
 
 _ONLY_MISSING = ("column {!r} holds only missing values (NaN); it has no grid. Drop it or "
                  "fill it.")
@@ -370,13 +371,28 @@ def is_text_array(values) -> bool:
 
 
 def is_text(column: pd.Series) -> bool:
-    """Whether a DataFrame column holds text labels (a string dtype, or objects that are all
-    strings), which become a categorical feature."""
+    """Whether a DataFrame column holds text labels (a string dtype, objects that are all
+    strings, or pyarrow's dictionary-encoded labels), which become a categorical feature."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         return False
+    if _is_dictionary(column):
+        return True  # pandas' category in arrow
     if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
         return True
     return column.dtype == object and pd.api.types.infer_dtype(column, skipna=True) == "string"
+
+
+def text_as_category(column: pd.Series) -> pd.Series:
+    """A column of text labels (:func:`is_text`) as a ``category`` column of its sorted
+    distinct labels: the categorical feature it is read as."""
+    if _is_dictionary(column):  # its own order is its values' first appearance
+        column = column.astype(object)
+    return column.astype("category")
+
+
+def _is_dictionary(column: pd.Series) -> bool:
+    """Whether a column has pyarrow's dictionary-encoded type."""
+    return type(getattr(column.dtype, "pyarrow_dtype", None)).__name__ == "DictionaryType"
 
 
 @functools.lru_cache(maxsize=64)  # immutable, and asked again for every call on the same data
@@ -476,8 +492,8 @@ def as_dataset(
         columns = []
         for i, name in enumerate(names):
             col = X.iloc[:, i]
-            if is_text(col):  # text labels are a categorical feature of their sorted values
-                col = col.astype("category")
+            if is_text(col):
+                col = text_as_category(col)
             if isinstance(col.dtype, pd.CategoricalDtype):
                 if col.isna().any() and not allow_missing:
                     raise ValueError(f"column {name!r} has missing categories; fill them first.")
@@ -641,7 +657,8 @@ def as_dataset(
 
     weights = None
     if sample_weight is not None:
-        weights = np.asarray(sample_weight)
+        warn_misaligned(sample_weight, X, "sample_weight")
+        weights = pandas_numbers(sample_weight)
         if weights.dtype.kind == "V" and jnp.issubdtype(weights.dtype, jnp.floating):
             weights = weights.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
         if weights.dtype.kind not in "biuf":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import warnings
 from typing import Callable
 
 import jax
@@ -21,7 +20,7 @@ import pandas as pd
 
 from jaximp.kernels import _losses
 
-from ..data import select_outputs, user_stacklevel
+from ..data import pandas_numbers, select_outputs, warn_misaligned
 from ..engine import ROW_LOSSES, Itemwise, LossSums, check_prediction_range
 from ..models import (Predictor, predicts_class_labels, probability_classifier, probe_rows,
                       response_predictor)
@@ -29,7 +28,7 @@ from ..models import (Predictor, predicts_class_labels, probability_classifier, 
 __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss",
            "check_target", "class_labels", "default_loss", "logits_to_probabilities",
            "one_hot_targets", "probabilities", "resolve_loss", "row_loss_terms",
-           "scored_predictor", "sklearn_response", "warn_misaligned", "weighted_loss_metrics"]
+           "scored_predictor", "sklearn_response", "weighted_loss_metrics"]
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
@@ -183,7 +182,7 @@ def check_target(y, n: int, source=None) -> np.ndarray:
     if y is None:
         raise ValueError(f"y must be an array of {n} targets; got None.")
     warn_misaligned(y, source, "y")
-    values = np.asarray(y)
+    values = pandas_numbers(y)
     if values.dtype.kind == "V" and jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(np.float64)  # bfloat16 and the other ml_dtypes floats
     if values.ndim == 0 or values.ndim > 2:
@@ -197,27 +196,6 @@ def check_target(y, n: int, source=None) -> np.ndarray:
         raise ValueError(f"y has {rows.size} missing labels (None or NaN; first at row "
                          f"{rows[0]}); drop or impute those rows.")
     return values
-
-
-def warn_misaligned(y, source, name: str) -> None:
-    """X's row labels, not 0..n-1 in order, held by ``y`` (a pandas object read by position,
-    named ``name``) in another order: it was almost surely taken before X was sorted or
-    shuffled, and reading it by position would pair rows with other rows' values. (X
-    labelled 0..n-1 in order was most likely renumbered after ``y`` was lined up with it, as
-    by a transformer returning a new frame: no warning.)"""
-    y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
-    if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
-        return
-    if len(y_index) != len(X_index) or y_index.equals(X_index):
-        return
-    if X_index.equals(pd.RangeIndex(len(X_index))):
-        return
-    if X_index.is_unique and y_index.is_unique and y_index.isin(X_index).all():
-        warnings.warn(
-            f"{name}'s index holds the same labels as X's in another order; {name} is read by "
-            "position (as scikit-learn reads y), which pairs rows of X with other rows' "
-            f"values. Pass {name}.loc[X.index] to align them, or {name}.to_numpy() if the "
-            "order is right.", UserWarning, stacklevel=user_stacklevel())
 
 
 # ----------------------------------------------------------------------------- losses

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, r_seq, type1_ranks
-from ._loss import warn_misaligned
+from ..data import Dataset, r_seq, type1_ranks, warn_misaligned
 
 __all__ = ["row_groups"]
 

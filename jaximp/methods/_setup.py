@@ -27,6 +27,7 @@ from ..data import (
     is_text_array,
     replicate_weights,
     row_weights,
+    text_as_category,
 )
 from ..engine import key_bits, resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
@@ -251,7 +252,7 @@ def _column_levels(frame: pd.DataFrame, i: int) -> tuple | None:
     values, as :func:`jaximp.as_dataset` codes them), or None for a column of numbers."""
     column = frame.iloc[:, i]
     if is_text(column):
-        column = column.astype("category")
+        column = text_as_category(column)
     return tuple(column.cat.categories) if isinstance(column.dtype, pd.CategoricalDtype) \
         else None
 

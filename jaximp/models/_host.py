@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, is_text, is_text_array
+from ..data import Dataset, is_text, is_text_array, text_as_category
 
 __all__ = ["HostData", "probe_rows", "call_host"]
 
@@ -80,7 +80,7 @@ def _text_decoder(column: pd.Series, name: str, levels: Sequence | None = None):
 
     ``levels``: the strings the codes index (the dataset's, so a subset of the rows decodes
     codes of the full data); default the column's own sorted distinct strings."""
-    dtype = column.astype("category").dtype if levels is None else pd.CategoricalDtype(levels)
+    dtype = text_as_category(column).dtype if levels is None else pd.CategoricalDtype(levels)
     categorical = _categorical_decoder(dtype, name)
 
     def decode_text(v):
