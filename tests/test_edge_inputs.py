@@ -568,6 +568,9 @@ def test_sample_weight_whose_index_follows_another_order_than_xs_warns():
     by_hand = jaximp.average_loss(linear, shuffled.to_numpy(), y,
                                   sample_weight=w.to_numpy()[shuffled.index.to_numpy()])
     pd.testing.assert_frame_equal(aligned, by_hand)
+    with pytest.warns(UserWarning, match=r"background_weight's index holds the same labels "
+                                         r"as background's.*background_weight.loc\[background"):
+        jaximp.shapley_values(linear, frame.iloc[:2], shuffled, background_weight=w)
 
 
 def test_targets_and_weights_of_nullable_numeric_dtypes_are_numbers():
@@ -586,3 +589,12 @@ def test_targets_and_weights_of_nullable_numeric_dtypes_are_numbers():
     missing[3] = pd.NA
     with pytest.raises(ValueError, match="y contains NaN"):
         jaximp.average_loss(linear, frame, missing)
+
+
+def test_column_names_that_clash_as_text_are_named():
+    """Columns 1 and "1" differ in pandas but name the same feature."""
+    frame = pd.DataFrame(X[:, :2], columns=[1, "1"])
+    with pytest.raises(ValueError, match=r"unique as text.*got \['1', '1'\] from \[1, '1'\]"):
+        jaximp.partial_dependence(linear, frame, 0)
+    with pytest.raises(ValueError, match=r"unique as text.*got \['a', 'a'\]\. Rename"):
+        jaximp.as_dataset(pd.DataFrame(X[:, :2], columns=["a", "a"]))

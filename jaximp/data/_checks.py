@@ -52,12 +52,12 @@ def pandas_numbers(values) -> np.ndarray:
     return np.asarray(values)
 
 
-def warn_misaligned(y, source, name: str) -> None:
+def warn_misaligned(y, source, name: str, of: str = "X") -> None:
     """X's row labels, not 0..n-1 in order, held by ``y`` (a pandas object read by position,
-    named ``name``) in another order: it was almost surely taken before X was sorted or
-    shuffled, and reading it by position would pair rows with other rows' values. (X
-    labelled 0..n-1 in order was most likely renumbered after ``y`` was lined up with it, as
-    by a transformer returning a new frame: no warning.)"""
+    named ``name``; X named ``of``) in another order: it was almost surely taken before X
+    was sorted or shuffled, and reading it by position would pair rows with other rows'
+    values. (X labelled 0..n-1 in order was most likely renumbered after ``y`` was lined up
+    with it, as by a transformer returning a new frame: no warning.)"""
     y_index, X_index = getattr(y, "index", None), getattr(source, "index", None)
     if not isinstance(y_index, pd.Index) or not isinstance(X_index, pd.Index):
         return
@@ -67,9 +67,9 @@ def warn_misaligned(y, source, name: str) -> None:
         return
     if X_index.is_unique and y_index.is_unique and y_index.isin(X_index).all():
         warnings.warn(
-            f"{name}'s index holds the same labels as X's in another order; {name} is read by "
-            "position (as scikit-learn reads y), which pairs rows of X with other rows' "
-            f"values. Pass {name}.loc[X.index] to align them, or {name}.to_numpy() if the "
+            f"{name}'s index holds the same labels as {of}'s in another order; {name} is read "
+            f"by position (as scikit-learn reads y), which pairs rows of {of} with other rows' "
+            f"values. Pass {name}.loc[{of}.index] to align them, or {name}.to_numpy() if the "
             "order is right.", UserWarning, stacklevel=user_stacklevel())
 
 

@@ -575,7 +575,11 @@ def as_dataset(
                     f"feature_names has {len(names)} names but X has {values.shape[1]} columns."
                 )
     if len(set(names)) != len(names):
-        raise ValueError(f"column names must be unique; got {names}.")
+        given = list(X.columns) if isinstance(X, pd.DataFrame) else list(feature_names)
+        raise ValueError(f"column names must be unique as text (jaximp names features by "
+                         f"str(name)); got {names}" + (
+                             f" from {given}" if [str(g) for g in given] != given else "")
+                         + ". Rename the columns that clash.")
     n, c = values.shape
     if n == 0 or c == 0:
         shape = values.shape if input_shape is None else (n, *input_shape)

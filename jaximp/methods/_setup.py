@@ -25,9 +25,11 @@ from ..data import (
     as_pandas,
     is_text,
     is_text_array,
+    pandas_numbers,
     replicate_weights,
     row_weights,
     text_as_category,
+    warn_misaligned,
 )
 from ..engine import key_bits, resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
@@ -173,6 +175,8 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             raise ValueError(
                 f"background must have the {dataset.n_columns} columns of X{shape}; got "
                 f"shape {np.shape(background)}.")
+        warn_misaligned(weight, background, "background_weight", "background")
+        weight = None if weight is None else pandas_numbers(weight)  # checked: by position
         background, array = _framed(background, dataset)
         source = _labelled_source(dataset)
         if isinstance(background, pd.DataFrame) and source is not None:
