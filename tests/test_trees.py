@@ -390,6 +390,29 @@ def test_hist_gradient_boosting_refuses_categorical_splits():
     assert predictor.host
 
 
+def test_hist_gradient_boosting_with_categorical_features_but_no_categorical_split():
+    """scikit-learn's preprocessing puts categorical columns first, and the nodes index its
+    output: a model that never split on its categorical column reads X's columns through
+    that order (predictions, TreeSHAP and the recursion PD of the column that matters)."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=(300, 2)), rng.integers(0, 4, 300)])
+    y = 2 * X[:, 0] + 0.1 * rng.normal(size=300)  # the categorical column is noise
+    est = HistGradientBoostingRegressor(max_iter=5, categorical_features=[2]).fit(X, y)
+    nodes = [p.nodes for stage in est._predictors for p in stage]
+    assert not any(nd["is_categorical"][nd["is_leaf"] == 0].any() for nd in nodes)
+    np.testing.assert_allclose(np.asarray(tree_predictor(est)(X[:20]))[:, 0],
+                               est.predict(X[:20]), rtol=1e-5, atol=1e-5)
+    shap = jaximp.tree_shap(est, X[:20])
+    np.testing.assert_allclose(shap.values.sum(axis=1)[:, 0] + shap.base_values[0],
+                               est.predict(X[:20]), rtol=1e-5, atol=1e-5)
+    assert np.abs(shap.values[:, 0]).mean() > 0.3 and np.all(shap.values[:, 1:] == 0)
+    grid, average = tree_partial_dependence(est, X, 0, grid_resolution=5)
+    # every split is on x0: the recursion's PD is the trees' sum along x0 (without the
+    # baseline, as scikit-learn's recursion leaves it out; its own gives 0 on this model)
+    along = est.predict(np.column_stack([grid, np.zeros((5, 2))])) - est._baseline_prediction
+    np.testing.assert_allclose(average[:, 0], along.ravel(), rtol=1e-5, atol=1e-5)
+
+
 # ------------------------------------------------------------------ as_predictor dispatch
 
 

@@ -510,6 +510,22 @@ def _frame_codes(boosted: BoostedModel, frame, X: np.ndarray) -> np.ndarray:
     return training_codes(boosted, frame, X) if boosted.categories else X
 
 
+def _hist_input_columns(est) -> np.ndarray:
+    """The column of X that each feature index of a HistGradientBoosting model's nodes reads:
+    with categorical features, scikit-learn's preprocessing puts them first, so the nodes
+    index its output, not X (also where no categorical split was made)."""
+    preprocessor = getattr(est, "_preprocessor", None)
+    if preprocessor is None:
+        return np.arange(est.n_features_in_)
+    column_of = np.empty(est.n_features_in_, np.int64)
+    for name, _, columns in preprocessor.transformers_:
+        if name in preprocessor.output_indices_:
+            columns = np.asarray(columns)
+            column_of[preprocessor.output_indices_[name]] = (
+                np.flatnonzero(columns) if columns.dtype == bool else columns)
+    return column_of
+
+
 def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
     """Padded node arrays of a fitted HistGradientBoosting model, its depth and its link
     (NumPy arrays with float64 thresholds when ``host``).
@@ -521,6 +537,7 @@ def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
     if link is None:
         raise _unsupported(est, f" with loss {est.loss!r}", hist=True)
     nodes = [predictor.nodes for stage in est._predictors for predictor in stage]
+    column_of = _hist_input_columns(est)
     T, N = len(nodes), max(len(n) for n in nodes)
     ftype = tree_float_dtype()
     idx = np.broadcast_to(np.arange(N, dtype=np.int32), (T, N))
@@ -539,7 +556,7 @@ def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
                 "not support; got a model fitted with categorical_features. Fix: pass the "
                 "estimator itself to the jaximp method (it then predicts on the host)."
             )
-        feature[t, :n] = np.where(split, nd["feature_idx"], 0)
+        feature[t, :n] = np.where(split, column_of[nd["feature_idx"]], 0)
         threshold[t, :n] = np.where(split, nd["num_threshold"], 0)
         left[t, :n] = np.where(split, nd["left"], np.arange(n))
         right[t, :n] = np.where(split, nd["right"], np.arange(n))
