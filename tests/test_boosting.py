@@ -315,6 +315,19 @@ def test_recursion_pd_of_a_lightgbm_random_forest_is_its_raw_margin():
                                rtol=1e-5)
 
 
+def test_recursion_pd_of_lightgbm_compares_in_float64_as_lightgbm_does():
+    """Timestamps in ms over one hour: float32 moves them by up to 128 ms across LightGBM's
+    float64 thresholds; the recursion compares as LightGBM does (one feature: the PD is the
+    raw score at the grid)."""
+    rng = np.random.default_rng(0)
+    t = 1.7e12 + rng.uniform(0, 3.6e6, 300)
+    model = lgb.LGBMRegressor(n_estimators=10, verbose=-1).fit(
+        t[:, None], np.sin((t - 1.7e12) / 3e5) + 0.1 * rng.normal(size=300))
+    values, average = tree_partial_dependence(model, t[:, None], 0, grid_resolution=20)
+    np.testing.assert_allclose(np.ravel(average), model.predict(
+        np.asarray(values)[:, None], raw_score=True), rtol=1e-6, atol=1e-6)
+
+
 def test_methods_pass_missing_values_to_the_arrays_as_to_the_library(data):
     """NaN rows reach the node arrays (which route them as each library does) in permutation
     importance and PD, equal to the library's own predict on the host."""

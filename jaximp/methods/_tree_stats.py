@@ -324,8 +324,8 @@ def _recursion_pd(params, points, columns, depth: int) -> np.ndarray:
     value = paths["value"]  # (L, k)
     k = value.shape[-1]
     # scikit-learn's recursion casts the grid to float32 (under x64 too): with the thresholds
-    # rounded down to float32 the splits are exact (LightGBM's thresholds are float64 under
-    # x64: its grid is compared in float64)
+    # rounded down to float32 the splits are exact (HistGradientBoosting's and LightGBM's
+    # thresholds are float64 here: their grid is compared in float64, as they compare rows)
     z = np.asarray(points).astype(fields["threshold"].dtype)
     on_slot = [paths["valid"] & (paths["split_feature"] == c) for c in np.asarray(columns)]
     on_set = np.logical_or.reduce(on_slot)
@@ -383,8 +383,9 @@ def tree_partial_dependence(estimator, X, feature, grid="sklearn", *,
     of all trees at once; the paths are reused while the estimator's trees are unchanged. The
     sums are float64 over the node arrays' weights and values, which are float32 by default
     (about 1e-6 relative from scikit-learn) and float64 under ``jax_enable_x64`` (equal to
-    scikit-learn's to 1e-7 relative); the grid values are compared in float32, as
-    scikit-learn does.
+    scikit-learn's to 1e-7 relative); the grid values are compared with the thresholds as
+    each library compares rows: in float32 for scikit-learn's trees (as its recursion does),
+    XGBoost and CatBoost, in float64 for HistGradientBoosting and LightGBM.
 
     Parameters
     ----------

@@ -241,8 +241,10 @@ def _bitsets(model: BoostedModel, T: int, N: int) -> tuple[np.ndarray, np.ndarra
     return is_cat, words
 
 
-def pack_boosted(model: BoostedModel) -> tuple[dict, int]:
-    """The padded node arrays of ``model`` (see :mod:`._trees`) and the largest depth."""
+def pack_boosted(model: BoostedModel, host: bool = False) -> tuple[dict, int]:
+    """The padded node arrays of ``model`` (see :mod:`._trees`) and the largest depth; where
+    ``host`` (NumPy's traversal), a library that compares float64 rows (LightGBM) keeps its
+    float64 thresholds whatever JAX's float mode."""
     trees = model.trees
     T, N = len(trees), max(len(tree["feature"]) for tree in trees)
     x64 = x64_enabled()
@@ -270,28 +272,29 @@ def pack_boosted(model: BoostedModel) -> tuple[dict, int]:
     if model.float32_rows:  # thresholds are float32 values already
         thr = threshold.astype(np.float32)
     else:
-        thr = threshold if x64 else round_down_float32(threshold)
+        thr = threshold if x64 or host else round_down_float32(threshold)
+    convert = np.asarray if host else jnp.asarray
     params = {
-        "feature": jnp.asarray(feature),
-        "threshold": jnp.asarray(thr),
-        "children_left": jnp.asarray(left),
-        "children_right": jnp.asarray(right),
-        "missing_left": jnp.asarray(missing_left),
-        "value": jnp.asarray(value.astype(ftype)),
-        "impurity": jnp.zeros((T, N), ftype),
-        "weighted_n_node_samples": jnp.asarray(cover.astype(ftype)),
-        "split_gain": jnp.asarray(gain.astype(ftype)),
-        "init": jnp.asarray(model.init.astype(ftype)),
-        "tree_class": jnp.asarray(np.asarray(model.tree_class, np.int32)),
-        "link_scale": jnp.asarray(np.asarray(model.link_scale, ftype)),
+        "feature": convert(feature),
+        "threshold": convert(thr),
+        "children_left": convert(left),
+        "children_right": convert(right),
+        "missing_left": convert(missing_left),
+        "value": convert(value.astype(ftype)),
+        "impurity": convert(np.zeros((T, N), ftype)),
+        "weighted_n_node_samples": convert(cover.astype(ftype)),
+        "split_gain": convert(gain.astype(ftype)),
+        "init": convert(model.init.astype(ftype)),
+        "tree_class": convert(np.asarray(model.tree_class, np.int32)),
+        "link_scale": convert(np.asarray(model.link_scale, ftype)),
     }
     if zero_missing.any():
-        params["zero_missing"] = jnp.asarray(zero_missing)
+        params["zero_missing"] = convert(zero_missing)
     sets = _bitsets(model, T, N)
     if sets is not None:
-        params["is_categorical"] = jnp.asarray(sets[0])
-        params["category_left"] = jnp.asarray(sets[1])
-        params["category_outside_left"] = jnp.asarray(bool(model.outside_left))
+        params["is_categorical"] = convert(sets[0])
+        params["category_left"] = convert(sets[1])
+        params["category_outside_left"] = convert(bool(model.outside_left))
     depth = max(int(tree["depth"]) for tree in trees)
     return params, depth
 

@@ -595,9 +595,7 @@ def read_trees(est, recursion: str | None = None, host: bool = False):
     recursion leaves the init prediction out, which is right only for a constant)."""
     if boosting_library(est) is not None:  # the same raw score: init + sum of the trees
         boosted = read_boosted(est)
-        params, depth = pack_boosted(boosted)
-        if host:
-            params = {name: np.asarray(a) for name, a in params.items()}
+        params, depth = pack_boosted(boosted, host=host)
         return "gb", boosted.classes is not None, params, depth
     kind = _kind(est, hist=recursion is not None, recursion=recursion)
     if recursion is not None and kind == "gb" and not _constant_init(est):
