@@ -22,7 +22,7 @@ from ..data import PrecisionWarning, user_stacklevel
 from ._predictor import x64_enabled
 
 __all__ = ["BoostedModel", "Float32Splits", "below_float32", "boosting_library", "check_columns",
-           "host_prediction", "level_keys", "pack_boosted", "refuse", "round_down_float32",
+           "host_prediction", "level_keys", "node_params", "pack_boosted", "refuse", "round_down_float32",
            "stored_names", "training_codes"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
@@ -241,6 +241,19 @@ def _bitsets(model: BoostedModel, T: int, N: int) -> tuple[np.ndarray, np.ndarra
     return is_cat, words
 
 
+def node_params(host: bool, ftype, feature, threshold, left, right, missing_left, value,
+                weights, **extra) -> dict:
+    """The padded node arrays every traversal reads (see :mod:`._trees`), (T, N) each and
+    ``value`` (T, N, k), with ``extra`` arrays of a kind of model: NumPy arrays where
+    ``host``, else JAX arrays; values and weights in ``ftype``, impurities zero."""
+    convert = np.asarray if host else jnp.asarray
+    params = {"feature": feature, "threshold": threshold, "children_left": left,
+              "children_right": right, "missing_left": missing_left,
+              "value": value.astype(ftype), "impurity": np.zeros(np.shape(feature), ftype),
+              "weighted_n_node_samples": weights.astype(ftype), **extra}
+    return {name: convert(array) for name, array in params.items()}
+
+
 def pack_boosted(model: BoostedModel, host: bool = False) -> tuple[dict, int]:
     """The padded node arrays of ``model`` (see :mod:`._trees`) and the largest depth; where
     ``host`` (NumPy's traversal), a library that compares float64 rows (LightGBM) keeps its
@@ -273,28 +286,15 @@ def pack_boosted(model: BoostedModel, host: bool = False) -> tuple[dict, int]:
         thr = threshold.astype(np.float32)
     else:
         thr = threshold if x64 or host else round_down_float32(threshold)
-    convert = np.asarray if host else jnp.asarray
-    params = {
-        "feature": convert(feature),
-        "threshold": convert(thr),
-        "children_left": convert(left),
-        "children_right": convert(right),
-        "missing_left": convert(missing_left),
-        "value": convert(value.astype(ftype)),
-        "impurity": convert(np.zeros((T, N), ftype)),
-        "weighted_n_node_samples": convert(cover.astype(ftype)),
-        "split_gain": convert(gain.astype(ftype)),
-        "init": convert(model.init.astype(ftype)),
-        "tree_class": convert(np.asarray(model.tree_class, np.int32)),
-        "link_scale": convert(np.asarray(model.link_scale, ftype)),
-    }
-    if zero_missing.any():
-        params["zero_missing"] = convert(zero_missing)
+    extra = {"zero_missing": zero_missing} if zero_missing.any() else {}
     sets = _bitsets(model, T, N)
     if sets is not None:
-        params["is_categorical"] = convert(sets[0])
-        params["category_left"] = convert(sets[1])
-        params["category_outside_left"] = convert(bool(model.outside_left))
+        extra.update(is_categorical=sets[0], category_left=sets[1],
+                     category_outside_left=np.asarray(bool(model.outside_left)))
+    params = node_params(host, ftype, feature, thr, left, right, missing_left, value, cover,
+                         split_gain=gain.astype(ftype), init=model.init.astype(ftype),
+                         tree_class=np.asarray(model.tree_class, np.int32),
+                         link_scale=np.asarray(model.link_scale, ftype), **extra)
     depth = max(int(tree["depth"]) for tree in trees)
     return params, depth
 

@@ -127,6 +127,7 @@ from ._boosting import (
     boosting_library,
     check_columns,
     level_keys,
+    node_params,
     pack_boosted,
     round_down_float32,
     training_codes,
@@ -564,20 +565,9 @@ def _hist_arrays(est, host: bool = False) -> tuple[dict, int, str]:
         value[t, :n, 0] = nd["value"]
         count[t, :n] = nd["count"]
     depth = int(max(int(nd["depth"].max()) for nd in nodes))
-    convert = np.asarray if host else jnp.asarray
-    params = {
-        "feature": convert(feature),
-        "threshold": convert(threshold),
-        "children_left": convert(left),
-        "children_right": convert(right),
-        "missing_left": convert(missing_left),
-        "value": convert(value.astype(ftype)),
-        "impurity": convert(np.zeros((T, N), ftype)),
-        "weighted_n_node_samples": convert(count.astype(ftype)),
-        "init": convert(np.asarray(est._baseline_prediction, np.float64).reshape(-1)
-                        .astype(ftype)),
-        "learning_rate": convert(np.asarray(1.0, ftype)),
-    }
+    params = node_params(host, ftype, feature, threshold, left, right, missing_left, value,
+                         count, init=np.asarray(est._baseline_prediction, np.float64)
+                         .reshape(-1).astype(ftype), learning_rate=np.asarray(1.0, ftype))
     return params, depth, link
 
 
