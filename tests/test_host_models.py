@@ -243,6 +243,12 @@ def test_radius_neighbors_is_probed_on_real_rows():
     pi = jaximp.permutation_importance(model, X, y, loss="accuracy", n_repeats=3)
     assert pi.info["baseline"][0] == model.score(X, y)
     assert pi.importances_mean[0, 0] > pi.importances_mean[1, 0]
+    # wrapped alone, it is probed on zeros: the note says so and how to give real rows
+    with pytest.raises(ValueError) as caught:
+        jaximp.as_predictor(model)
+    assert "2 rows of zeros (no sample= was given)" in caught.value.__notes__[0]
+    assert "sample=X[:2]" in caught.value.__notes__[0]
+    assert jaximp.as_predictor(model, sample=X[:2]).n_outputs == 2
 
 
 # ------------------------------------------------------------------ 5. string labels, no proba

@@ -139,6 +139,8 @@ def test_dataframe_fit_and_feature_names(data):
                                rtol=1e-5, atol=1e-6)
     imp = impurity_importance(est)
     assert imp.feature_names == tuple(df.columns)
+    # the trees' criterion, not the ensemble's placeholder parameter (scikit-learn >= 1.9)
+    assert imp.info.criterion == est.estimators_[0, 0].criterion
 
 
 def test_unsupported_estimators_raise(data):
@@ -731,6 +733,24 @@ def test_recursion_of_a_category_column_reads_the_values_the_trees_were_fitted_o
     ours = jaximp.partial_dependence(boosted, frame, "k", method="recursion")
     assert ours.grid_values == ((1, 2, 3),) and np.argmax(ours.average[:, 0]) == 1
     assert ours.average[1, 0] - ours.average[0, 0] > 1.5
+
+
+def test_recursion_reads_categorical_of_numpy_columns():
+    """categorical= marks a NumPy column as levels for the recursion too: its grid is every
+    level (scikit-learn's categorical_features), shown as given, not a 100-point range."""
+    rng = np.random.default_rng(1)
+    X = np.c_[rng.normal(size=400), rng.integers(0, 150, 400)]
+    model = GradientBoostingRegressor(n_estimators=5, random_state=0).fit(
+        X, X[:, 0] + (X[:, 1] % 3))
+    ours = jaximp.partial_dependence(model, X, 1, categorical=[1], method="recursion")
+    ref = sk_partial_dependence(model, X, [1], categorical_features=[1], method="recursion")
+    np.testing.assert_array_equal(ours.grid_values[0], ref["grid_values"][0])
+    assert all(type(v) is int for v in ours.grid_values[0])
+    np.testing.assert_allclose(ours.average[:, 0], ref["average"][0], rtol=1e-5, atol=1e-6)
+    vip = jaximp.pd_importance(model, X, categorical=[1], method="recursion")
+    curve = ref["average"][0]
+    assert vip.info.measure == {"x0": "sd", "x1": "range4"}
+    np.testing.assert_allclose(vip.importances_mean[1, 0], np.ptp(curve) / 4, rtol=1e-5)
 
 
 def test_recursion_names_and_auto_rule_follow_scikit_learn(data):

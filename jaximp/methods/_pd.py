@@ -278,7 +278,8 @@ def _recursion_by_default(model) -> bool:
 
 
 def recursion_pd(model, X, features, kind, grid, grid_resolution, percentiles, centered, output,
-                 sample_weight, feature_names, default_resolution=100) -> PartialDependence:
+                 sample_weight, feature_names, categorical=None,
+                 default_resolution=100) -> PartialDependence:
     """The recursion PD of a tree model as a PartialDependence; ``default_resolution`` as
     in :func:`planned_pd`."""
     from ..models import read_trees
@@ -292,7 +293,8 @@ def recursion_pd(model, X, features, kind, grid, grid_resolution, percentiles, c
         )
     # refuses a model without traversable trees before any work, naming method='brute'
     tree_kind, classifier, _, _ = read_trees(model, recursion="model")
-    dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
+    dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
+                         allow_missing=True)
     chosen = dataset.resolve(features)
     resolved = resolve_grid(grid, dataset)
     options = []  # the grids, as the brute path builds them, as values or levels
@@ -568,7 +570,8 @@ def partial_dependence(
         feature or several jointly, ``kind="average"``):
         Friedman's weighted traversal of the trees (:func:`jaximp.tree_partial_dependence`),
         averaged over the training data stored in the trees rather than over ``X``; gradient
-        boosting classifiers give their raw decision function, as scikit-learn. ``"auto"``:
+        boosting classifiers give their raw decision function and gradient boosting leaves out
+        its initial estimate (a constant shift of the curve), as scikit-learn. ``"auto"``:
         recursion for gradient boosting with ``init=None``, histogram gradient boosting, a
         regression tree and a random forest regressor, as scikit-learn's ``method="auto"``,
         except histogram gradient boosting with categorical splits (scikit-learn's recursion
@@ -635,7 +638,8 @@ def _set_up(model, X, y, *, features, kind, grid, grid_resolution, percentiles, 
                          "data, not over rows.")
     if method == "recursion":
         return functools.partial(recursion_pd, model, X, features, kind, grid, grid_resolution,
-                                 percentiles, centered, output, weights, feature_names)
+                                 percentiles, centered, output, weights, feature_names,
+                                 categorical)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,

@@ -186,11 +186,13 @@ def pd_importance(
     if method == "recursion":
         _check_recursion(ice=bool(ice), average=average != "mean",
                          n_bootstrap=n_bootstrap > 0, sample_weight=sample_weight is not None,
-                         categorical=categorical is not None, groups=groups is not None)
-        names = as_dataset(X, feature_names=feature_names, allow_missing=True).resolve(features)
+                         groups=groups is not None)
+        names = as_dataset(X, feature_names=feature_names, categorical=categorical,
+                           allow_missing=True).resolve(features)
         return PartialDependences({feat.name: recursion_pd(
             model, X, feat.name, "average", grid, grid_resolution, percentiles, False, output,
-            None, feature_names, _VIP_POINTS) for feat in names}).importance(measure)
+            None, feature_names, categorical, default_resolution=_VIP_POINTS)
+            for feat in names}).importance(measure)
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         sample_weight=sample_weight, variables=variables,
@@ -308,12 +310,13 @@ def pd_interaction(
     )
     if method == "recursion":
         _check_recursion(average=average != "mean", n_bootstrap=n_bootstrap > 0,
-                         sample_weight=sample_weight is not None,
-                         categorical=categorical is not None, groups=groups is not None)
-        dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
+                         sample_weight=sample_weight is not None, groups=groups is not None)
+        dataset = as_dataset(X, feature_names=feature_names, categorical=categorical,
+                             allow_missing=True)
         pair_list = resolve_pairs(dataset, dataset.resolve(features), pairs, reference)
         results = [recursion_pd(model, X, [a.name, b.name], "average", grid, grid_resolution,
-                                percentiles, False, output, None, feature_names, _VIP_POINTS)
+                                percentiles, False, output, None, feature_names, categorical,
+                                default_resolution=_VIP_POINTS)
                    for a, b in pair_list]
         return interaction_from_pds(pair_list, results, None, None, None, measure=measure,
                                     average=average, trim=trim, n_bootstrap=0)

@@ -173,8 +173,16 @@ def impurity_importance(estimator, feature_names=None) -> FeatureImportance:
         importances_std=std,
         importances=per_tree,
         info=TreeDetails(estimator=type(estimator).__name__, n_trees=T,
-                         criterion=getattr(estimator, "criterion", None), n_trees_used=n_used),
+                         criterion=_criterion(estimator), n_trees_used=n_used),
     )
+
+
+def _criterion(estimator) -> str | None:
+    """The split criterion the trees were grown with: the fitted trees' own, where the
+    ensemble's parameter is a placeholder (scikit-learn 1.9's GradientBoosting "deprecated")."""
+    trees = getattr(estimator, "estimators_", None)
+    first = np.ravel(trees)[0] if trees is not None and np.size(trees) else estimator
+    return getattr(first, "criterion", getattr(estimator, "criterion", None))
 
 
 #: grid points x leaves (or split entries) evaluated at once by the recursion PD

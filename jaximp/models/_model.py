@@ -526,13 +526,16 @@ def _host_predictor(model, n_features, output_names, sample=None,
         if n_features is None:
             raise ValueError(f"n_features is needed to wrap the host model {name}; pass "
                              "as_predictor(model, n_features=X.shape[1]).")
-        sample = np.zeros((2, n_features))
+        probe, on = np.zeros((2, n_features)), "2 rows of zeros (no sample= was given)"
+    else:
+        probe, on = sample, f"{np.shape(sample)[0]} rows of the data"
     try:
-        out = call_host(host_fn, sample, name)
+        out = call_host(host_fn, probe, name)
     except Exception as err:
         # the model's own exception, unchanged (type, arguments, attributes), with context
-        err.add_note(f"(raised by the model {name} on {np.shape(sample)[0]} rows of the data, "
-                     "while jaximp probed its outputs)")
+        err.add_note(f"(raised by the model {name} on {on}, while jaximp probed its outputs"
+                     + ("; pass as_predictor(model, sample=X[:2]), a few rows of the data in "
+                        "the types the model was fitted on)" if sample is None else ")"))
         raise
     n_outputs = out.shape[1]
 
