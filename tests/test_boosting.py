@@ -225,11 +225,11 @@ def test_native_importances_equal_the_libraries(data):
     with pytest.raises(TypeError, match="booster_importance"):
         jaximp.impurity_importance(model)
     # a model the arrays do not read: the library's own report is the fix
-    softmax = xgb.XGBClassifier(objective="multi:softmax", n_estimators=2, max_depth=2,
-                                n_jobs=1).fit(np.nan_to_num(X), y_3)
-    with pytest.raises(TypeError, match=r"multi:softmax.*Fix: ask the library itself, "
+    cox = xgb.XGBRegressor(objective="survival:cox", n_estimators=2, max_depth=2,
+                           n_jobs=1).fit(np.nan_to_num(X), np.abs(y) + 1)
+    with pytest.raises(TypeError, match=r"survival:cox.*Fix: ask the library itself, "
                                         r"model.get_booster\(\).get_score"):
-        booster_importance(softmax)
+        booster_importance(cox)
 
 
 def test_methods_through_arrays_equal_the_host_path(data):
@@ -450,9 +450,10 @@ def test_bad_inputs_name_the_fix(data):
         jaximp.permutation_importance(linear, X, y, n_repeats=1)
     host = as_predictor(linear, trees="host", n_features=P)  # the fix works
     np.testing.assert_allclose(np.asarray(host(X))[:, 0], linear.predict(X), rtol=1e-6)
-    softmax = xgb.XGBClassifier(n_jobs=1, n_estimators=3, objective="multi:softmax").fit(X, y_3)
-    with pytest.raises(TypeError, match="objective 'multi:softmax'.*trees='host'"):
-        as_predictor(softmax, n_features=P)
+    cox = xgb.XGBRegressor(n_jobs=1, n_estimators=3, objective="survival:cox").fit(
+        X, np.abs(y) + 1)
+    with pytest.raises(TypeError, match="objective 'survival:cox'.*trees='host'"):
+        as_predictor(cox, n_features=P)
     frame_cat = pd.DataFrame({"a": X[:, 0], "c": np.where(X[:, 1] > 0, "u", "v")})
     catmodel = cb.CatBoostRegressor(thread_count=1, iterations=3, verbose=0, allow_writing_files=False,
                                     cat_features=["c"]).fit(frame_cat, y)

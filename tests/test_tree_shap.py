@@ -499,6 +499,37 @@ def test_xgboost_logitraw_base_score_is_a_margin_and_zero_splits_send_zero_right
         np.testing.assert_allclose(sv.base_values, bias, rtol=1e-5, atol=1e-6)
 
 
+def test_xgboost_hard_label_objectives_explain_their_margin():
+    """multi:softmax and binary:hinge predict hard labels (a Booster: the class index, or 0/1;
+    the classifier wrappers' predict_proba: the softmax, or (1 - label, label)); TreeSHAP
+    explains their margins, as XGBoost's own contributions do."""
+    xgboost = pytest.importorskip("xgboost")
+    X, y = _data(n=300, p=4)
+    labels, positive = np.digitize(y, [-0.5, 0.8]), y > 0
+    models = [
+        (xgboost.train({"objective": "multi:softmax", "num_class": 3, "max_depth": 3,
+                        "nthread": 1}, xgboost.DMatrix(X, label=labels), 8), 3),
+        (xgboost.train({"objective": "binary:hinge", "max_depth": 3, "nthread": 1},
+                       xgboost.DMatrix(X, label=positive), 8), 1),
+        (xgboost.XGBClassifier(objective="multi:softmax", n_estimators=5, n_jobs=1).fit(
+            X, labels), 3),
+        (xgboost.XGBClassifier(objective="binary:hinge", n_estimators=5, n_jobs=1).fit(
+            X, positive), 1)]
+    for model, K in models:
+        booster = isinstance(model, xgboost.Booster)
+        ref = model.predict(xgboost.DMatrix(X)) if booster else model.predict_proba(X)
+        predictor = jaximp.as_predictor(model, n_features=4)
+        np.testing.assert_allclose(np.asarray(predictor(X)), ref.reshape(len(X), -1),
+                                   rtol=1e-6, atol=1e-6)
+        sv = tree_shap(model, X[:30])
+        contributions = model.predict(xgboost.DMatrix(X[:30]), pred_contribs=True) if \
+            booster else model.get_booster().predict(xgboost.DMatrix(X[:30]),
+                                                      pred_contribs=True)
+        contributions = np.asarray(contributions).reshape(30, K, -1)
+        _close(sv.values, np.moveaxis(contributions[..., :-1], 1, -1))
+        np.testing.assert_allclose(sv.base_values, contributions[0, :, -1], rtol=1e-5)
+
+
 def test_a_catboost_model_loaded_from_a_file_is_read(tmp_path):
     """CatBoost reports n_features_in_ = 0 for a model loaded from a file; its width comes
     from the model itself."""

@@ -26,7 +26,7 @@ __all__ = ["BoostedModel", "Float32Splits", "below_float32", "boosting_library",
            "stored_names", "training_codes"]
 
 #: link applied to the raw score -> the prediction, per name: see :func:`._trees._link`
-LINKS = ("identity", "exp", "sigmoid", "softmax")
+LINKS = ("identity", "exp", "sigmoid", "softmax", "argmax", "hinge")
 #: LightGBM's ``kZeroThreshold``: |x| at most this is "zero" for ``missing_type`` Zero
 ZERO_THRESHOLD = 1e-35
 

@@ -342,13 +342,17 @@ def _gb_init(est) -> np.ndarray:
 
 
 def _inverse_link(raw, link: str, two_columns: bool):
-    """Raw scores (m, K) -> predictions: ``sigmoid`` (one column, or ``(1 - p, p)`` as
-    ``predict_proba``), ``softmax``, ``exp`` or the raw scores themselves."""
-    if link == "sigmoid":
-        p = jax.nn.sigmoid(raw[:, :1])
+    """Raw scores (m, K) -> predictions: ``sigmoid`` or ``hinge`` (1 where the score is
+    positive; one column, or ``(1 - p, p)`` as ``predict_proba``), ``softmax``, ``argmax``
+    (the class index, one column), ``exp`` or the raw scores themselves."""
+    if link in ("sigmoid", "hinge"):
+        p = jax.nn.sigmoid(raw[:, :1]) if link == "sigmoid" else (raw[:, :1] > 0).astype(
+            raw.dtype)
         return jnp.concatenate([1.0 - p, p], axis=1) if two_columns else p
     if link == "softmax":
         return jax.nn.softmax(raw, axis=1)
+    if link == "argmax":
+        return jnp.argmax(raw, axis=1)[:, None].astype(raw.dtype)
     return jnp.exp(raw) if link == "exp" else raw
 
 
@@ -477,7 +481,7 @@ def boosted_predictor(model, response_method: str = "auto", *, boosted=None) -> 
         params = dict(params, value=params["value"] * boosted.margin_scale)
     link = "identity" if margin else boosted.link
     two_columns = boosted.two_columns and not margin
-    n_out = 2 if two_columns else K
+    n_out = 2 if two_columns else 1 if link == "argmax" else K
     if boosted.classes is not None and len(boosted.classes) == n_out:
         output_names = tuple(str(c) for c in boosted.classes)
     elif boosted.classes is not None and n_out == 1:  # binary margin: the positive class

@@ -37,6 +37,8 @@ _OBJECTIVES = {
     "reg:logistic": ("sigmoid", "logit"),
     "binary:logistic": ("sigmoid", "logit"),
     "multi:softprob": ("softmax", "identity"),
+    "multi:softmax": ("argmax", "identity"),  # the class index; the wrappers' proba: softmax
+    "binary:hinge": ("hinge", "identity"),  # 1 where the margin is positive, else 0
     "count:poisson": ("exp", "log"),
     "reg:gamma": ("exp", "log"),
     "reg:tweedie": ("exp", "log"),
@@ -139,6 +141,9 @@ def read_xgboost(model, all_trees: bool = False) -> BoostedModel:
         raise refuse(model, f"has the objective {objective!r} (supported: "
                             f"{', '.join(_OBJECTIVES)})")
     link, transform = _OBJECTIVES[objective]
+    classes = getattr(model, "classes_", None) if booster is not model else None
+    if link == "argmax" and classes is not None:  # XGBClassifier's predict_proba
+        link = "softmax"
     params = learner["learner_model_param"]
     K = max(int(params.get("num_class", 0)), int(params.get("num_target", 1)), 1)
     base = _floats(params["base_score"])
@@ -161,14 +166,13 @@ def read_xgboost(model, all_trees: bool = False) -> BoostedModel:
     names = learner.get("feature_names") or None
     types = learner.get("feature_types") or []
     n_features = int(params["num_feature"])
-    classes = getattr(model, "classes_", None) if booster is not model else None
     return BoostedModel(
         library="xgboost", trees=read, tree_class=tree_class, init=_margin(np.asarray(base),
                                                                          transform),
         link=link, n_features=n_features,
         feature_names=tuple(names) if names else None, objective=objective,
         classes=None if classes is None else tuple(np.asarray(classes).tolist()),
-        two_columns=classes is not None and link == "sigmoid" and K == 1,
+        two_columns=classes is not None and link in ("sigmoid", "hinge") and K == 1,
         set_goes_left=False, outside_left=True, float32_rows=True,
         categories=_levels(gbm["model"], types),
         name=type(model).__name__)
