@@ -205,6 +205,8 @@ def test_exact_equals_shap_exact_explainer(tmp_path):
     two = shapley_values(lambda Z: jnp.stack([f_jax(Z), 2 * f_jax(Z)], axis=1), X, B)
     both = two.to_shap()
     assert both.values.shape == (3, 5, 2) and both.base_values.shape == (3, 2)
+    assert list(both.output_names) == list(two.output_names) == ["y0", "y1"]
+    assert two.to_shap(output="y1").output_names == "y1"
     np.testing.assert_allclose(two.to_shap(output=1).values, 2 * mine.values, rtol=1e-5,
                                atol=1e-6)
 

@@ -133,13 +133,15 @@ class ShapleyValues(ReadsDeferred):
             raise ImportError("to_shap needs the shap package: pip install shap.") from err
         n = self.values.shape[0]
         if output is None and len(self.output_names) > 1:
-            values = self.values
+            values, names = self.values, list(self.output_names)
             base = np.broadcast_to(self.base_values, (n, len(self.output_names)))
         else:
             j = 0 if output is None else select_outputs(self.output_names, output)[0]
             values, base = self.values[..., j], np.full(n, self.base_values[j])
+            names = self.output_names[j]
         return shap.Explanation(values=np.array(values), base_values=np.array(base),
-                                data=np.array(self.data), feature_names=list(self.feature_names))
+                                data=np.array(self.data), feature_names=list(self.feature_names),
+                                output_names=names)
 
     def plot(self, kind: str = "summary", feature=None, output: int | str | None = None, ax=None,
              row: int = 0, sequence: bool = False, channel_axis: int = -1):
