@@ -487,6 +487,45 @@ def test_text_columns_of_x_and_a_background_with_other_labels_are_coded_alike():
         np.testing.assert_allclose(values, subset_formula(background), atol=1e-9)
 
 
+def test_grouped_text_columns_reach_a_host_model_as_text_against_a_background():
+    """Rows and a background with other labels are coded on X's labels; the host model still
+    gets every text column as text (not category), grouped or not, and the values equal the
+    float64 subset formula (two players: x and the group of the text columns)."""
+    seen = set()
+
+    class Host:
+        def predict(self, frame):
+            seen.update(str(frame[c].dtype) for c in ("s", "t"))
+            bonus = {"p": 1.0, "q": 2.0, "r": 4.0, "z": 8.0}
+            return (frame["x"].to_numpy() * frame["s"].map(bonus).to_numpy()
+                    + frame["t"].map(bonus).to_numpy())
+
+    X = pd.DataFrame({"x": [0.5, -1.0], "s": ["r", "q"], "t": ["p", "r"]})
+    background = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "s": ["z", "q", "r", "p"],
+                               "t": ["q", "z", "q", "z"]})
+    model, groups = Host(), {"g": ["s", "t"]}
+
+    def value(row, players):
+        rows = background.copy()
+        for column in players:
+            rows[column] = row[column]
+        return model.predict(rows).mean()
+
+    expected = np.array([[0.5 * (value(row, ["x"]) - value(row, []))
+                          + 0.5 * (value(row, ["x", "s", "t"]) - value(row, ["s", "t"])),
+                          0.5 * (value(row, ["s", "t"]) - value(row, []))
+                          + 0.5 * (value(row, ["x", "s", "t"]) - value(row, ["x"]))]
+                         for _, row in X.iterrows()])
+    seen.clear()
+    values = shapley_values(model, X, background, groups=groups).values[..., 0]
+    np.testing.assert_allclose(values, expected, atol=1e-9)
+    data = pd.concat([X, background], ignore_index=True)  # rows hold the data's labels
+    explainer = jaximp.Explainer(model, data, background=background, groups=groups)
+    again = explainer.shapley_values(rows=X).values[..., 0]
+    np.testing.assert_allclose(again, expected, atol=1e-9)
+    assert seen and "category" not in seen
+
+
 def test_text_rows_and_background_share_one_coding_for_a_jax_model():
     """Explained rows of one label and a background of three: a JAX model sees the codes of
     the labels of both (blue 0, green 1, red 2), as an Explainer on the background codes

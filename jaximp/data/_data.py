@@ -158,6 +158,9 @@ class Dataset:
     # the rows as the user gave them on a device (a jax.Array on one device), flattened like
     # X: the engine, the checks and the grids use them in place
     device_X: object = None
+    # per column, the labels whose positions code a text column of ``source`` where they are
+    # not its own sorted values (rows coded with another dataset's labels), else None
+    text_levels: tuple | None = None
     # what is computed from the data once and asked again (sorted columns, grids, the
     # device copy, the host copy of device rows): kept for the dataset's lifetime
     _memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False)

@@ -177,12 +177,10 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
                 f"shape {np.shape(background)}.")
         warn_misaligned(weight, background, "background_weight", "background")
         weight = None if weight is None else pandas_numbers(weight)  # checked: by position
-        background, array = _framed(background, dataset)
-        source = _labelled_source(dataset)
-        if isinstance(background, pd.DataFrame) and source is not None:
-            background = _text_coded_as_x(background, dataset, source)
+        framed, array = _framed(background, dataset)
+        coded, text_levels = _text_coded_as_x(framed, dataset, _labelled_source(dataset))
         try:
-            bg = as_dataset(background, feature_names=names, categorical=categorical,
+            bg = as_dataset(coded, feature_names=names, categorical=categorical,
                             groups=groups, sample_weight=weight, allow_missing=allow_missing)
         except (ValueError, TypeError) as error:  # named as the user passed them
             message = str(error)
@@ -191,8 +189,7 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             if renamed == message:
                 raise
             raise type(error)(renamed) from None
-        if array is not None:  # a host model gets the user's array, decoded with bg's labels
-            bg = dataclasses.replace(bg, source=array)
+        bg = _user_source(bg, framed, array, text_levels)
     if bg.column_names != dataset.column_names:
         raise ValueError(f"background must have the columns of X, {list(dataset.column_names)};"
                          f" got {list(bg.column_names)}.")
@@ -202,7 +199,7 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             if not isinstance(ours, pd.CategoricalDtype):
                 continue
             # codes agree where the background's labels are X's categories, in their order
-            labels = _column_levels(bg.source, i) or ()
+            labels = _source_levels(bg, bg.source, i) or ()
             if list(labels) != list(ours.categories):
                 raise ValueError(
                     f"background column {name!r} must have the same categories as X's, so "
@@ -223,21 +220,19 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
     coded with ``dataset``'s labels (its rows, the background, hold codes of those labels);
     labels it lacks are refused. ``names``: the rows' and the data's in the messages."""
     what, of = names
-    rows, array = _framed(rows, dataset)
-    frame = isinstance(rows, pd.DataFrame)
+    framed, array = _framed(rows, dataset)
+    frame = isinstance(framed, pd.DataFrame)
     source = _labelled_source(dataset)  # made once: an array of text is framed anew each time
-    if frame and source is not None:
-        rows = _text_coded_as_x(rows, dataset, source)
+    rows, text_levels = _text_coded_as_x(framed, dataset, source)
     explained = as_dataset(rows, feature_names=None if frame else dataset.column_names,
                            categorical=categorical, groups=groups, allow_missing=True)
-    if array is not None:
-        explained = dataclasses.replace(explained, source=array)
+    explained = _user_source(explained, framed, array, text_levels)
     if explained.column_names != dataset.column_names:
         raise ValueError(
             f"{what} must have the columns of {of} {list(dataset.column_names)}; "
             f"got {list(explained.column_names)}.")
     for i, name in enumerate(dataset.column_names if source is not None else ()):
-        ours = _x_levels(dataset, source, i)
+        ours = _source_levels(dataset, source, i)
         theirs = _column_levels(rows, i) if frame else None
         if ours is not None and theirs != ours:  # a grouped column's too: codes must agree
             raise ValueError(f"column {name!r} of {what} must hold the labels of {of} "
@@ -245,9 +240,12 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
     return explained
 
 
-def _x_levels(dataset: Dataset, source: pd.DataFrame, i: int) -> tuple | None:
-    """:func:`_column_levels` of X's own data ``source``, read once per dataset (an
-    Explainer's calls with new rows do not scan X's text columns again)."""
+def _source_levels(dataset: Dataset, source: pd.DataFrame, i: int) -> tuple | None:
+    """The labels coding column ``i`` of the dataset's own data ``source``: those it was
+    coded with (:attr:`Dataset.text_levels`), else :func:`_column_levels`, read once per
+    dataset (an Explainer's calls with new rows do not scan X's text columns again)."""
+    if dataset.text_levels is not None and dataset.text_levels[i] is not None:
+        return dataset.text_levels[i]
     return dataset.memo(("column levels", i), lambda: _column_levels(source, i))
 
 
@@ -336,15 +334,18 @@ def labels_shared_with(X, background, feature_names=None):
     return (X, background) if changed else given
 
 
-def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
-                     source: pd.DataFrame) -> pd.DataFrame:
-    """The background with X's text and category columns (those of ``source``, X's own data
-    framed by :func:`_labelled_source`) as categories that start with X's levels, in X's
-    order, so that a code names the same label on both sides (each side alone codes its own
-    labels); labels X lacks come after them."""
-    coded = background
+def _text_coded_as_x(background, dataset: Dataset,
+                     source: pd.DataFrame | None) -> tuple[object, dict[int, tuple]]:
+    """The background (a DataFrame; anything else is returned as it is) with the columns that
+    are text or categories in X's own data (``source``, framed by :func:`_labelled_source`)
+    as categories that start with X's levels, in X's order, so that a code names the same
+    label on both sides (each side alone codes its own labels); labels X lacks come after
+    them. Returned with the labels of the columns that were text, by position."""
+    if not isinstance(background, pd.DataFrame) or source is None:
+        return background, {}
+    coded, text_levels = background, {}
     for i, name in enumerate(dataset.column_names):
-        ours = _x_levels(dataset, source, i)  # a grouped column's too
+        ours = _source_levels(dataset, source, i)  # a grouped column's too
         if i >= background.shape[1] or str(background.columns[i]) != name or ours is None:
             continue
         column = background.iloc[:, i]
@@ -355,7 +356,25 @@ def _text_coded_as_x(background: pd.DataFrame, dataset: Dataset,
         if coded is background:
             coded = background.copy()
         coded.isetitem(i, pd.Categorical(column.astype(object), categories=ours + extra))
-    return coded
+        if is_text(column):
+            text_levels[i] = tuple(ours + extra)
+    return coded, text_levels
+
+
+def _user_source(coded: Dataset, framed, array, text_levels: dict[int, tuple]) -> Dataset:
+    """``coded`` (rows coded by :func:`_text_coded_as_x`) with the data a host model gets:
+    the user's array of text (``array``), or the frame with its text columns as given,
+    decoded with the labels they were coded with (category columns stay coded as X's)."""
+    if not text_levels:
+        return coded if array is None else dataclasses.replace(coded, source=array)
+    if array is not None:
+        source = array
+    else:
+        source = coded.source.copy()
+        for i in text_levels:
+            source.isetitem(i, framed.iloc[:, i])
+    levels = tuple(text_levels.get(i) for i in range(coded.n_columns))
+    return dataclasses.replace(coded, source=source, text_levels=levels)
 
 
 def _dtype_name(dtype) -> str:

@@ -168,6 +168,8 @@ class HostData:
             self._object: list[bool] = []
             levels = {f.columns[0]: f.levels for f in dataset.features
                       if f.kind == "categorical"}
+            levels.update((i, given) for i, given in enumerate(dataset.text_levels or ())
+                          if given is not None)  # a grouped column's too
             for i, name in enumerate(dataset.column_names):
                 col = X_user.iloc[:, i]
                 dtype = col.dtype
