@@ -79,6 +79,14 @@ def test_frame_nullable_dtypes():
     pd.testing.assert_frame_equal(
         host.batch(rows, ds.X[rows], [0, 1]), df.iloc[rows].reset_index(drop=True)
     )
+    # missing values (NaN in the coded matrix) decode to the column's own NA, not float64
+    gaps = pd.DataFrame({"i": pd.array([1, None, 3], dtype="Int64"),
+                         "b": pd.array([True, None, False], dtype="boolean")})
+    ds = as_dataset(gaps, allow_missing=True)
+    host = HostData(gaps, ds)
+    rows = np.array([1, 0, 2])
+    pd.testing.assert_frame_equal(host.batch(rows, ds.X[rows], [0, 1]),
+                                  gaps.iloc[rows].reset_index(drop=True))
 
 
 def test_frame_pyarrow_dtypes():

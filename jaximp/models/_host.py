@@ -99,11 +99,15 @@ def _extension_decoder(dtype, name: str):
     inner = _numpy_decoder(np.dtype(base), name)
 
     def decode_extension(v):
-        decoded = inner(v)
+        missing = np.isnan(v)  # NaN: the column's missing value (pd.NA for nullable dtypes)
+        decoded = inner(np.where(missing, 0.0, v))
         if decoded.dtype != np.dtype(base):
             return v
         try:
-            return pd.array(decoded, dtype=dtype)
+            values = pd.array(decoded, dtype=dtype)
+            if missing.any():
+                values[missing] = None
+            return values
         except (TypeError, ValueError):
             return v
 
