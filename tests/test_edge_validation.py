@@ -67,6 +67,8 @@ class Exploding:
     (lambda m: jaximp.permutation_importance(m, jaximp.as_dataset(X), Y,
                                              feature_names=["a", "b", "c"]),
      ValueError, r"X is already a Dataset"),
+    (lambda m: jaximp.permutation_importance(m, X, Y, groups={"g": ["x0", "x0"]}), ValueError,
+     r"column 'x0' is listed twice in group 'g'; list each column once"),
     (lambda m: jaximp.permutation_importance(m, X, Y, groups={"g": "x0"}), TypeError,
      r"group 'g' must list its columns, e.g. \{'g': \['a', 'b'\]\}; got the single str 'x0'"),
     (lambda m: jaximp.partial_importance(m, X, Y, np.array(["x0", "x1"])), TypeError,

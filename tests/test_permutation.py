@@ -541,6 +541,21 @@ def test_validation_messages(linear_data, ols, classification_data):
     Xc, yc = classification_data
     with pytest.raises(ValueError, match=r"loss='auc' needs at least two classes.*only \[1\]"):
         permutation_importance(logistic, Xc, np.ones(len(yc), int), loss="auc")
+    three = lambda Z: jax.nn.softmax(jnp.c_[Z[:, 0], Z[:, 1], -Z[:, 0]])  # classes 0, 1, 2
+    y_two = (Xc[:, 0] > 0).astype(int)  # classes 0 and 1 only: class 2's AUC is undefined
+    y_three = np.digitize(Xc[:, 0], [-0.5, 0.5])
+    for target, weights in ((y_two, None), (y_three, np.where(y_three == 2, 0.0, 1.0))):
+        with pytest.raises(ValueError, match=r"loss='auc' averages one-vs-rest AUCs over the "
+                                             r"model's classes \['y0', 'y1', 'y2'\]; y lacks "
+                                             r"\['y2'\]"):
+            permutation_importance(three, Xc, target, loss="auc", sample_weight=weights)
+    # the classes y holds, chosen with output=, are scored
+    assert permutation_importance(three, Xc, y_two, loss="auc", output=[0, 1],
+                                  n_repeats=1).importances_mean.shape == (Xc.shape[1], 1)
+    # a loss undefined on finite predictions is named with them
+    with pytest.raises(FloatingPointError, match=r"predictions, or the loss computed on them, "
+                                                 r"are NaN or infinite"):
+        permutation_importance(f, X, y, loss=lambda t, p: jnp.mean(jnp.log(p - 1e6)))
     with pytest.raises(ValueError, match=r"y holds the classes \[0, 1, 2\], which do not "
                                          r"match the model's 2 output columns"):
         permutation_importance(logistic, Xc, np.r_[yc[:-1], 2], loss="log_loss")

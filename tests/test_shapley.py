@@ -428,7 +428,8 @@ def test_background_categories_are_coded_as_xs():
                                       want)
     other = B.assign(c=pd.Categorical(["u", "w"]))
     with pytest.raises(ValueError, match=r"background column 'c' must have the same categories "
-                                         r"as X's, so that their codes agree"):
+                                         r"as X's, so that their codes agree; got labels X's "
+                                         r"lacks, \['w'\], for categories \['u', 'v'\]"):
         shapley_values(lambda Z: Z.sum(axis=1), X, other)
 
 

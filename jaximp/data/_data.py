@@ -636,6 +636,8 @@ def as_dataset(
         for i in idx:
             if i in grouped:
                 raise ValueError(
+                    f"column {names[i]!r} is listed twice in group {gname!r}; list each "
+                    "column once." if grouped[i] == gname else
                     f"column {names[i]!r} is in both groups {grouped[i]!r} and {gname!r}."
                 )
             grouped[i] = gname

@@ -61,6 +61,7 @@ class Reducer:
     combine = "sum"
     group = 1  # items reduced together; they always share a block
     may_be_nan = False  # True when NaN in the result is meaningful (an empty group)
+    scores = False  # True when the result is a loss or score of the predictions
     # on CPU, one reduction of all the predictions of a chunk rather than one per block: for
     # reducers whose many small operations per block cost more than keeping the predictions
     at_once = False
@@ -373,6 +374,7 @@ class LossSums(Reducer):
     columns: tuple[int, ...]
     labels: np.ndarray | None = None
     r2_total: np.ndarray | None = None  # weighted sum of squares of y about its mean, (k,)
+    scores = True
 
     def row_arrays(self):
         if self.name in CLASS_LOSSES:
@@ -455,6 +457,7 @@ class Itemwise(Reducer):
 
     fn: Callable[[np.ndarray], np.ndarray]
     combine = "items"
+    scores = True
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -77,7 +77,8 @@ from ._samplers import (
     strata_codes,
     within_strata,
 )
-from ._setup import bootstrap_weights, cached_stage, digest, keep_layout, prepare
+from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepare,
+                     warn_unresolved_values)
 
 __all__ = ["ConditionalImportance", "conditional_importance"]
 
@@ -159,7 +160,11 @@ def conditional_importance(
     model, X, y, loss, output, sample_weight, greater_is_better, response, feature_names, \
 categorical, groups, variables, memory_budget, progress
         As :func:`jaximp.permutation_importance` (one loss). The columns of a group are
-        replaced jointly, given the columns outside the group.
+        replaced jointly, given the columns outside the group. ``sample_weight`` weights the
+        loss and the samplers' fits, while residuals (and values within strata) are permuted
+        uniformly over the rows, as ``permutation_importance`` permutes (scikit-learn's
+        convention): integer weights then differ from repeating rows where the residuals'
+        spread varies with the weights.
     sampler : {"gaussian", "knockoff", "residual", "strata"} or callable, default "gaussian"
         How ``x_j | x_-j`` is drawn:
 
@@ -286,6 +291,7 @@ categorical, groups, variables, memory_budget, progress
         sample_weight=sample_weight, variables=variables, memory_budget=memory_budget,
         progress=progress,
     )
+    warn_unresolved_values(predictor, dataset)
     n = dataset.n_rows
     target = check_target(y, n, dataset.source)
     if loss is None:

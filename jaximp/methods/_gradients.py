@@ -39,7 +39,7 @@ from ..data import (
     user_stacklevel,
     validate_params,
 )
-from ..engine import Keep, at_values, check_collapse_columns, evaluate
+from ..engine import Keep, at_values, evaluate
 from ..models import Predictor, stable_apply
 from ._attributions import (
     Attributions,
@@ -51,7 +51,7 @@ from ._attributions import (
     row_outputs,
     warn_incomplete,
 )
-from ._setup import column_means, column_medians, digest, prepare
+from ._setup import column_means, column_medians, digest, prepare, warn_unresolved_values
 
 __all__ = ["Attributions", "completeness_gap", "expected_gradients", "feature_membership",
            "input_x_gradient", "integrated_gradients", "saliency", "smoothgrad"]
@@ -115,9 +115,7 @@ def attribution_setup(model, X, method_name: str, *, output, feature_names, grou
             "instead of differentiating; or cast the columns to float if they are continuous "
             "quantities."
         )
-    dataset.memo(("values checked in", str(predictor.dtype)), lambda: check_collapse_columns(
-        dataset.column_names, dataset.resident_X, range(dataset.n_columns), predictor.dtype,
-        "values of X", stacklevel=6))  # e.g. timestamps; once (a warm call sends nothing)
+    warn_unresolved_values(predictor, dataset)
     per_row = row_outputs(output, predictor.output_names, dataset.n_rows) if per_row_output \
         else None
     out_idx = [] if per_row is not None else select_outputs(predictor.output_names, output)

@@ -44,7 +44,8 @@ from ._hstat_plan import (
     set_statistics,
 )
 from ._hstat_result import HStatistic, RawStatistic, check_eps
-from ._setup import cached_stage, prepare, rows_of, warm_call, warm_function
+from ._setup import (cached_stage, prepare, rows_of, warm_call, warm_function,
+                     warn_unresolved_values)
 
 __all__ = ["HStatistic", "h_statistic"]
 
@@ -246,6 +247,7 @@ def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, norm
         sample_weight=sample_weight, variables=variables,
         memory_budget=memory_budget, progress=progress, allow_missing=True, reuse=True,
     )
+    warn_unresolved_values(predictor, dataset)
     chosen = dataset.resolve(features)
     pair_spec, triple_spec = _resolve_sets(dataset, chosen, pairs, reference, three_way, overall)
     chosen = [f.name for f in chosen]

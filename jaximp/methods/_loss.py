@@ -582,8 +582,18 @@ def resolve_loss(
                              f"classes {classes.tolist()}.")
         return LossSpec(loss, "classification", score, score, ("y",), out_idx,
                         codes.astype(np.int32), weights, classes=classes)
-    return LossSpec(loss, "classification", score, score, ("y",), out_idx,
-                    _class_codes(y, names), weights)
+    codes = _class_codes(y, names)
+    if loss == "auc":  # one-vs-rest: a class without rows has no AUC
+        present = np.unique(codes if weights is None else codes[np.asarray(weights) > 0])
+        absent = [names[k] for k in range(len(names)) if k not in present]
+        if absent:
+            raise ValueError(
+                f"loss='auc' averages one-vs-rest AUCs over the model's classes {list(names)}; "
+                f"y lacks {absent} on the rows scored ({y.shape[0]} rows), whose AUC is "
+                "undefined (scikit-learn's roc_auc_ovr raises). Score rows that hold every "
+                "class, choose the classes' columns with output=[...], or use "
+                "loss='log_loss'.")
+    return LossSpec(loss, "classification", score, score, ("y",), out_idx, codes, weights)
 
 
 def _class_positions(classes: np.ndarray, values: np.ndarray):

@@ -75,6 +75,7 @@ from ._setup import (
     keep_layout,
     prepare_explained,
     rows_of,
+    warn_unresolved_values,
 )
 from ._shapley import KEPT_PLAN_BYTES, coalition_masks
 
@@ -549,6 +550,7 @@ def sage_importance(
                          f"loss={loss_name!r}.")
     bg = dataset if background is None else background_dataset(
         background, dataset, None, categorical, groups, predictor=predictor)
+    warn_unresolved_values(predictor, bg)  # the rows that fill absent features
     if response == "logits":
         predictor = logits_to_probabilities(predictor)
     engine = {"memory_budget": memory_budget, "progress": progress}

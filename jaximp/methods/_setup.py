@@ -29,16 +29,18 @@ from ..data import (
     replicate_weights,
     row_weights,
     text_as_category,
+    user_stacklevel,
     warn_misaligned,
 )
-from ..engine import key_bits, resolve_budget
+from ..engine import check_collapse_columns, key_bits, resolve_budget
 from ..models import Predictor, as_predictor, probe_rows
 from ..results import with_input_layout
 
 __all__ = ["background_dataset", "bootstrap_weights", "cached_stage", "column_means",
            "column_medians", "digest", "keep_layout", "labels_shared_with", "prepare",
            "prepare_explained", "read_only_copy", "recorded_runs", "repeated_call_key",
-           "rows_dataset", "rows_of", "warm_call", "warm_function", "weightings_digest"]
+           "rows_dataset", "rows_of", "warm_call", "warm_function", "warn_unresolved_values",
+           "weightings_digest"]
 
 _STAGES_KEPT = 16
 # an Explainer keeps the bootstrap weightings of its last few calls, up to this size each
@@ -153,6 +155,19 @@ def check_rows(predictor: Predictor, dataset: Dataset) -> None:
         predictor.check_rows(dataset.X, dataset.column_names)
 
 
+def warn_unresolved_values(predictor: Predictor, dataset: Dataset) -> None:
+    """Warn (a PrecisionWarning naming the feature) where a column's values are too finely
+    spread for the model's dtype to tell apart (timestamps in float32): a method that puts
+    the data's own values into the model's rows then explains rounding. Once per dataset
+    and dtype, so a warm call reads nothing."""
+    first = []
+    dataset.memo(("values checked in", str(predictor.dtype)), lambda: first.append(True))
+    if first:
+        check_collapse_columns(dataset.column_names, dataset.resident_X,
+                               range(dataset.n_columns), predictor.dtype, "values",
+                               stacklevel=user_stacklevel() + 1)
+
+
 def background_dataset(background, dataset: Dataset, weight=None, categorical=None,
                        groups=None, allow_missing: bool = False, predictor=None) -> Dataset:
     """The rows that stand in for absent features (Shapley values, SAGE), validated against
@@ -201,10 +216,12 @@ def background_dataset(background, dataset: Dataset, weight=None, categorical=No
             # codes agree where the background's labels are X's categories, in their order
             labels = _source_levels(bg, bg.source, i) or ()
             if list(labels) != list(ours.categories):
+                extra = [v for v in labels if v not in set(ours.categories)]
+                got = f"labels X's lacks, {extra}," if extra else _dtype_name(theirs)
                 raise ValueError(
                     f"background column {name!r} must have the same categories as X's, so "
-                    f"that their codes agree; got {_dtype_name(theirs)} for "
-                    f"{_dtype_name(ours)}. Give both the categories of both: levels = "
+                    f"that their codes agree; got {got} for {_dtype_name(ours)}. Give both "
+                    "the categories of both: levels = "
                     "X[name].cat.categories.union(background[name].unique()), then "
                     "X[name].cat.set_categories(levels) and "
                     "background[name].astype(X[name].dtype).")

@@ -50,7 +50,7 @@ from ..engine import (
 )
 from ..results import ShapleyDetails, with_input_layout
 from ._setup import (background_dataset, keep_layout, prepare_explained, rows_of, warm_call,
-                     warm_function)
+                     warm_function, warn_unresolved_values)
 from ._shapley_results import ShapleyInteractions, ShapleyValues
 
 __all__ = ["ShapleyValues", "ShapleyInteractions", "shapley_values", "shapley_interactions",
@@ -219,6 +219,7 @@ def _setup(model, X, background, features, background_size, background_weight, s
         bg = background_dataset(background, dataset, background_weight, categorical, groups,
                                 allow_missing=predictor.host or predictor.handles_missing,
                                 predictor=predictor)
+    warn_unresolved_values(predictor, bg)  # the rows that fill absent features
     background_rows = None
     if background_size is not None and bg.n_rows > background_size:
         background_rows = sample_rows(key_background, bg.n_rows, background_size)

@@ -42,7 +42,8 @@ from ..engine import (
     rng_stream,
 )
 from ..results import Details, FeatureImportance, FeatureInteraction, mean_and_std
-from ._setup import bootstrap_weights, cached_stage, keep_layout, prepare
+from ._setup import (bootstrap_weights, cached_stage, keep_layout, prepare,
+                     warn_unresolved_values)
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
 
@@ -308,6 +309,7 @@ def sobol_indices(
     dataset, predictor = prepare(
         model, X, feature_names=feature_names, categorical=categorical, groups=groups,
         variables=variables, memory_budget=memory_budget, progress=progress)
+    warn_unresolved_values(predictor, dataset)
     n, c = dataset.n_rows, dataset.n_columns
     if n < 2:
         raise ValueError(f"sobol_indices needs at least 2 rows of X to resample; got {n}.")
