@@ -6,6 +6,7 @@ import math
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.ensemble import (
     ExtraTreesRegressor,
@@ -221,6 +222,9 @@ def test_interactions_equal_shap(index, kernel):
     np.testing.assert_allclose(si.values.sum(axis=2), tree_shap(model, rows).values,
                                rtol=1e-5, atol=1e-6)
     assert si.interaction().values.shape == (6, si.values.shape[-1])
+    explanation = si.to_shap(output=0)  # shap's layout for one output: (n, p, p), (n,)
+    _close(explanation.values, ref[..., 0])
+    np.testing.assert_allclose(explanation.base_values, si.base_values[0])
 
 
 # ------------------------------------------------------------------ interventional
@@ -283,6 +287,8 @@ def test_bad_inputs():
         tree_shap(rf, X, background_weight=np.ones(3))
     with pytest.raises(ValueError, match="background_weight must be 5"):
         tree_shap(rf, X[:2], background=X[:5], background_weight=np.ones(3))
+    with pytest.raises(ValueError, match=r"^background is empty: got shape \(0, 4\)"):
+        tree_shap(rf, X[:2], background=X[:0])
     with pytest.raises(ValueError, match="out of range"):
         tree_shap(rf, X[:2], output=3)
 
@@ -297,9 +303,9 @@ def test_a_booster_the_arrays_cannot_read_is_sent_to_the_fix_that_works():
                          "num_threads": 1}, lgb.Dataset(X, np.digitize(y, np.quantile(
                              y, [1 / 3, 2 / 3]))), 4)
     with pytest.raises(TypeError, match=r"shapley_values\(jaximp.as_predictor\(model, "
-                                        r"trees='host'\), X, background\)"):
+                                        r"trees='host', sample=X\[:5\]\), X, background\)"):
         tree_shap(booster, X[:3])
-    host = jaximp.as_predictor(booster, trees="host")
+    host = jaximp.as_predictor(booster, trees="host", sample=X[:5])
     values = jaximp.shapley_values(host, X[:2], X[:6], method="exact").values  # (2, 4, 3)
     p = X.shape[1]
     expected = np.zeros((2, p, 3))
@@ -315,6 +321,17 @@ def test_a_booster_the_arrays_cannot_read_is_sent_to_the_fix_that_works():
                     weight = math.factorial(r) * math.factorial(p - 1 - r) / math.factorial(p)
                     expected[i, j] += weight * (game(S + (j,)) - game(S))
     np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12)
+    # a model that needs its frame (CatBoost's text features): the fix as named works
+    catboost = pytest.importorskip("catboost")
+    frame = pd.DataFrame({"x": X[:, 0], "k": np.where(X[:, 1] > 0, "p", "q")})
+    model = catboost.CatBoostRegressor(iterations=5, verbose=0, cat_features=["k"],
+                                       allow_writing_files=False, thread_count=1).fit(frame, y)
+    with pytest.raises(TypeError, match=r"trees='host', sample=X\[:5\]"):
+        tree_shap(model, frame[:3])
+    host = jaximp.as_predictor(model, trees="host", sample=frame[:5])
+    sv = jaximp.shapley_values(host, frame[:3], frame[:20])
+    np.testing.assert_allclose(sv.values[..., 0].sum(axis=1) + sv.base_values[0],
+                               model.predict(frame[:3]), rtol=1e-9)
 
 
 # ------------------------------------------------------------------ boosting libraries

@@ -127,21 +127,7 @@ class ShapleyValues(ReadsDeferred):
             One output: values (n, p) and base values (n,), as shap gives for a single-output
             model. Default: the only output, or all of them as (n, p, o) and (n, o).
         """
-        try:
-            import shap
-        except ImportError as err:
-            raise ImportError("to_shap needs the shap package: pip install shap.") from err
-        n = self.values.shape[0]
-        if output is None and len(self.output_names) > 1:
-            values, names = self.values, list(self.output_names)
-            base = np.broadcast_to(self.base_values, (n, len(self.output_names)))
-        else:
-            j = 0 if output is None else select_outputs(self.output_names, output)[0]
-            values, base = self.values[..., j], np.full(n, self.base_values[j])
-            names = self.output_names[j]
-        return shap.Explanation(values=np.array(values), base_values=np.array(base),
-                                data=np.array(self.data), feature_names=list(self.feature_names),
-                                output_names=names)
+        return _explanation(self, output)
 
     def plot(self, kind: str = "summary", feature=None, output: int | str | None = None, ax=None,
              row: int = 0, sequence: bool = False, channel_axis: int = -1):
@@ -252,6 +238,12 @@ class ShapleyInteractions(ReadsDeferred):
         return pair_values_frame(self.values, self.feature_names, self.output_names,
                                  "value")
 
+    def to_shap(self, output=None):
+        """The interaction values as a ``shap.Explanation`` (needs the ``shap`` package):
+        values (n, p, p) and base values (n,) for one output, as shap's ``TreeExplainer``
+        gives them, or (n, p, p, o) and (n, o) for all (see :meth:`ShapleyValues.to_shap`)."""
+        return _explanation(self, output)
+
     def plot(self, output: int | str | None = None, ax=None):
         """Heat map of the mean absolute interaction value per pair (main effects on the
         diagonal); returns the Axes."""
@@ -265,6 +257,26 @@ class ShapleyInteractions(ReadsDeferred):
         ax.set_yticks(range(p), self.feature_names)
         ax.figure.colorbar(image, ax=ax, label="mean |Shapley interaction value|")
         return ax
+
+
+def _explanation(result, output):
+    """A ``shap.Explanation`` of ``result``'s values (outputs on their last axis), of one
+    output or, by default, of the only one or all of them."""
+    try:
+        import shap
+    except ImportError as err:
+        raise ImportError("to_shap needs the shap package: pip install shap.") from err
+    n = result.values.shape[0]
+    if output is None and len(result.output_names) > 1:
+        values, names = result.values, list(result.output_names)
+        base = np.broadcast_to(result.base_values, (n, len(result.output_names)))
+    else:
+        j = 0 if output is None else select_outputs(result.output_names, output)[0]
+        values, base = result.values[..., j], np.full(n, result.base_values[j])
+        names = result.output_names[j]
+    return shap.Explanation(values=np.array(values), base_values=np.array(base),
+                            data=np.array(result.data), feature_names=list(result.feature_names),
+                            output_names=names)
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

@@ -105,8 +105,8 @@ def _reason(err: TypeError) -> str:
 
 def _refusal(model, why: str) -> TypeError:
     # a boosting library's model the arrays cannot read is evaluated by the library itself
-    explained = ("jaximp.as_predictor(model, trees='host')" if boosting_library(model)
-                 is not None else "model")
+    explained = ("jaximp.as_predictor(model, trees='host', sample=X[:5])"
+                 if boosting_library(model) is not None else "model")
     return TypeError(
         f"tree_shap reads the trees of {_MODELS}; got {type(model).__name__}{why}. Fix: use "
         f"jaximp.shapley_values({explained}, X, background), which explains any model by "
@@ -199,8 +199,14 @@ def check_fitted_columns(model, X, n_columns: int, n_features: int | None, what:
 
 
 def _rows(model, X, feature_names, n_features: int, what: str):
-    """The rows of ``X`` as a float64 array (n, c) and the feature names."""
-    dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
+    """The rows of ``X`` as a float64 array (n, c) and the feature names; ``what``: their
+    name in messages."""
+    try:
+        dataset = as_dataset(X, feature_names=feature_names, allow_missing=True)
+    except ValueError as error:  # "X is empty..." of the background
+        if what == "X" or not str(error).startswith("X "):
+            raise
+        raise ValueError(f"{what} {str(error)[2:]}") from None
     fitted = check_fitted_columns(model, X, dataset.n_columns, n_features, what)
     names = tuple(dataset.column_names)
     if fitted is not None and feature_names is None and not isinstance(X, pd.DataFrame):
@@ -447,8 +453,9 @@ def tree_shap(
     ShapleyValues or ShapleyInteractions
         ``values`` (n, p, o) (or (n, p, p, o) with ``interactions=True``), ``base_values``
         (o,), ``data`` (n, p); ``method`` is ``"tree_path_dependent"`` or
-        ``"tree_interventional"``; ``importance()``, ``to_frame()``, ``plot()``,
-        ``to_shap()``. For every row ``values.sum(axis=1) + base_values`` is the model's raw
+        ``"tree_interventional"``; ``to_frame()``, ``plot()`` and ``to_shap()``, and
+        ``importance()`` (values) or ``shapley_values()`` and ``interaction()``
+        (interactions). For every row ``values.sum(axis=1) + base_values`` is the model's raw
         output (efficiency); ``base_values`` is the cover-weighted expected output
         (path-dependent) or the weighted mean output over the background (interventional).
         float32 by default (about 1e-6 relative from shap's float64), float64 under

@@ -114,8 +114,9 @@ def refuse(model, what: str) -> TypeError:
     """The TypeError for a model the array form does not cover, naming ``trees="host"``."""
     return TypeError(
         f"{type(model).__name__} {what}, which jaximp's tree arrays do not support. Fix: "
-        "jaximp.as_predictor(model, trees='host') predicts with the library itself on the "
-        "host; pass that Predictor to the method in place of the model."
+        "jaximp.as_predictor(model, trees='host', sample=X[:5]) predicts with the library "
+        "itself on the host (sample: a few rows of the data, in the types the model was fitted "
+        "on); pass that Predictor to the method in place of the model."
     )
 
 
