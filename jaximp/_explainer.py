@@ -355,10 +355,10 @@ class Explainer:
         return tree_shap(self.model, self.dataset if rows is None else self._rows(rows),
                          **options)
 
-    def booster_importance(self, **options):
+    def booster_importance(self, importance_type=None, **options):
         """:func:`jaximp.booster_importance` of this model (an XGBoost, LightGBM or CatBoost
         model: the importances its trees record, without the data)."""
-        return booster_importance(self.model, **options)
+        return booster_importance(self.model, importance_type, **options)
 
     def loco_importance(self, **options):
         """:func:`jaximp.loco_importance` of this model, data and targets."""

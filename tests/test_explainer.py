@@ -164,8 +164,9 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
         lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).tree_shap(),
         lambda: jaximp.tree_shap(_booster(), FRAME[["a", "b", "d"]])),
     "booster_importance": (
-        lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).booster_importance(),
-        lambda: jaximp.booster_importance(_booster())),
+        lambda ex: jaximp.Explainer(_booster(), FRAME[["a", "b", "d"]]).booster_importance(
+            "gain"),
+        lambda: jaximp.booster_importance(_booster(), "gain")),
 }
 
 

@@ -42,7 +42,7 @@ def _local_fits(x, y, at, span=0.75, weights=None):
     times sqrt(span) (R's Fortran scales squared distances by the span)."""
     n = len(y)
     w = np.ones(n) if weights is None else weights
-    q = min(n, int(np.floor(span * n)))
+    q = min(n, int(np.floor(n * span + 1e-5)))  # loessc.c: floor(n * span + 1e-5) since R 4.0
     fits = np.empty((len(at), 2))
     for i, x0 in enumerate(at):
         d = np.abs(x - x0)
@@ -57,12 +57,12 @@ def _local_fits(x, y, at, span=0.75, weights=None):
 
 def _kd_ends(x, span, cell=0.2):
     """The cell ends of R's loess kd-tree for one predictor (loessf.f: ehg126 widens the
-    range by 0.5%, ehg124 cuts a cell of more than floor(n * span * cell) rows at its median
+    range by 0.5%, ehg124 cuts a cell of more than floor(n * (span * cell)) rows at its median
     row, moved off ties in the order 0, +1, -1, +2, ...; a cut at an end leaves the cell
     whole), recursively, with 1-based row numbers as in the Fortran."""
     xs = np.concatenate([[np.nan], np.sort(x)])  # xs[1..n]
     n = len(x)
-    limit = int(np.floor(n * span * cell))
+    limit = int(np.floor(n * (span * cell)))  # loess.R passes span * cell to the Fortran
     low, high = xs[1], xs[n]
     margin = 0.005 * max(high - low, 1e-10 * max(abs(low), abs(high)) + 1e-30)
     ends = {low - margin, high + margin}
@@ -227,6 +227,20 @@ def test_loess_matches_reference(weighted, span, surface):
     assert result.method == "filter_loess" and result.info["span"] == span
     assert result.info.surface == surface
     assert result.info.linear == ("x1",)
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,span,surface", [(100, 0.29, "direct"), (100, 0.29, "interpolate"),
+                                            (50, 0.7, "interpolate")])
+def test_loess_rounds_the_neighbourhood_and_cells_as_r(n, span, surface):
+    """R counts floor(n * span + 1e-5) neighbours (100 * 0.29 is 28.999... in floating point:
+    29 rows, not 28) and cells of floor(n * (span * 0.2)) rows (n = 50, span = 0.7: 6, where
+    (n * span) * 0.2 gives 7); either off by one moved the R^2 by 1-4%."""
+    rng = np.random.default_rng(n)
+    X = rng.uniform(-2, 2, size=(n, 2))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] ** 2 + 0.5 * rng.normal(size=n)
+    result = filter_importance(X, y, method="loess", span=span, surface=surface)
+    expected = [_loess_reference(X[:, j], y, span, surface=surface) for j in range(2)]
     np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
 
 

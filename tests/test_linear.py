@@ -195,6 +195,12 @@ def test_onehot_group_partial_f(onehot_data):
     assert as_category.info["reference"]["color"] == "red"
     assert as_category.info["design_columns"]["color"] == (
         "color[green]", "color[blue]", "color[gray]")
+    # as text, coded by its sorted labels: blue is the reference, the same fit
+    as_text = linear_importance(frame.astype({"color": str}), y)
+    np.testing.assert_allclose(as_text.importances_mean, result.importances_mean, rtol=RTOL)
+    assert as_text.info["reference"]["color"] == "blue"
+    assert as_text.info["design_columns"]["color"] == (
+        "color[gray]", "color[green]", "color[red]")
 
 
 def test_onehot_group_binomial_wald(onehot_data):

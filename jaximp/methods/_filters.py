@@ -22,12 +22,13 @@ No model is involved: every feature is scored by how well it alone relates to th
   ``y`` on the feature alone, or, as caret does, of a straight line where the feature has fewer
   than 20% distinct values or a LOESS neighbourhood has zero width (too many ties for the
   span). The fit has the defaults of R's ``loess``: local quadratic (degree 2),
-  tricube weights ``(1 - (d / d_max)^3)^3`` on the ``q = floor(span * n)`` nearest rows, ``d_max``
+  tricube weights ``(1 - (d / d_max)^3)^3`` on the ``q = floor(n * span + 1e-5)`` nearest rows
+  (R's rounding, so that 0.29 * 100 is 29), ``d_max``
   the ``q``-th smallest distance (``span > 1``: every row, ``d_max = sqrt(span) * max d``, as
   R's Fortran scales squared distances by the span). R's default surface, ``"interpolate"``, is
   reproduced: the range of the feature, widened by 0.5% at each end, is cut into cells at
   medians of their rows (ties kept on one side) until a cell holds at most
-  ``floor(n * span * 0.2)`` rows (``loess.control(cell = 0.2)``); the local fit and its slope
+  ``floor(n * (span * 0.2))`` rows (``loess.control(cell = 0.2)``); the local fit and its slope
   are computed at the cells' ends, and the fitted value at a row is the cubic Hermite
   interpolant between the ends of its cell. ``surface="direct"`` fits at every row instead
   (``loess.control(surface = "direct")``). Case weights multiply the tricube weights (R's
@@ -255,15 +256,16 @@ def _check_span(span, n: int) -> float:
     if _neighbours(float(span), n) < 4:
         raise ValueError(
             f"span={span} is too small for n = {n} rows: the neighbourhood holds "
-            f"floor(span * n) = {int(np.floor(span * n))} rows; a local quadratic needs at "
+            f"floor(span * n) = {_neighbours(float(span), n)} rows; a local quadratic needs at "
             f"least 4 (3 of positive weight). Use span >= {4 / n:.3g}."
         )
     return float(span)
 
 
 def _neighbours(span: float, n: int) -> int:
-    """Rows in each LOESS neighbourhood: ``floor(span * n)``, at most ``n``."""
-    return min(n, int(np.floor(span * n)))
+    """Rows in each LOESS neighbourhood: ``floor(span * n)``, at most ``n``; as R's loessc.c,
+    ``floor(n * span + 1e-5)``, so that 100 * 0.29 (28.999... in floating point) is 29."""
+    return min(n, int(np.floor(n * span + 1e-5)))
 
 
 def _standardize(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -419,7 +421,7 @@ def _loess_importance(
     if surface == "direct":
         at = Xs  # a local fit at every row
     else:  # local fits at the ends of the kd-tree's cells, as many for every column
-        cell_rows = math.floor(n * span * _CELL)
+        cell_rows = math.floor(n * (span * _CELL))  # R passes span * cell to its Fortran
         ends = [_cell_ends(Xs[:, j], cell_rows) if not constant[j] else np.array([-1.0, 1.0])
                 for j in range(p)]
         width = max(e.size for e in ends)

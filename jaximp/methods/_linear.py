@@ -50,7 +50,8 @@ import numpy as np
 import pandas as pd
 from jax.scipy.linalg import solve_triangular
 
-from ..data import Choice, Dataset, Feature, Int, Real, as_dataset, validate_params
+from ..data import (Choice, Dataset, Feature, Int, Real, as_dataset, is_text, is_text_array,
+                   validate_params)
 from ..engine import PrecisionWarning
 from ..results import FeatureImportance, LinearDetails
 from ._loss import check_target
@@ -139,12 +140,15 @@ def _logistic_irls(A, y, w, b0, max_iter, tol):
 
 
 def _category_labels(dataset: Dataset, feature: Feature, codes: np.ndarray) -> list:
-    """Labels of the observed codes of a categorical column (pandas categories: their names)."""
+    """Labels of the observed codes of a categorical column (categories and text: their names;
+    numbers marked categorical are their own codes)."""
     source = dataset.source
     column = feature.columns[0]
-    if isinstance(source, pd.DataFrame) and isinstance(
-        source.iloc[:, column].dtype, pd.CategoricalDtype
-    ):
+    if isinstance(source, pd.DataFrame):
+        coded = not pd.api.types.is_numeric_dtype(source.iloc[:, column])
+    else:
+        coded = is_text_array(source) and is_text(pd.Series(np.asarray(source)[:, column]))
+    if coded:
         return [feature.levels[int(code)] for code in codes]
     return [int(code) if float(code).is_integer() else code for code in codes]
 

@@ -730,7 +730,8 @@ def gedeon_importance(
     unit ``k`` is ``Q_ik = sum_j P_ij P_jk``. Deeper layers are not read.
 
     - One hidden layer: the second layer is the output layer, so ``Q[:, o]`` is the importance
-      for output ``o``: shape (p, o), each column summing to 1.
+      for output ``o``: shape (p, o), each column summing to 1 (less where a hidden unit's
+      incoming weights are all zero: its share of the output reaches no input).
     - Two or more hidden layers: the second layer is hidden and Gedeon's measure does not reach
       the outputs; the importance is ``Q`` averaged (``reduce="mean"``, summing to 1) or summed
       (``"sum"``, Gedeon's total) over the units of the second hidden layer, one column named
