@@ -14,7 +14,7 @@ from ._device import plotting_quantiles
 from ._params import Flag, Interval, Real, validate_params
 
 __all__ = ["GRID_STRATEGIES", "PERCENTILES", "mquantiles", "feature_grid", "product_grid_index",
-           "r_seq", "resolve_grid", "type1_ranks", "validate_grid_options"]
+           "grid_option", "r_seq", "resolve_grid", "type1_ranks", "validate_grid_options"]
 
 GRID_STRATEGIES = ("uniform", "quantile", "unique", "sklearn", "pdp", "pdp_trim", "pdp_quantiles",
                    "hstats")
@@ -288,6 +288,16 @@ def validate_grid_options(strategy, grid_resolution, percentiles) -> None:
     if isinstance(strategy, str) and strategy not in GRID_STRATEGIES:
         raise ValueError(f"grid must be one of {GRID_STRATEGIES} or explicit values; got {strategy!r}.")
     PERCENTILES.check("percentiles", percentiles)
+
+
+def grid_option(grid, name: str, default: str = "sklearn"):
+    """The strategy and explicit values for one feature from the user's ``grid`` argument;
+    a dict that does not name the feature gives its ``"__default__"`` or ``default``."""
+    if isinstance(grid, Mapping):
+        if name in grid:
+            return "uniform", grid[name]
+        return grid.get("__default__", default), None
+    return grid, None
 
 
 def resolve_grid(grid, dataset: Dataset):

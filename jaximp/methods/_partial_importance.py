@@ -19,6 +19,7 @@ from ..data import (
     Flag,
     check_bool,
     feature_grid,
+    grid_option,
     output_index,
     resolve_grid,
     select_outputs,
@@ -38,7 +39,6 @@ from ..engine import (
 )
 from ..results import PartialImportanceDetails, new_figure
 from ._loss import canonical_loss, check_target, resolve_loss
-from ._pd import grid_option
 from ._setup import prepare
 
 __all__ = ["PartialImportance", "partial_importance"]

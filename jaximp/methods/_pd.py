@@ -21,6 +21,7 @@ from ..data import (
     ReadsDeferred,
     as_dataset,
     feature_grid,
+    grid_option,
     output_index,
     product_grid_index,
     resolve_grid,
@@ -34,7 +35,7 @@ from ._setup import cached_stage, prepare, warm_call, warm_function, weightings_
 from ._row_groups import row_groups
 
 __all__ = ["PartialDependence", "PartialDependences", "partial_dependence",
-           "partial_dependence_all", "grid_option", "recursion_pd"]
+           "partial_dependence_all", "recursion_pd"]
 
 _KINDS = ("average", "individual", "both")
 
@@ -238,16 +239,6 @@ class PartialDependences(Mapping):
 
         return plot_pds(self, output=output, ice=ice, max_curves=max_curves, ncols=ncols,
                         top=top, sharey=sharey)
-
-
-def grid_option(grid, name: str, default: str = "sklearn"):
-    """The strategy and explicit values for one feature from the user's ``grid`` argument;
-    a dict that does not name the feature gives its ``"__default__"`` or ``default``."""
-    if isinstance(grid, Mapping):
-        if name in grid:
-            return "uniform", grid[name]
-        return grid.get("__default__", default), None
-    return grid, None
 
 
 _METHODS = ("brute", "recursion", "auto")
