@@ -173,7 +173,9 @@ def permutation_importance(
         (hstats' ``"squared_error"``, ``"absolute_error"``, ``"poisson"``, ``"gamma"``,
         ``"logloss"``, ``"mlogloss"``, ``"classification_error"``; yardstick's
         ``"rsq_trad"``, ``"mn_log_loss"``; iml's ``"ce"``, ``"logLoss"``, ``"mdae"``), and
-        dalex's (``"mad"``, ``"1-auc"``), and give their importances: a scikit-learn
+        dalex's (``"mad"``, ``"1-auc"``), and give their importances (R's names take y as
+        jaximp's losses do: class labels for the log losses, where hstats also takes
+        probabilities in [0, 1], and one column per output, which hstats recycles): a scikit-learn
         classifier's accuracy (by any of its names) scores the labels of its ``predict`` (a
         tuned threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
         ``decision_function`` (which saturated probabilities tie), the other losses its
