@@ -580,3 +580,23 @@ def test_default_grid_is_vips_even_spacing_also_for_few_distinct_values():
     inter = pd_interaction(lambda A: A[:, 0] * A[:, 1], X).values[0, 0]
     g0, g1 = np.linspace(0.0, 3.0, 4), np.linspace(0.0, 1.0, 51)
     assert inter == pytest.approx(np.std(g0, ddof=1) * np.std(g1, ddof=1), rel=1e-5)
+
+
+def test_pdp_grids_of_an_integer_column_are_truncated_as_pdp_casts_them():
+    """pdp's copy_classes casts the grid of an R integer column with as.integer (truncation,
+    repeats kept), and vip's FIRM takes the sd over that grid: an int64 column gets the same
+    grid here (1, 3, 6, ..., not 1, 3.875, 6.75, ...); a float column keeps its points."""
+    frame = pd.DataFrame({"rad": np.array([1, 2, 3, 4, 5, 6, 7, 8, 24] * 4)})
+    model = lambda X: 0.1 * X[:, 0] ** 2
+    truncated = np.trunc(np.linspace(1, 24, 9))  # pdp: min(n_unique = 9, 51) points
+    imp = jaximp.pd_importance(model, frame)
+    assert imp.info["grid_values"]["rad"] == tuple(int(v) for v in truncated)
+    np.testing.assert_allclose(imp.importances_mean[0, 0], np.std(0.1 * truncated ** 2, ddof=1),
+                               rtol=1e-6)
+    repeats = jaximp.partial_dependence(model, frame, "rad", grid="pdp", grid_resolution=40)
+    assert repeats.grid_values[0] == tuple(int(v) for v in np.trunc(np.linspace(1, 24, 40)))
+    quantiles = jaximp.partial_dependence(model, frame, "rad", grid="pdp_quantiles")
+    expected = np.unique(np.trunc(np.quantile(frame.rad, np.arange(1, 10) / 10)))
+    assert quantiles.grid_values[0] == tuple(int(v) for v in expected)
+    as_float = jaximp.partial_dependence(model, frame.astype(float), "rad", grid="pdp")
+    np.testing.assert_allclose(as_float.grid_values[0], np.linspace(1, 24, 9))

@@ -184,13 +184,14 @@ def feature_grid(
                 "fences: grid='pdp_trim' repeats it, as pdp's trim.outliers does, so its PD "
                 "is flat; grid='pdp' spans all its values.", UserWarning, stacklevel=2)
         count = min(col.n_distinct, pdp_points) if grid_resolution is None else grid_resolution
-        grid = np.linspace(low, high, count)
-        return grid[:, None], tuple(grid.tolist())
+        return _pdp_cast(dataset, feature, np.linspace(low, high, count))
     if strategy == "pdp_quantiles":  # pdp's quantiles = TRUE: R's type-7 quantiles (NumPy's
         # linear ones) at probs = 1:9/10, or k / (grid_resolution + 1); repeats merged
         count = 9 if grid_resolution is None else grid_resolution
-        grid = np.unique(col.quantiles(np.arange(1, count + 1) / (count + 1), 1.0, 1.0))
-        return grid[:, None], tuple(grid.tolist())
+        grid = col.quantiles(np.arange(1, count + 1) / (count + 1), 1.0, 1.0)
+        rows, _ = _pdp_cast(dataset, feature, grid)
+        grid = np.unique(rows[:, 0])
+        return _pdp_cast(dataset, feature, grid)
     if strategy == "hstats":  # R hstats' univariate_grid (strategy "uniform", its default trim)
         count = _HSTATS_POINTS if grid_resolution is None else grid_resolution
         if col.n_distinct <= count:
@@ -222,6 +223,18 @@ def feature_grid(
             )
         grid = np.linspace(low, high, grid_resolution)
     return grid[:, None], tuple(grid.tolist())
+
+
+def _pdp_cast(dataset: Dataset, feature: Feature, grid: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """pdp's grid of a column of integers (R's integer type): its points truncated to
+    integers, repeats kept, as pdp's ``copy_classes`` casts them; other columns as they are."""
+    source = dataset.source
+    dtype = (source.dtypes.iloc[feature.columns[0]] if isinstance(source, pd.DataFrame)
+             else getattr(source, "dtype", None))
+    if dtype is None or not pd.api.types.is_integer_dtype(dtype):
+        return grid[:, None], tuple(grid.tolist())
+    grid = np.trunc(grid)
+    return grid[:, None], tuple(int(v) for v in grid)
 
 
 def _level_codes(dataset: Dataset, feature: Feature) -> np.ndarray:

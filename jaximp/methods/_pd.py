@@ -523,7 +523,8 @@ def partial_dependence(
         ``trim.outliers = TRUE``: Tukey's hinges -+ 1.5 times their distance);
         ``"pdp_quantiles"`` pdp's ``quantiles = TRUE``: R's type-7 quantiles at
         ``probs = 1:9/10``, or ``k / (grid_resolution + 1)`` for ``k = 1..grid_resolution``
-        (repeated values merged). ``"hstats"`` is R hstats' ``univariate_grid`` with its
+        (repeated values merged). The three pdp grids of an integer column are truncated to
+        integers, as pdp casts them. ``"hstats"`` is R hstats' ``univariate_grid`` with its
         defaults: ``grid_resolution`` (default 49)
         evenly spaced points between the type-1 quantiles at 1% and 99%, or the distinct
         values when there are at most that many (``percentiles`` is not used; for a pair
