@@ -463,11 +463,13 @@ def ale(
     that bin, so unlike partial dependence the model is not evaluated far from the data when
     features are correlated.
 
-    Bins: ``bins=K`` puts the edges at the weighted quantiles of type 1 (the smallest data value
-    whose cumulative weight share reaches k/K, k = 1..K; with equal weights R's
-    ``quantile(type = 1)``), plus the minimum as the first edge; tied quantiles are merged, so
-    there may be fewer than K bins and every bin holds data. Bin k holds
-    ``z_{k-1} < x <= z_k``; the first bin also holds the minimum. This is ALEPlot's binning; alibi
+    Bins: ``bins=K`` puts the edges at ALEPlot's quantiles, R's ``quantile(type = 1)`` at
+    ``seq(1/K, 1, length.out = K)`` in R's arithmetic (whose rounding, 0.6000000000000001,
+    can take the next order statistic; with unequal weights, the smallest value whose
+    cumulative weight share reaches each probability), plus the minimum as the first edge;
+    tied quantiles are merged, so there may be fewer than K bins and every bin holds data. Bin k
+    holds ``z_{k-1} < x <= z_k``; the first bin also holds the minimum. This is ALEPlot's
+    binning (iml's probabilities ``seq(0, 1, length.out = K + 1)`` round differently); alibi
     uses the same assignment but linearly interpolated quantiles (``np.percentile``) and picks
     their number adaptively. Explicit edges may be given instead (they must cover the data; an
     empty bin contributes a zero step).
