@@ -728,5 +728,8 @@ def test_a_text_column_in_a_group_keeps_its_labels_against_a_background():
         assert again.values[0, :, 0].sum() + again.base_values[0] == pytest.approx(10.5)
         with pytest.raises(ValueError, match=r"column 's' of rows must hold the labels"):
             explainer.shapley_values(rows=pd.DataFrame({"a": [0.5], "s": ["z"]}))
+        with pytest.raises(ValueError, match=r"column 's' of rows must hold the labels.*got rows "
+                                             r"of type ndarray, whose columns carry no labels"):
+            explainer.shapley_values(rows=row.to_numpy(dtype=object))
         own = jaximp.Explainer(Host(), background, groups=groups).shapley_values(rows=row)
         assert own.values[0, :, 0].sum() + own.base_values[0] == pytest.approx(10.5)

@@ -252,8 +252,11 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
         ours = _source_levels(dataset, source, i)
         theirs = _column_levels(rows, i) if frame else None
         if ours is not None and theirs != ours:  # a grouped column's too: codes must agree
+            got = list(theirs) if theirs else "numbers" if frame else (
+                f"{what} of type {type(rows).__name__}, whose columns carry no labels; pass a "
+                "DataFrame with the data's columns")
             raise ValueError(f"column {name!r} of {what} must hold the labels of {of} "
-                             f"{list(ours)}; got {list(theirs) if theirs else 'numbers'}.")
+                             f"{list(ours)}; got {got}.")
     return explained
 
 
