@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Sequence
-
 import warnings
+from typing import Sequence
 
 import jax
 import numpy as np

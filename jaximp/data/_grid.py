@@ -188,10 +188,9 @@ def feature_grid(
     if strategy == "pdp_quantiles":  # pdp's quantiles = TRUE: R's type-7 quantiles (NumPy's
         # linear ones) at probs = 1:9/10, or k / (grid_resolution + 1); repeats merged
         count = 9 if grid_resolution is None else grid_resolution
-        grid = col.quantiles(np.arange(1, count + 1) / (count + 1), 1.0, 1.0)
-        rows, _ = _pdp_cast(dataset, feature, grid)
-        grid = np.unique(rows[:, 0])
-        return _pdp_cast(dataset, feature, grid)
+        rows, _ = _pdp_cast(dataset, feature, col.quantiles(
+            np.arange(1, count + 1) / (count + 1), 1.0, 1.0))
+        return _pdp_cast(dataset, feature, np.unique(rows[:, 0]))  # integers stay integers
     if strategy == "hstats":  # R hstats' univariate_grid (strategy "uniform", its default trim)
         count = _HSTATS_POINTS if grid_resolution is None else grid_resolution
         if col.n_distinct <= count:

@@ -347,11 +347,10 @@ def _foreign_device(data, devices, model_device):
 def _checked_finite(out: np.ndarray, predictor: Predictor, reducer: Reducer) -> np.ndarray:
     finite = np.isfinite(out)
     if not finite.all() and not (reducer.may_be_nan and np.all(finite | np.isnan(out))):
-        scores = reducer.scores or any(part.scores for part in getattr(reducer, "parts", ()))
         raise FloatingPointError(
             (f"the model {predictor.name}'s predictions, or the loss computed on them, are NaN "
              "or infinite; check that the loss is defined on the model's outputs (a log of "
-             "negative predictions is not), and " if scores else
+             "negative predictions is not), and " if reducer.scores else
              f"the model {predictor.name} returned NaN or infinite predictions; check ")
             + "that the model is defined on the rows of X themselves and over the values the "
             "method puts in them (grid range, categorical levels, permuted rows)."

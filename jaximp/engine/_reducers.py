@@ -479,6 +479,10 @@ class Stacked(Reducer):
     def widths(self) -> list[int]:
         return [math.prod(p.partial_shape(self.n_outputs)) for p in self.parts]
 
+    @property
+    def scores(self) -> bool:
+        return any(part.scores for part in self.parts)
+
     def row_arrays(self):
         return {f"{i}/{k}": v for i, p in enumerate(self.parts) for k, v in p.row_arrays().items()}
 

@@ -160,12 +160,10 @@ def warn_unresolved_values(predictor: Predictor, dataset: Dataset) -> None:
     spread for the model's dtype to tell apart (timestamps in float32): a method that puts
     the data's own values into the model's rows then explains rounding. Once per dataset
     and dtype, so a warm call reads nothing."""
-    first = []
-    dataset.memo(("values checked in", str(predictor.dtype)), lambda: first.append(True))
-    if first:
-        check_collapse_columns(dataset.column_names, dataset.resident_X,
-                               range(dataset.n_columns), predictor.dtype, "values",
-                               stacklevel=user_stacklevel() + 1)
+    level = user_stacklevel() + 3  # the user's line, from inside memo's call
+    dataset.memo(("values checked in", str(predictor.dtype)), lambda: check_collapse_columns(
+        dataset.column_names, dataset.resident_X, range(dataset.n_columns), predictor.dtype,
+        "values", stacklevel=level))
 
 
 def background_dataset(background, dataset: Dataset, weight=None, categorical=None,
