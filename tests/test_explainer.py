@@ -202,7 +202,8 @@ def test_a_reused_explainer_never_returns_a_stale_result(explainer):
         _same(explainer.partial_dependence("a", **options),
               jaximp.partial_dependence(model, FRAME, "a", **DATA, **options))
     for options in ({"random_state": 3}, {"random_state": 4}, {"n_bootstrap": 3},
-                    {"pairs": [("a", "c")]}, {"features": ["b", "c"]}, {"random_state": 3}):
+                    {"pairs": [("a", "c")]}, {"features": ["b", "c"]},
+                    {"features": ["b", "c"], "total_over": "features"}, {"random_state": 3}):
         _same(explainer.h_statistic(n_max=30, **options),
               jaximp.h_statistic(model, FRAME, n_max=30, **DATA, **options))
 

@@ -168,6 +168,25 @@ def test_matches_numpy_reference_on_random_mlp(normalized, squared):
     assert h.normalized is normalized and h.squared is squared
 
 
+def test_total_over_features_subtracts_their_main_effects_alone():
+    """hstats' h2() after hstats(v = ...): the total subtracts the main effects of v only; the
+    other statistics are those of the default rule."""
+    F = np.asarray(F3_NP(X12), np.float64).reshape(12, -1)
+    singles = [ref_pd_at_rows(F3_NP, X12, W12, [j]) for j in (0, 2)]
+    h = h_statistic(F3, X12, ["x0", "x2"], sample_weight=W12, total_over="features")
+    np.testing.assert_allclose(h.total, ref_stat(F, singles, [1, 1], W12), rtol=2e-4,
+                               atol=1e-7)
+    default = h_statistic(F3, X12, ["x0", "x2"], sample_weight=W12)
+    assert not np.allclose(h.total, default.total)
+    np.testing.assert_array_equal(h.overall.importances_mean, default.overall.importances_mean)
+    np.testing.assert_array_equal(h.pairwise.values, default.pairwise.values)
+    every = h_statistic(F3, X12, sample_weight=W12, total_over="features")
+    np.testing.assert_allclose(every.total, h_statistic(F3, X12, sample_weight=W12).total,
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="total_over"):
+        h_statistic(F3, X12, total_over="v")
+
+
 @pytest.mark.parametrize("as_set_rows", [0, 10**6])
 def test_prediction_at_the_rows_as_a_set_or_apart_gives_the_reference(monkeypatch,
                                                                       as_set_rows):

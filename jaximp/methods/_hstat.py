@@ -20,12 +20,14 @@ the numerators and denominators out into an :class:`HStatistic`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 
 import numpy as np
 
 from ..data import (
+    Choice,
     Flag,
     Replicates,
     as_key,
@@ -90,8 +92,8 @@ def _resolve_triples(dataset, three_way):
 
 
 @warm_function
-@validate_params(overall=Flag(), normalized=Flag(), squared=Flag(),
-                 n_bootstrap=Replicates())
+@validate_params(overall=Flag(), total_over=Choice("all", "features"), normalized=Flag(),
+                 squared=Flag(), n_bootstrap=Replicates())
 def h_statistic(
     model,
     X,
@@ -101,6 +103,7 @@ def h_statistic(
     reference=None,
     three_way=None,
     overall: bool = True,
+    total_over: str = "all",
     normalized: bool = True,
     squared: bool = True,
     n_max: int | None = 500,
@@ -138,7 +141,8 @@ def h_statistic(
         Data: both the evaluation points and the background.
     features : sequence of str or int, optional
         Features for the overall statistic and for pair selection (default all). The total
-        statistic always uses every feature of ``X``.
+        statistic subtracts the main effects of every feature of ``X`` unless
+        ``total_over="features"``.
     pairs : "all", int, list of pairs or None, default "all"
         Pairwise statistics for every pair among ``features``; an int ``m``: the pairs among the
         features selected as hstats' ``pairwise_m`` does (needs ``overall=True``): for each
@@ -153,6 +157,11 @@ def h_statistic(
     overall : bool, default True
         Compute the overall ``H2_j`` of each feature and the total ``H2`` (costs ``2 p n^2``
         evaluations: the 1-D PDs and the PDs of every complement).
+    total_over : {"all", "features"}, default "all"
+        Whose main effects the total ``H2`` subtracts: every feature of ``X``, or ``features``
+        alone (then only their 1-D PDs are evaluated). hstats' ``h2()`` after
+        ``hstats(v = ...)`` is ``"features"``: it sums the main effects of ``v``. The two agree
+        when ``features`` is every feature.
     normalized : bool, default True
         Divide by the denominator; ``False`` reports the numerator alone, a weighted mean of
         squared differences on the prediction's scale (hstats' ``normalize=FALSE``).
@@ -224,7 +233,7 @@ def h_statistic(
     2        x1        x3      y     0.000000
     """
     options = dict(features=features, pairs=pairs, reference=reference, three_way=three_way,
-                   overall=overall, normalized=normalized, squared=squared, n_max=n_max,
+                   overall=overall, total_over=total_over, normalized=normalized, squared=squared, n_max=n_max,
                    eps=eps, output=output, sample_weight=sample_weight,
                    n_bootstrap=n_bootstrap, random_state=random_state,
                    feature_names=feature_names, categorical=categorical, groups=groups,
@@ -233,8 +242,8 @@ def h_statistic(
     return warm_call("H-statistic", _set_up, model, X, None, options)()
 
 
-def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, normalized, squared,
-            n_max, eps, output, sample_weight, n_bootstrap, random_state, feature_names,
+def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, total_over,
+            normalized, squared, n_max, eps, output, sample_weight, n_bootstrap, random_state, feature_names,
             categorical, groups, variables, memory_budget, progress):
     """Validate and plan an H-statistic call; returns ``run()``, which evaluates it."""
     overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
@@ -255,6 +264,8 @@ def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, norm
     output_names = tuple(predictor.output_names[i] for i in out_idx)
 
     plan = _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_budget)
+    if total_over == "features":
+        plan = dataclasses.replace(plan, summed=tuple(chosen))
     return functools.partial(_evaluate, dataset, predictor, plan, chosen, pair_spec, triple_spec,
                              output_names, overall, normalized, squared, eps, n_bootstrap,
                              memory_budget, progress)

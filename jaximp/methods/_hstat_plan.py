@@ -8,7 +8,7 @@ pairs or triples asked for later (:class:`HExtension`).
 A feature set is named by a *key*: ``frozenset`` of feature names for the PD of those
 features, ``("not", name)`` for the PD of every feature but one, ``"F"`` for the centred
 prediction (for a few rows evaluated as the PD of every feature, ``("not",)``: row i's
-prediction under every weighting) and ``"sum"`` for the sum of every feature's 1-D PD.
+prediction under every weighting) and ``"sum"`` for the sum of the 1-D PDs the total subtracts.
 """
 
 from __future__ import annotations
@@ -134,6 +134,8 @@ class HPlan:
         Statistics (and feature sets) per engine call and kernel call: what the memory budget
         holds.
     statistics : tuple of HStat
+    summed : tuple of str or None
+        The features whose 1-D PDs the total's ``"sum"`` adds (None: every feature).
     """
 
     rows: np.ndarray
@@ -144,11 +146,14 @@ class HPlan:
     n_columns: int
     group_size: int
     statistics: tuple = ()
+    summed: tuple | None = None
 
     @property
     def singles(self) -> list:
-        """The key of every feature's 1-D PD, in the order of X: the total's ``"sum"``."""
-        return [frozenset((name,)) for name in self.columns]
+        """The keys of the 1-D PDs the total's ``"sum"`` adds: every feature's, in the order
+        of X, or those of ``summed``."""
+        return [frozenset((name,)) for name in (self.columns if self.summed is None
+                                                else self.summed)]
 
     def with_statistics(self, statistics) -> HPlan:
         """The same rows and weightings, computing ``statistics``."""
