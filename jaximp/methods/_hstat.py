@@ -233,9 +233,9 @@ def h_statistic(
     2        x1        x3      y     0.000000
     """
     options = dict(features=features, pairs=pairs, reference=reference, three_way=three_way,
-                   overall=overall, total_over=total_over, normalized=normalized, squared=squared, n_max=n_max,
-                   eps=eps, output=output, sample_weight=sample_weight,
-                   n_bootstrap=n_bootstrap, random_state=random_state,
+                   overall=overall, total_over=total_over, normalized=normalized,
+                   squared=squared, n_max=n_max, eps=eps, output=output,
+                   sample_weight=sample_weight, n_bootstrap=n_bootstrap, random_state=random_state,
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress)
     # a repeated call on an Explainer's data skips its setup; each call evaluates anew
@@ -243,8 +243,8 @@ def h_statistic(
 
 
 def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, total_over,
-            normalized, squared, n_max, eps, output, sample_weight, n_bootstrap, random_state, feature_names,
-            categorical, groups, variables, memory_budget, progress):
+            normalized, squared, n_max, eps, output, sample_weight, n_bootstrap, random_state,
+            feature_names, categorical, groups, variables, memory_budget, progress):
     """Validate and plan an H-statistic call; returns ``run()``, which evaluates it."""
     overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
     n_max = _check_n_max(n_max)
