@@ -29,10 +29,12 @@ __all__ = [
     "binary_roc_auc",
     "brier_score",
     "brier_terms",
+    "cross_entropy_terms",
     "gamma_unit_deviance",
     "log_loss",
     "mean_absolute_error",
     "mean_absolute_percentage_error",
+    "mean_cross_entropy",
     "mean_gamma_deviance",
     "mean_poisson_deviance",
     "mean_squared_error",
@@ -328,6 +330,33 @@ def gamma_unit_deviance(y, mean, xp=jnp):
     """
     safe = xp.where(mean > 0, mean, 1)
     return xp.where(mean > 0, 2 * _excess_over_log1p((y - safe) / safe, xp), xp.nan)
+
+
+def cross_entropy_terms(y, proba, xp=jnp):
+    """Per-row binary cross-entropy ``-(y log p + (1 - y) log(1 - p))`` of the probability
+    ``proba`` of class 1 against targets ``y`` in [0, 1] (class indicators or probabilities),
+    with ``p`` clipped to ``[eps, 1 - eps]`` (float64's machine epsilon, as :func:`log_loss`).
+    A term whose factor ``y`` or ``1 - y`` is 0 is 0, as R's hstats computes it."""
+    eps = float(np.finfo(np.float64).eps)
+    p = xp.clip(proba, eps, 1.0 - eps)
+    return -(xp.where(y == 0, 0.0, y * xp.log(p))
+             + xp.where(y == 1, 0.0, (1.0 - y) * xp.log(1.0 - p)))
+
+
+def mean_cross_entropy(
+    y: Float[Array, "n"], proba: Float[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Mean binary cross-entropy (:func:`cross_entropy_terms`) of one probability column
+    against targets in [0, 1]: :func:`log_loss` of 0/1 targets, and of soft labels too.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(round(float(mean_cross_entropy(jnp.array([0.2, 1.0]), jnp.array([0.5, 0.8]))), 5))
+    0.45815
+    """
+    _check_rows("mean_cross_entropy", y, proba, weights)
+    return weighted_mean(cross_entropy_terms(jnp.asarray(y), jnp.asarray(proba)), weights)
 
 
 def r2_score(

@@ -157,6 +157,25 @@ def test_deviances_match_sklearn_and_hstats_formula(weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_matches_hstats_formula_and_the_log_loss_of_labels(weighted):
+    """hstats' logloss of probabilities as targets (0 and 1 among them), written out; of 0/1
+    targets it is the binary log loss."""
+    w = W if weighted else None
+    wj = None if w is None else jnp.asarray(w)
+    soft = np.clip(P_BIN + RNG.normal(scale=0.3, size=N), 0.0, 1.0)
+    assert (soft == 0).any() and (soft == 1).any()
+    got = float(_K.mean_cross_entropy(jnp.asarray(soft), jnp.asarray(P_BIN), wj))
+    np.testing.assert_allclose(got, np.average(written_out_loss("logloss", soft, P_BIN),
+                                               weights=w), rtol=1e-6)
+    labels = float(_K.mean_cross_entropy(jnp.asarray(Y_BIN, jnp.float64), jnp.asarray(P_BIN),
+                                         wj))
+    np.testing.assert_allclose(labels, metrics.log_loss(Y_BIN, P_BIN, sample_weight=w),
+                               rtol=1e-6)
+    np.testing.assert_allclose(float(K.mean_cross_entropy(f32(soft), f32(P_BIN), wj)), got,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
 def test_classification_losses_match_sklearn(weighted):
     w = W if weighted else None
     wj = None if w is None else f32(w)

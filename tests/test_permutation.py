@@ -493,9 +493,9 @@ def test_validation_messages(linear_data, ols, classification_data):
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
         (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'mape', 'msle', "
-                           "'rmsle', 'r2', 'poisson', 'gamma', 'log_loss', 'brier', 'accuracy', "
-                           "'auc') (or scikit-learn's scoring names ['neg_brier_score', "
-                           "'neg_log_loss', "
+                           "'rmsle', 'r2', 'poisson', 'gamma', 'cross_entropy', 'log_loss', "
+                           "'brier', 'accuracy', 'auc') (or scikit-learn's scoring names "
+                           "['neg_brier_score', 'neg_log_loss', "
                            "'neg_mean_absolute_error', 'neg_mean_absolute_percentage_error', "
                            "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "
                            "'neg_mean_squared_error', 'neg_mean_squared_log_error', "
@@ -561,7 +561,8 @@ def test_validation_messages(linear_data, ols, classification_data):
         permutation_importance(logistic, Xc, np.r_[yc[:-1], 2], loss="log_loss")
     with pytest.raises(ValueError, match=r"but 2 model output\(s\) are scored; .* For a "
                                          r"classifier's class probabilities and y of class "
-                                         r"labels, use loss='log_loss', 'accuracy' or 'auc'\.$"):
+                                         r"labels, use loss='log_loss', 'accuracy' or 'auc'\. "
+                                         r"hstats' loss names"):
         permutation_importance(logistic, Xc, yc + 0.5)  # not class codes: the default is mse
     # class codes 0..k-1 against k outputs: the default is accuracy, as for a classifier
     assert permutation_importance(logistic, Xc, yc).info["loss"] == "accuracy"
@@ -1117,6 +1118,46 @@ def test_r_loss_names_are_the_same_losses(linear_data, ols, classification_data)
             permutation_importance(logistic, Xc, yc, loss=name, n_repeats=2).importances)
     with pytest.raises(ValueError, match=r"R's \['absolute_error'"):
         permutation_importance(ols[0], X, y, loss="tweedie")
+
+
+def test_hstats_logloss_of_probabilities_and_one_target_for_several_outputs(linear_data,
+                                                                            ols):
+    """hstats' logloss of probabilities as targets is the cross-entropy, written out over the
+    engine's permutations; its regression names score one column of y against every output,
+    as R recycles it; jaximp's own names ask for one column per output."""
+    from conftest import written_out_loss
+
+    X, y = linear_data
+    X3 = X[:, :3]
+    soft = np.clip(1 / (1 + np.exp(-(X3 @ np.array([2.0, -1.0, 0.0])))) +
+                   np.random.default_rng(3).normal(scale=0.2, size=len(y)), 0.0, 1.0)
+    got = permutation_importance(logistic, X3, soft, loss="logloss", output=1, n_repeats=2,
+                                 random_state=4)
+    assert got.info["loss"] == "cross_entropy"
+    np.testing.assert_array_equal(got.importances, permutation_importance(
+        logistic, X3, soft, loss="cross_entropy", output=1, n_repeats=2,
+        random_state=4).importances)
+    probability = lambda Z: 1 / (1 + np.exp(-(Z @ np.array([2.0, -1.0, 0.0]))))
+    base = written_out_loss("logloss", soft, probability(X3)).mean()
+    perms = _engine_permutations(3, 2, len(y), 4)
+    for j in range(3):
+        for r in range(2):
+            Z = X3.copy()
+            Z[:, j] = X3[perms[j, r], j]
+            assert got.importances[j, 0, r] == pytest.approx(
+                written_out_loss("logloss", soft, probability(Z)).mean() - base, abs=2e-6)
+    with pytest.raises(ValueError, match="needs targets in"):
+        permutation_importance(logistic, X3, soft * 2, loss="cross_entropy", output=1)
+
+    def two(Z):  # two outputs scored against the same y
+        return jnp.stack([ols[0](Z), 0.5 * ols[0](Z)], axis=1)
+
+    for r_name, name in [("squared_error", "mse"), ("absolute_error", "mae")]:
+        recycled = permutation_importance(two, X, y, loss=r_name, n_repeats=2)
+        np.testing.assert_array_equal(recycled.importances, permutation_importance(
+            two, X, np.c_[y, y], loss=name, n_repeats=2).importances)
+        with pytest.raises(ValueError, match="hstats' loss names .* score one column"):
+            permutation_importance(two, X, y, loss=name)
 
 
 def test_median_absolute_error_matches_sklearn_and_takes_dalexs_names(linear_data, ols):

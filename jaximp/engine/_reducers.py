@@ -21,8 +21,8 @@ from typing import Callable
 import jax
 import numpy as np
 
-from jaximp.kernels import (absolute_percentage_error, brier_terms, gamma_unit_deviance,
-                            poisson_unit_deviance, squared_log_error)
+from jaximp.kernels import (absolute_percentage_error, brier_terms, cross_entropy_terms,
+                            gamma_unit_deviance, poisson_unit_deviance, squared_log_error)
 
 from ._plans import freeze_arrays
 
@@ -308,7 +308,8 @@ class GroupedMean(Reducer):
 # Losses that are weighted means of a per-row term, and how the mean becomes the metric.
 # Those that score numeric targets, one metric per scored output, and those that score class
 # labels (class codes) against class probabilities, one metric.
-TARGET_LOSSES = ("mse", "rmse", "mae", "mape", "msle", "rmsle", "r2", "poisson", "gamma")
+TARGET_LOSSES = ("mse", "rmse", "mae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
+                 "cross_entropy")
 CLASS_LOSSES = ("log_loss", "brier", "accuracy")
 ROW_LOSSES = TARGET_LOSSES + CLASS_LOSSES
 # the predictions each needs, where some are refused: the loss is infinite or undefined there
@@ -324,15 +325,18 @@ def target_terms(name: str, prediction, y, xp):
     """Per-row terms of a loss in :data:`TARGET_LOSSES`, of predictions against targets
     ``y`` (broadcast): squared residuals (``"mse"``, ``"rmse"``, ``"r2"``), absolute ones,
     absolute ones relative to ``max(|y|, eps)`` (``"mape"``, scikit-learn's), squared
-    residuals of ``log(1 + .)`` (``"msle"``, ``"rmsle"``), or the unit deviances of predicted
-    means (:func:`jaximp.kernels.poisson_unit_deviance`, ``gamma_unit_deviance``). NaN where
-    a prediction is outside the loss's range (a negative Poisson mean, a gamma mean at or
-    below 0, a log error's prediction at or below -1), so that the metric is NaN, not a
-    number of no meaning."""
+    residuals of ``log(1 + .)`` (``"msle"``, ``"rmsle"``), the unit deviances of predicted
+    means (:func:`jaximp.kernels.poisson_unit_deviance`, ``gamma_unit_deviance``) or the
+    binary cross-entropy of probabilities against targets in [0, 1]
+    (:func:`jaximp.kernels.cross_entropy_terms`). NaN where a prediction is outside the
+    loss's range (a negative Poisson mean, a gamma mean at or below 0, a log error's
+    prediction at or below -1), so that the metric is NaN, not a number of no meaning."""
     if name == "poisson":
         return poisson_unit_deviance(y, prediction, xp)
     if name == "gamma":
         return gamma_unit_deviance(y, prediction, xp)
+    if name == "cross_entropy":
+        return cross_entropy_terms(y, prediction, xp)
     if name in ("msle", "rmsle"):
         return squared_log_error(y, prediction, xp)
     residual = prediction - y

@@ -32,7 +32,7 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
-          "log_loss", "brier", "accuracy", "auc")
+          "cross_entropy", "log_loss", "brier", "accuracy", "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -47,6 +47,7 @@ _REGRESSION = {
     "r2": _losses.r2_score,
     "poisson": _losses.mean_poisson_deviance,
     "gamma": _losses.mean_gamma_deviance,
+    "cross_entropy": _losses.mean_cross_entropy,
 }
 _CLASSIFICATION = {
     "log_loss": _losses.log_loss,
@@ -89,6 +90,10 @@ R_LOSS_NAMES = {
     "ce": "accuracy",  # the classification error, 1 - accuracy
     "mdae": "medae",
 }
+
+
+#: hstats' losses that score one column of y against each of several outputs (R recycles it).
+_RECYCLING_NAMES = ("squared_error", "absolute_error", "poisson", "gamma", "logloss")
 
 
 #: dalex's names (its ``model_parts(loss_function=...)``) that are not jaximp's.
@@ -252,7 +257,7 @@ class LossSpec:
         """Refuse a classifier whose scored columns (of ``predictions`` (n, o_model) on the
         intact data) are not probabilities: values outside [0, 1], or rows of all the
         model's columns that do not sum to 1. Logits would be scored silently wrong."""
-        if self.task != "classification":
+        if self.task != "classification" and self.name != "cross_entropy":
             return
         p = np.asarray(predictions, np.float64)[:, list(self.out_idx)]
         if self.classes is not None and p.shape[1] == 1 and np.all(np.isin(p, self.classes)):
@@ -286,7 +291,7 @@ class LossSpec:
         to be probabilities (or, in one column, class labels: then they are scored as
         labels)."""
         base = None
-        if self.task == "classification":
+        if self.task == "classification" or self.name == "cross_entropy":
             base = baseline_predictions()
             self.check_probabilities(base, n_model_outputs)
         if self.task == "callable" or self.name not in ROW_LOSSES:
@@ -439,10 +444,11 @@ def check_response(response, loss) -> str:
     if not isinstance(response, str) or response not in RESPONSES:
         raise ValueError(f"response must be one of {RESPONSES}; got {response!r}.")
     loss = canonical_loss(loss)
-    if response == "logits" and not (isinstance(loss, str) and loss in _CLASSIFICATION):
+    takes = (*_CLASSIFICATION, "cross_entropy")
+    if response == "logits" and not (isinstance(loss, str) and loss in takes):
         raise ValueError(
             f"response='logits' turns a classifier's logits into probabilities for the losses "
-            f"{tuple(_CLASSIFICATION)}; got loss={loss!r}."
+            f"{takes}; got loss={loss!r}."
         )
     return response
 
@@ -528,7 +534,9 @@ def resolve_loss(
         raise ValueError(
             f"greater_is_better applies to a callable loss only; got it with loss={loss!r}."
         )
-    loss = canonical_loss(loss)
+    given, loss = loss, canonical_loss(loss)
+    if loss == "log_loss" and _soft_labels(y):
+        loss = "cross_entropy"  # hstats' logloss of probabilities as targets
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(
             f"loss must be one of {LOSSES} (or scikit-learn's scoring names "
@@ -544,12 +552,16 @@ def resolve_loss(
                 "use loss='log_loss', 'accuracy' or 'auc'."
             )
         target = y.astype(np.float64).reshape(y.shape[0], -1)
+        if target.shape[1] == 1 and o > 1 and given in _RECYCLING_NAMES:
+            target = np.repeat(target, o, axis=1)
         if target.shape[1] != o:
             raise ValueError(
                 f"y has {target.shape[1]} column(s) but {o} model output(s) are scored; pass y "
                 f"of shape (n, {o}) or choose outputs with output=..."
                 + (" For a classifier's class probabilities and y of class labels, use "
-                   "loss='log_loss', 'accuracy' or 'auc'." if target.shape[1] == 1 else "")
+                   "loss='log_loss', 'accuracy' or 'auc'. hstats' loss names (e.g. "
+                   "'squared_error') score one column of y against every output."
+                   if target.shape[1] == 1 else "")
             )
         if loss == "r2":
             _check_varies(target, weights)
@@ -596,6 +608,14 @@ def resolve_loss(
     return LossSpec(loss, "classification", score, score, ("y",), out_idx, codes, weights)
 
 
+def _soft_labels(y: np.ndarray) -> bool:
+    """Whether ``y`` is one numeric column in [0, 1] that is not all 0 and 1: probabilities
+    as targets, which a log loss scores as a cross-entropy."""
+    if y.dtype.kind not in "fc" or (y.ndim == 2 and y.shape[1] != 1):
+        return False
+    return bool(np.all((y >= 0) & (y <= 1)) and not np.all((y == 0) | (y == 1)))
+
+
 def _class_positions(classes: np.ndarray, values: np.ndarray):
     """Each value's position in ``classes`` (in the classifier's own order, not necessarily
     sorted) and whether it is one of them."""
@@ -622,6 +642,7 @@ def _column_classes(y: np.ndarray, predictor: Predictor, all_targets) -> np.ndar
 _TARGET_RANGES = {
     "poisson": (lambda y: y < 0, "non-negative targets (counts or rates)"),
     "gamma": (lambda y: y <= 0, "positive targets"),
+    "cross_entropy": (lambda y: (y < 0) | (y > 1), "targets in [0, 1]"),
     "msle": (lambda y: y <= -1, "targets above -1"),
     "rmsle": (lambda y: y <= -1, "targets above -1"),
 }

@@ -155,8 +155,10 @@ def permutation_importance(
         mean squared logarithmic error and its root), ``"r2"``, ``"poisson"``, ``"gamma"``
         (regression, one value per model output; the last two mean Poisson and gamma
         deviances of predicted means, for counts and for positive amounts),
-        ``"log_loss"``, ``"brier"`` (the Brier score, halved for two classes as
-        scikit-learn's), ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
+        ``"cross_entropy"`` (one probability column against targets in [0, 1]),
+        ``"log_loss"`` (of targets in [0, 1] that are not all 0 and 1: ``"cross_entropy"``),
+        ``"brier"`` (the Brier score, halved for two classes as scikit-learn's),
+        ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
         macro AUC), or a callable ``loss(y, prediction[, weights])`` returning a scalar or one
         value per output; a callable with a ``sample_weight`` keyword (scikit-learn's metrics)
         gets the weights by it. ``prediction`` is (n,) for one output, else (n, o). A callable that
@@ -174,8 +176,8 @@ def permutation_importance(
         ``"logloss"``, ``"mlogloss"``, ``"classification_error"``; yardstick's
         ``"rsq_trad"``, ``"mn_log_loss"``; iml's ``"ce"``, ``"logLoss"``, ``"mdae"``), and
         dalex's (``"mad"``, ``"1-auc"``), and give their importances (R's names take y as
-        jaximp's losses do: class labels for the log losses, where hstats also takes
-        probabilities in [0, 1], and one column per output, which hstats recycles): a scikit-learn
+        jaximp's losses do, except that hstats' names score one column of y against each of
+        several outputs, as R recycles it): a scikit-learn
         classifier's accuracy (by any of its names) scores the labels of its ``predict`` (a
         tuned threshold, SVC's probabilities), ``"roc_auc"`` of a binary one its
         ``decision_function`` (which saturated probabilities tie), the other losses its
