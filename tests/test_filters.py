@@ -106,28 +106,32 @@ def _loess_fitted(x, y, span=0.75, weights=None, surface="interpolate", at=None)
     return out
 
 
-def _line_reference(x, y, weights=None):
+def _r2(y, fitted, weights, weighted_sums):
+    """1 - RSS / TSS, the sums weighted by the case weights or (caret's) not."""
+    w = np.ones(len(y)) if weights is None or not weighted_sums else weights
+    return 1.0 - np.sum(w * (y - fitted) ** 2) / np.sum(w * (y - np.average(y, weights=w)) ** 2)
+
+
+def _line_reference(x, y, weights=None, weighted_sums=True):
     """R^2 of the weighted least-squares line (R's lm with case weights)."""
     w = np.ones(len(y)) if weights is None else weights
     A = np.column_stack([np.ones_like(x), x]) * np.sqrt(w)[:, None]
     coef = np.linalg.lstsq(A, y * np.sqrt(w), rcond=None)[0]
-    rss = np.sum(w * (y - coef[0] - coef[1] * x) ** 2)
-    return 1.0 - rss / np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    return _r2(y, coef[0] + coef[1] * x, weights, weighted_sums)
 
 
-def _caret_reference(x, y, span, weights=None, surface="interpolate"):
+def _caret_reference(x, y, span, weights=None, surface="interpolate", weighted_sums=True):
     """caret's nonpara filter: a line's R^2 below 20% distinct values, else LOESS's."""
     if 100 * np.unique(x).size < 20 * len(x):
-        return max(0.0, _line_reference(x, y, weights))
-    return _loess_reference(x, y, span, weights, surface=surface)
+        return max(0.0, _line_reference(x, y, weights, weighted_sums))
+    return _loess_reference(x, y, span, weights, surface=surface, weighted_sums=weighted_sums)
 
 
-def _loess_reference(x, y, span=0.75, weights=None, clip=True, surface="interpolate"):
-    """Pseudo R^2 of the reference LOESS fit (weighted sums with case weights)."""
-    w = np.ones(len(y)) if weights is None else weights
-    rss = np.sum(w * (y - _loess_fitted(x, y, span, weights, surface)) ** 2)
-    tss = np.sum(w * (y - np.average(y, weights=w)) ** 2)
-    return max(0.0, 1.0 - rss / tss) if clip else 1.0 - rss / tss
+def _loess_reference(x, y, span=0.75, weights=None, clip=True, surface="interpolate",
+                     weighted_sums=True):
+    """Pseudo R^2 of the reference LOESS fit (weighted sums with case weights, unless not)."""
+    r2 = _r2(y, _loess_fitted(x, y, span, weights, surface), weights, weighted_sums)
+    return max(0.0, r2) if clip else r2
 
 
 # ----------------------------------------------------------------------------- AUC
@@ -228,6 +232,34 @@ def test_loess_matches_reference(weighted, span, surface):
     assert result.info.surface == surface
     assert result.info.linear == ("x1",)
     np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("surface", ["interpolate", "direct"])
+def test_weighted_r2_false_sums_as_caret(surface):
+    """caret passes case weights to the fits only: its R^2 sums the unweighted residuals
+    against the unweighted mean, clipped at 0."""
+    rng, X, weights = _data(4)
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + rng.normal(scale=0.5, size=N)
+    result = filter_importance(X, y, method="loess", sample_weight=weights, surface=surface,
+                               weighted_r2=False)
+    expected = [_caret_reference(X[:, j], y, 0.75, weights, surface, weighted_sums=False)
+                for j in range(X.shape[1])]
+    np.testing.assert_allclose(result.importances_mean[:, 0], expected, rtol=1e-4, atol=1e-5)
+    weighted = filter_importance(X, y, method="loess", sample_weight=weights, surface=surface)
+    assert not np.allclose(weighted.importances_mean, result.importances_mean)
+    # caret's test (test-filterVarImp.R, "clamps negative pseudo R-squared values to zero"):
+    # huge weights on two reversed extremes; the few-values path fits a weighted line
+    y = np.r_[np.tile([10.0, 0.0, -10.0], 9), -100.0, 0.0, 100.0]
+    x = np.tile([1.0, 2.0, 3.0], 10)[:, None]
+    w = np.r_[np.full(27, 0.001), 1000.0, 0.001, 1000.0]
+    assert _line_reference(x[:, 0], y, w, weighted_sums=False) < -8
+    caret = filter_importance(x, y, method="loess", sample_weight=w, weighted_r2=False)
+    assert caret.importances_mean[0, 0] == 0.0 and caret.info.linear == ("x0",)
+    np.testing.assert_allclose(
+        filter_importance(x, y, method="loess", sample_weight=w).importances_mean[0, 0],
+        _line_reference(x[:, 0], y, w), rtol=1e-6)
+    assert filter_importance(X, y=X[:, 0], method="loess", weighted_r2=False).importances_mean[
+        0, 0] == filter_importance(X, y=X[:, 0], method="loess").importances_mean[0, 0]
 
 
 @pytest.mark.parametrize("n,span,surface", [(100, 0.29, "direct"), (100, 0.29, "interpolate"),

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from jax import Array
 
-from ..data import Choice, Feature, as_dataset, validate_params
+from ..data import Choice, Feature, Flag, as_dataset, validate_params
 from ..results import FeatureImportance, FilterDetails
 from ._loss import check_target
 
@@ -73,7 +73,7 @@ _CELL = 0.2  # R's loess.control(cell = 0.2): a kd-tree cell holds at most n * s
 
 
 @validate_params(method=Choice(*METHODS), surface=Choice("interpolate", "direct"),
-                 class_pairs=Choice("holding", "caret"))
+                 class_pairs=Choice("holding", "caret"), weighted_r2=Flag())
 def filter_importance(
     X,
     y,
@@ -87,6 +87,7 @@ def filter_importance(
     span: float = 0.75,
     surface: str = "interpolate",
     class_pairs: str = "holding",
+    weighted_r2: bool = True,
 ) -> FeatureImportance:
     """Model-free importance of each feature used alone (R's ``caret::filterVarImp``).
 
@@ -124,6 +125,11 @@ def filter_importance(
         With more than two classes, the pairs of classes whose AUCs class ``k``'s score is the
         maximum of: every pair holding class ``k`` (caret's documentation), or, from four
         classes, the pairs caret's code picks (see the module notes).
+    weighted_r2 : bool, default True
+        With case weights, the ``"loess"`` R^2 sums the squared residuals and the total sum of
+        squares with them; ``False`` gives caret's, whose weights enter the fits only (its
+        R^2 sums the unweighted residuals of the weighted fit against the unweighted mean, so
+        it may fall below 0 and is clipped).
 
     Returns
     -------
@@ -181,7 +187,7 @@ def filter_importance(
             values, info = _t_importance(X_sel, y_num, weights)
         else:
             values, info = _loess_importance(X_sel, y_num, weights, _check_span(span, n),
-                                             surface, names)
+                                             surface, names, weighted_r2)
         output_names = ("y",)
     info = FilterDetails(method=method, weighted=dataset.weights is not None, **info)
     return FeatureImportance(
@@ -409,7 +415,7 @@ def _t_kernel(X: Array, y: Array, w: Array, df: Array) -> Array:
 
 def _loess_importance(
     X: np.ndarray, y: np.ndarray, weights: np.ndarray, span: float, surface: str,
-    names: tuple[str, ...],
+    names: tuple[str, ...], weighted_r2: bool,
 ):
     """LOESS pseudo R^2 of every column, shape (p, 1)."""
     n, p = X.shape
@@ -434,18 +440,29 @@ def _loess_importance(
         fitted = value.T
     else:
         fitted = np.stack([_hermite(Xs[:, j], ends[j], value[j], slope[j]) for j in range(p)], 1)
-    mean = w @ ys / w.sum()
-    r2 = 1.0 - (w @ (ys[:, None] - fitted) ** 2) / (w @ (ys - mean) ** 2)
     # caret scores a feature with fewer than 20% distinct values (nearZeroVar's
     # percentUnique), or one whose LOESS fails, by a straight line's R^2 instead
     present = weights > 0
     distinct = np.array([np.unique(X[present, j]).size for j in range(p)])
     linear = ~constant & ((100 * distinct < 20 * np.count_nonzero(present))
                           | (radius.min(axis=1) <= 0))
-    r2 = np.where(linear, _line_r2(X, y, weights), r2)
+    fitted = np.where(linear, _line_fits(Xs, ys, w), fitted)
+    summed = w if weighted_r2 else np.ones(n)  # caret: the weights enter the fits only
+    mean = summed @ ys / summed.sum()
+    r2 = 1.0 - (summed @ (ys[:, None] - fitted) ** 2) / (summed @ (ys - mean) ** 2)
     r2 = np.where(constant, 0.0, np.maximum(r2, 0.0))
     return r2[:, None], {"task": "regression", "span": span, "degree": 2, "surface": surface,
                          "linear": tuple(np.asarray(names)[linear].tolist())}
+
+
+def _line_fits(X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weighted least-squares line of ``y`` on each column of ``X`` at the rows (n, p),
+    float64 (the mean of ``y`` for a constant column)."""
+    w = weights / weights.sum()
+    xc = X - w @ X
+    sxx = w @ xc ** 2
+    slope = w @ (xc * (y - w @ y)[:, None]) / np.where(sxx > 0, sxx, 1.0)
+    return w @ y + xc * slope
 
 
 def _cell_ends(x: np.ndarray, cell_rows: int) -> np.ndarray:
@@ -501,16 +518,6 @@ def _hermite(x: np.ndarray, ends: np.ndarray, value: np.ndarray, slope: np.ndarr
     h = (x - left) / width
     return ((1 - h) ** 2 * (1 + 2 * h) * value[cell] + h ** 2 * (3 - 2 * h) * value[cell + 1]
             + (h * (1 - h) ** 2 * slope[cell] - h ** 2 * (1 - h) * slope[cell + 1]) * width)
-
-
-def _line_r2(X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """R^2 of the weighted least-squares line of ``y`` on each column of ``X`` (p,), float64:
-    the squared weighted correlation."""
-    w = weights / weights.sum()
-    xc = X - w @ X
-    yc = y - w @ y
-    sxy, sxx, syy = w @ (xc * yc[:, None]), w @ xc ** 2, w @ yc ** 2
-    return np.where(sxx > 0, sxy ** 2 / np.where(sxx > 0, sxx, 1.0) / syy, 0.0)
 
 
 def _window(x0: Array, xs: Array, q: int) -> tuple[Array, Array]:
