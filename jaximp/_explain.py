@@ -20,7 +20,7 @@ from .data import (
     validate_params,
 )
 from .methods import (
-    MEASURE_CHOICES,
+    MEASURE_RULE,
     PartialDependences,
     ale_importance,
     bootstrap_weights,
@@ -464,10 +464,8 @@ def explain(
                          "fit=... (e.g. functools.partial(jaximp.fit_mlp, ...)); or pass "
                          "options={'loco': {'strategy': 'mean'}} to replace instead.")
     for method in ("pd_importance", "pd_interaction"):
-        measure = options.get(method, {}).get("measure", "auto")
-        if measure not in MEASURE_CHOICES:
-            raise ValueError(f"options[{method!r}]['measure'] must be one of "
-                             f"{MEASURE_CHOICES}; got {measure!r}.")
+        MEASURE_RULE.check(f"options[{method!r}]['measure']",
+                           options.get(method, {}).get("measure", "auto"))
     pd_methods = [m for m in listed if m in _PD_OPTIONS]
     pair_list = []
     if "pd_interaction" in listed:

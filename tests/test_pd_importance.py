@@ -285,6 +285,27 @@ def test_importance_matches_numpy_reference(ice, measure, average):
     assert imp.output_names == ("y0", "y1") and imp.method == ("ice" if ice else "pd")
 
 
+def test_a_pair_of_measures_scores_continuous_and_categorical_features_apart():
+    """vip's var_continuous / var_categorical: measure=("mad", "range4") takes the MAD of a
+    numeric feature's PD and range/4 of a categorical one's, in both methods."""
+    X = X30.copy()
+    X[:, 2] = np.arange(30) % 4  # a categorical feature of four codes
+    options = dict(categorical=[2], grid_resolution=6, sample_weight=W30)
+    imp = pd_importance(F2, X, measure=("mad", "range4"), **options)
+    assert imp.info["measure"] == {"x0": "mad", "x1": "mad", "x2": "range4"}
+    for j, m in ((0, "mad"), (1, "mad"), (2, "range4")):
+        grid = np.asarray(imp.info["grid_values"][f"x{j}"])[:, None]
+        want = ref_importance(ref_ice(F2_NP, X, [j], grid), W30, m, "mean", False)
+        np.testing.assert_allclose(imp.importances_mean[j], want, rtol=2e-4, atol=1e-6)
+    inter = pd_interaction(F2, X, pairs=[("x0", "x2")], measure=("mad", "range4"), **options)
+    g0, g2 = (np.asarray(imp.info["grid_values"][name]) for name in ("x0", "x2"))
+    grid = np.array([[a, b] for a in g0 for b in g2])
+    pd2 = ref_pd(ref_ice(F2_NP, X, [0, 2], grid), W30, "mean").reshape(len(g0), len(g2), -1)
+    for o in range(2):
+        np.testing.assert_allclose(inter.values[0, o], ref_interaction(pd2[..., o], "mad",
+                                                                       "range4"), rtol=2e-4)
+
+
 def test_importance_bootstrap_replicates_are_reweighted_reference():
     imp = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, n_bootstrap=4,
                         random_state=7, average="median")
@@ -384,7 +405,9 @@ def test_dataframe_input_equals_numpy_input():
     "kwargs, error, message",
     [
         ({"measure": "std"}, ValueError,
-         r"measure must be one of \('auto', 'sd', 'mad', 'range4'\); got 'std'"),
+         r"measure must be one of \('auto', 'sd', 'mad', 'range4'\) or a pair \(continuous, "
+         r"categorical\) of \('sd', 'mad', 'range4'\) such as \('mad', 'range4'\); got 'std'"),
+        ({"measure": ("mad", "iqr")}, ValueError, r"measure must be one of .* a pair"),
         ({"average": "mode"}, ValueError,
          r"average must be one of \('mean', 'median', 'trimmed'\); got 'mode'"),
         ({"trim": 0.5}, ValueError, r"trim must be a fraction in \[0, 0.5\); got 0.5"),

@@ -40,7 +40,7 @@ from ._pd import (
     planned_pd,
 )
 from ._pd_importance import pd_importance, pd_interaction
-from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
+from ._pd_measures import MEASURE_RULE, importance_from_pds, interaction_from_pds
 from ._permutation import permutation_importance
 from ._perturbation_attributions import ablation_attributions, permutation_attributions
 from ._sage import SageImportance, sage_importance
@@ -65,7 +65,7 @@ from ._trends import Trends, trends
 
 __all__ = [
     "LOSSES",
-    "MEASURE_CHOICES",
+    "MEASURE_RULE",
     "AccumulatedLocalEffects",
     "Attributions",
     "ConditionalImportance",

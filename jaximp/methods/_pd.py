@@ -129,9 +129,9 @@ class PartialDependence(ReadsDeferred):
         ...      grid_resolution=5, measure="sd").values[0, 0], rtol=1e-5))
         True
         """
-        from ._pd_measures import MEASURE_CHOICES, interaction_from_pds
+        from ._pd_measures import MEASURE_RULE, interaction_from_pds
 
-        Choice(*MEASURE_CHOICES).check("measure", measure)
+        MEASURE_RULE.check("measure", measure)
         if len(self.feature_names) != 2 or self.average is None:
             held = "the average PD" if self.average is not None else "ICE curves only"
             raise ValueError(
@@ -203,9 +203,9 @@ class PartialDependences(Mapping):
         for a categorical one), so the measure can be chosen after the PDs exist. Equals
         :func:`jaximp.pd_importance` on the same grid (``average="mean"``, no bootstrap).
         Returns a :class:`jaximp.FeatureImportance`."""
-        from ._pd_measures import MEASURE_CHOICES, importance_from_pds
+        from ._pd_measures import MEASURE_RULE, importance_from_pds
 
-        Choice(*MEASURE_CHOICES).check("measure", measure)
+        MEASURE_RULE.check("measure", measure)
         results = list(self._results.values())
         if any(len(r.feature_names) != 1 or r.average is None for r in results):
             raise ValueError("importance() needs the average 1-D PDs of partial_dependence_all"

@@ -28,7 +28,7 @@ from ..results import (
     FeatureInteraction,
 )
 from ._pd import PartialDependences, planned_pd, recursion_pd
-from ._pd_measures import MEASURE_CHOICES, importance_from_pds, interaction_from_pds
+from ._pd_measures import MEASURE_RULE, importance_from_pds, interaction_from_pds
 from ._setup import bootstrap_weights, keep_layout, prepare
 
 __all__ = ["pd_importance", "pd_interaction"]
@@ -65,7 +65,7 @@ def _validate_common(measure, average, trim, grid, grid_resolution, percentiles,
     return grid, trim, int(n_bootstrap), as_key(random_state)
 
 
-@validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+@validate_params(measure=MEASURE_RULE, average=Choice(*K.AVERAGES),
                  n_bootstrap=Replicates(), method=Choice("brute", "recursion"))
 def pd_importance(
     model,
@@ -228,7 +228,7 @@ def _check_recursion(**given) -> None:
             "out, or use method='brute'.")
 
 
-@validate_params(measure=Choice(*MEASURE_CHOICES), average=Choice(*K.AVERAGES),
+@validate_params(measure=MEASURE_RULE, average=Choice(*K.AVERAGES),
                  n_bootstrap=Replicates(), method=Choice("brute", "recursion"))
 def pd_interaction(
     model,

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaximp.kernels import _pd_stats as K
 
-from ..data import Feature, summaries
+from ..data import Choice, Feature, summaries
 from ..results import (
     FeatureImportance,
     FeatureInteraction,
@@ -24,12 +24,30 @@ from ..results import (
     PDInteractionDetails,
 )
 
-__all__ = ["MEASURE_CHOICES", "importance_from_pds", "interaction_from_pds"]
+__all__ = ["MEASURE_CHOICES", "MEASURE_RULE", "importance_from_pds", "interaction_from_pds"]
 
 MEASURE_CHOICES = ("auto", *K.MEASURES)
 
 
-def _measure_for(feature: Feature, measure: str) -> str:
+class _MeasureRule(Choice):
+    """A measure for every feature, or a pair (continuous, categorical) of them."""
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, tuple):
+            return len(value) == 2 and all(m in K.MEASURES for m in value)
+        return super().accepts(value)
+
+    def expected(self) -> str:
+        return (f"one of {self.choices} or a pair (continuous, categorical) of "
+                f"{K.MEASURES} such as ('mad', 'range4')")
+
+
+MEASURE_RULE = _MeasureRule(*MEASURE_CHOICES)
+
+
+def _measure_for(feature: Feature, measure) -> str:
+    if isinstance(measure, tuple):
+        return measure[1] if feature.is_categorical else measure[0]
     if measure != "auto":
         return measure
     return "range4" if feature.is_categorical else "sd"
