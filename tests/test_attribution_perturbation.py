@@ -86,6 +86,23 @@ def test_permutation_attributions_equal_a_float64_reference_on_the_same_permutat
     assert reference_all.shape == (48, 4, 3) and importance.importances.shape == (4, 3, 20)
 
 
+def test_a_permutation_that_moves_no_row_is_drawn_again_as_captums():
+    """captum's FeaturePermutation never keeps the identity: with 2 and 3 rows every draw
+    moves a row, and each feature's attribution is the model's change at those rows."""
+    linear = lambda A: A @ jnp.arange(1.0, 5.0)
+    for n in (2, 3):
+        result = jaximp.permutation_attributions(linear, X[:n], n_repeats=40, random_state=0)
+        rows = result.info["source_rows"]  # (p, r, n)
+        assert not (rows == np.arange(n)).all(axis=-1).any()
+        engine = source_rows(n, range(4), 40, 0)
+        kept = ~(engine == np.arange(n)).all(axis=-1)
+        assert (~kept).any()  # the engine's own draws include the identity
+        np.testing.assert_array_equal(rows[kept], engine[kept])
+        moved = X[:n][rows, np.arange(4)[:, None, None]]  # (p, r, n) source values
+        expected = (X[:n].T[:, None, :] - moved) * np.arange(1.0, 5.0)[:, None, None]
+        np.testing.assert_allclose(result.values[..., 0], expected.mean(axis=1).T, atol=2e-6)
+
+
 def test_source_rows_are_the_engines_permutations_of_permutation_importance():
     """The rows come from the engine's keyed permutations: those of a permutation_importance
     plan with the same key and the labels (feature position, repeat)."""

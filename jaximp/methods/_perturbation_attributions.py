@@ -93,9 +93,36 @@ def source_rows(n_rows: int, feature_ids, n_repeats: int, random_state=0,
     ids = list(feature_ids)
     bits = tuple(key_bits(as_key(random_state)))
     streams = [(j, r) for j in ids for r in range(n_repeats)]
+    return _stream_rows(n_rows, streams, bits, memory_budget).reshape(len(ids), n_repeats,
+                                                                      n_rows)
+
+
+def _stream_rows(n_rows: int, streams: list, bits: tuple, memory_budget) -> np.ndarray:
+    """The engine's permutation of ``n_rows`` rows for each stream label, (labels, n)."""
     plan = at_permuted_rows(np.ones((1, 1), bool), np.zeros(len(streams), int), bits, streams)
-    rows = plan_source_rows(plan, n_rows, resolve_budget(memory_budget))
-    return rows.reshape(len(ids), n_repeats, n_rows)
+    return plan_source_rows(plan, n_rows, resolve_budget(memory_budget))
+
+
+# A permutation that leaves every row in place is drawn again (captum's FeaturePermutation
+# redraws it), under the label (feature, _REDRAWN + repeat * _REDRAWS + attempt): above every
+# repeat's label. With 2 rows each attempt is the identity with probability 1/2.
+_REDRAWN = 1 << 30
+_REDRAWS = 32
+
+
+def _moved_rows(n_rows: int, streams: list, bits: tuple, memory_budget):
+    """The rows of :func:`_stream_rows` and their labels, a permutation that moves no row
+    drawn again under a new label (up to ``_REDRAWS - 1`` times)."""
+    streams = list(streams)
+    rows = _stream_rows(n_rows, streams, bits, memory_budget)
+    for attempt in range(1, _REDRAWS):
+        still = np.flatnonzero((rows == np.arange(n_rows)).all(axis=1))
+        if still.size == 0:
+            break
+        for i in still:
+            streams[i] = (streams[i][0], _REDRAWN + streams[i][1] % _REDRAWN * _REDRAWS + attempt)
+        rows[still] = _stream_rows(n_rows, [streams[i] for i in still], bits, memory_budget)
+    return rows, streams
 
 
 @validate_params(n_repeats=Int(1))
@@ -130,8 +157,10 @@ def permutation_attributions(
         (captum's ``feature_mask``).
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0
         Feature ``j``'s repeat ``r`` uses the keyed permutation of permutation importance
-        with the same key; ``info["source_rows"]`` (p, r, n) holds the rows it takes the
-        values from (row ``i`` gets row ``source_rows[j, r, i]``'s).
+        with the same key, except that one that leaves every row in place is drawn again, as
+        captum does (likely only for a few rows: 1 / n! of the draws);
+        ``info["source_rows"]`` (p, r, n) holds the rows it takes the values from (row ``i``
+        gets row ``source_rows[j, r, i]``'s).
     memory_budget, progress
         As in :func:`jaximp.permutation_importance`.
 
@@ -171,11 +200,13 @@ def permutation_attributions(
 
     def build():
         """The plan and its source rows (kept on an Explainer, read-only, for its repeats)."""
-        streams = [(-1, 0)] + [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)]
         item_mask = np.concatenate([[p], np.repeat(np.arange(p), n_repeats)])
-        rows = source_rows(dataset.n_rows, feature_ids, n_repeats, key, memory_budget)
+        rows, streams = _moved_rows(
+            dataset.n_rows, [(feature_ids[j], r) for j in range(p) for r in range(n_repeats)],
+            bits, memory_budget)
+        rows = rows.reshape(p, n_repeats, dataset.n_rows)
         rows.flags.writeable = not dataset.pinned
-        return at_permuted_rows(masks, item_mask, bits, streams), rows
+        return at_permuted_rows(masks, item_mask, bits, [(-1, 0)] + streams), rows
 
     plan, rows = cached_stage(dataset, ("permutation attributions", bits, n_repeats), build)
     kept = evaluate(predictor, dataset, plan, Keep(), label="permutation attributions",
