@@ -298,6 +298,11 @@ def test_alibi_bins_and_bin_centring_give_alibis_edges_and_curves():
         np.testing.assert_allclose(result.centred[:, 0], values, atol=1e-12)
     with pytest.raises(ValueError, match="min_bin_points applies to bins='alibi' only"):
         ale(Host(), X, 0, bins=10, min_bin_points=10)
+    # a bin of every row holding no more than min_bin_points: refused by name (alibi fails)
+    with pytest.raises(ValueError, match=rf"min_bin_points={len(X)} rows in every bin, but "
+                                         rf"feature 'x0' has only {len(X)} rows"):
+        ale(Host(), X, 0, bins="alibi", min_bin_points=len(X))
+    assert ale(Host(), X, 0, bins="alibi", min_bin_points=len(X) - 1).edges[0].size == 2
 
 
 def test_level_shares_of_a_categorical_other_count_its_missing_rows_as_iml():

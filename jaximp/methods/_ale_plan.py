@@ -147,7 +147,7 @@ class AlibiBins:
     min_points: int = 4
 
 
-def _alibi_edges(x: np.ndarray, min_points: int) -> np.ndarray:
+def _alibi_edges(x: np.ndarray, min_points: int, name: str) -> np.ndarray:
     """alibi's ALE edges (``ALE`` with its ``low_resolution_threshold=10``): the distinct
     values when there are at most 10 of them, else the distinct linear percentiles at the
     largest count ``m`` (found by bisection, as alibi) for which every bin holds more than
@@ -164,6 +164,11 @@ def _alibi_edges(x: np.ndarray, min_points: int) -> np.ndarray:
         bin_of = np.maximum(np.searchsorted(edges(count), x, side="left"), 1)
         return not np.all(np.bincount(bin_of)[1:] > min_points)
 
+    if too_few(2):  # one bin of every row is too few (alibi fails there too)
+        raise ValueError(
+            f"bins='alibi' keeps more than min_bin_points={min_points} rows in every bin, but "
+            f"feature {name!r} has only {x.size} rows; lower min_bin_points (alibi's default "
+            "is 4) or pass bins=K.")
     low, high = 0, x.size  # the first count whose bins fall short
     while low < high:
         middle = (low + high) // 2
@@ -173,7 +178,7 @@ def _alibi_edges(x: np.ndarray, min_points: int) -> np.ndarray:
 
 def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
     if isinstance(bins, AlibiBins):
-        edges = _alibi_edges(x, bins.min_points)
+        edges = _alibi_edges(x, bins.min_points, name)
         if edges.size >= 2:
             return edges
         bins = 1  # one value: refused below
