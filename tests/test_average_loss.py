@@ -139,3 +139,26 @@ def test_one_class_y_is_that_class_of_a_one_column_model():
     assert jaximp.average_loss(numeric, X, codes.astype(str), loss="log_loss", output=1).iloc[
         0, 0] == pytest.approx(jaximp.average_loss(numeric, X, codes, loss="log_loss",
                                                    output=1).iloc[0, 0], rel=1e-12)
+
+
+def test_a_missing_grouping_is_a_group_of_its_own_as_hstats():
+    """hstats' test_average_loss.R, "works with missing values": BY = x3 with two NA gives
+    the groups A, B and NA, each with loss 0 (pred x1 equals y)."""
+    frame = pd.DataFrame({"x1": np.arange(1.0, 7.0), "x2": [np.nan, 1, 2, 1, 1, 3],
+                          "x3": pd.Categorical(["A", None, None, "B", "A", "A"])})
+
+    class First:
+        def predict(self, X):
+            return np.asarray(X["x1"], np.float64)
+
+    with pytest.warns(UserWarning, match="by has 2 missing values"):
+        table = jaximp.average_loss(First(), frame, np.arange(1.0, 7.0), by="x3")
+    assert list(table.index[:2]) == ["A", "B"] and pd.isna(table.index[2])
+    np.testing.assert_array_equal(table["y"], [0.0, 0.0, 0.0])
+    # a numeric grouping: the present values are cut, the missing row is the last group
+    y = X[:, 0]
+    by = np.r_[np.nan, X[1:, 2]]
+    with pytest.warns(UserWarning, match="by has 1 missing values"):
+        table = jaximp.average_loss(model, X, y, by=by, by_size=3)
+    assert pd.isna(table.index[-1]) and len(table) == 4
+    np.testing.assert_allclose(table["y"].iloc[-1], (y[0] - model(X[:1])[0]) ** 2, rtol=1e-5)

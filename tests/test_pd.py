@@ -325,8 +325,16 @@ def test_pd_by_group_of_rows_equals_a_float64_loop_per_group():
         jaximp.partial_dependence(f, shuffled, 0, by=pd.Series(X[:, 1] > 0), grid_resolution=3)
     with pytest.raises(ValueError, match="by= averages the ICE curves .* method='brute'"):
         jaximp.partial_dependence(f, X, "x0", by="x1", method="recursion")
-    with pytest.raises(ValueError, match="by has 1 missing values"):
-        jaximp.partial_dependence(f, X, "x0", by=np.r_[np.nan, np.ones(n - 1)])
+    # a missing grouping is a group of its own, last (hstats' NA group), with a warning
+    with pytest.warns(UserWarning, match="by has 2 missing values .* labelled None"):
+        grouped = jaximp.partial_dependence(f, X, "x0", by=np.r_[np.nan, np.ones(n - 2), None],
+                                            grid_resolution=3)
+    assert list(grouped) == [1.0, None]
+    alone = jaximp.partial_dependence(f, X[[0, n - 1]], "x0",
+                                      grid={"x0": grouped[None].grid_values[0]})
+    np.testing.assert_allclose(grouped[None].average, alone.average, rtol=1e-6)
+    with pytest.raises(ValueError, match="by is missing .* in all 90 rows"):
+        jaximp.partial_dependence(f, X, "x0", by=np.full(n, np.nan))
     with pytest.raises(ValueError, match="by='z' names no column of X"):
         jaximp.partial_dependence(f, X, "x0", by="z")
     with pytest.raises(ValueError, match=r"one value per row \(90\)"):

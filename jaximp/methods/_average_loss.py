@@ -67,7 +67,8 @@ def average_loss(
     by : str or array of shape (n,), optional
         Groups of rows (hstats' ``BY``): a column of X by name or position, or one value per
         row (read by position); a numeric grouping with more than ``by_size`` distinct values
-        is cut at its type-1 quantiles, as in :func:`partial_dependence`. A group scores its
+        is cut at its type-1 quantiles, as in :func:`partial_dependence`; missing values
+        form a last group of their own (hstats' ``NA`` group). A group scores its
         own rows: a group without weight, R^2 of a constant group and AUC of a group without
         every class are refused.
     by_size : int, default 4

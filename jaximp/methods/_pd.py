@@ -582,8 +582,9 @@ def partial_dependence(
         quantiles into intervals, as hstats does. Every group's curves share the grid of all
         rows; a group's PD averages its own rows' ICE curves (weighted). Then the result is
         a dict of group label (a value, or a :class:`pandas.Interval`) to
-        PartialDependence, in the groups' order. ``method="brute"``; one engine pass for all
-        groups.
+        PartialDependence, in the groups' order; rows whose grouping is missing form a last
+        group, labelled None, with a warning (hstats' ``NA`` group). ``method="brute"``; one
+        engine pass for all groups.
     by_size : int, default 4
         Most groups a numeric ``by`` keeps as values (hstats' ``by_size``).
 

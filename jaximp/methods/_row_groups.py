@@ -7,10 +7,12 @@ is binned at its type-1 quantiles, as hstats bins it.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, r_seq, type1_ranks, warn_misaligned
+from ..data import Dataset, r_seq, type1_ranks, user_stacklevel, warn_misaligned
 
 __all__ = ["row_groups"]
 
@@ -27,13 +29,22 @@ def row_groups(by, dataset: Dataset, by_size: int = 4,
     ``cut(x, unique(quantile(x, type = 1)), include.lowest = TRUE)``), labelled by
     :class:`pandas.Interval`; any other grouping's groups are its values, sorted (a pandas
     categorical's in the order of its categories). ``by_size`` is checked by the callers'
-    parameter tables.
+    parameter tables. Rows whose grouping is missing (None or NaN) form a group of their own,
+    labelled None and last, with a warning (hstats' ``NA`` group).
     """
     series = _values(by, dataset)
-    if series.isna().any():
-        raise ValueError(f"by has {int(series.isna().sum())} missing values (None or NaN); "
-                         "give every row a group (a label of its own for the missing ones).")
-    labels, codes = _groups(series, by_size)
+    missing = series.isna().to_numpy()
+    if missing.all():
+        raise ValueError(f"by is missing (None or NaN) in all {missing.size} rows; give the "
+                         "rows groups.")
+    labels, codes = _groups(series[~missing], by_size)
+    if missing.any():
+        warnings.warn(f"by has {int(missing.sum())} missing values (None or NaN); those rows "
+                      "form a group of their own, labelled None, as hstats' NA group.",
+                      UserWarning, stacklevel=user_stacklevel())
+        codes = np.insert(codes, np.flatnonzero(missing) - np.arange(missing.sum()),
+                          len(labels))
+        labels = [*labels, None]
     if weights is not None:
         empty = np.flatnonzero(np.bincount(codes, weights, minlength=len(labels)) <= 0)
         if empty.size:
