@@ -111,10 +111,16 @@ def test_xgboost_categorical_splits(data):
     params = jaximp.tree_predictor(booster).params
     assert np.asarray(params["is_categorical"]).any()
     test = Xc.copy()
-    test[:4, 2] = [-1.0, 40.0, np.nan, 2.7]  # negative, beyond the bitset, missing, fraction
+    # negative, beyond the bitset, missing, fraction; in (-1, 0) XGBoost tests the sign
+    # before the cast (outside, left), -0.0 is category 0
+    test[:6, 2] = [-1.0, 40.0, np.nan, 2.7, -0.5, -0.0]
     ref = booster.predict(xgb.DMatrix(test, feature_types=types, enable_categorical=True))
     out = np.asarray(as_predictor(booster, n_features=P)(test))[:, 0]
     np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-6)
+    contributions = booster.predict(xgb.DMatrix(test[:8], feature_types=types,
+                                                enable_categorical=True), pred_contribs=True)
+    np.testing.assert_allclose(jaximp.tree_shap(booster, test[:8]).values[:, :, 0],
+                               contributions[:, :-1], atol=2e-6)
 
 
 def test_pandas_categories_through_the_methods():

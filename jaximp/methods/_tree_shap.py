@@ -258,6 +258,7 @@ def _device_paths(paths: TreePaths, slots: int, n_features: int, interactions: b
     }
     if paths.categories is not None:
         arrays["categories"] = jnp.asarray(paths.categories)
+        arrays["negative_outside"] = jnp.full(paths.n_paths, paths.negative_outside)
     return arrays
 
 

@@ -50,7 +50,8 @@ class TreePaths:
     (P,) the output a path adds to when ``V == 1`` and the ensemble has several outputs
     (boosting: the tree's class), else 0; base : float64 (o,) the cover-weighted expected
     output (the init score included), ``sum_paths value * prod zero`` plus the init; init :
-    float64 (o,) the init score (boosting), else 0.
+    float64 (o,) the init score (boosting), else 0; negative_outside : whether a value
+    below 0 is outside every category before its truncation (XGBoost's rule).
     """
 
     feature: np.ndarray
@@ -63,6 +64,7 @@ class TreePaths:
     base: np.ndarray
     init: np.ndarray
     categories: np.ndarray | None = None
+    negative_outside: bool = False
 
     @property
     def n_paths(self) -> int:
@@ -238,7 +240,8 @@ def ensemble_paths(arrays: dict, n_features: int, *, tree_output: np.ndarray | N
         base = (value * reach[:, None]).sum(axis=0)
     return TreePaths(feature=merged["feature"], lower=merged["lower"], upper=merged["upper"],
                      nan_ok=merged["nan_ok"], zero=merged["zero"], value=value, output=output,
-                     base=base, init=offset.reshape(-1), categories=merged["categories"])
+                     base=base, init=offset.reshape(-1), categories=merged["categories"],
+                     negative_outside=bool(arrays.get("category_outside_left", False)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +263,9 @@ def _one_fractions(xt: jax.Array, paths: dict) -> jax.Array:
     inside = ~(xv <= paths["lower"][..., None]) & (xv <= paths["upper"][..., None])
     if "categories" in paths:  # the code's entry (truncated as the libraries cast it)
         S = paths["categories"].shape[-1]
-        code = jnp.clip(jnp.where(jnp.isnan(xv), -1.0, xv), -1.0, float(S - 1))
+        negative_outside = paths["negative_outside"][:, None, None]  # (P,): XGBoost's sign
+        outside = jnp.isnan(xv) | (negative_outside & (xv < 0))
+        code = jnp.clip(jnp.where(outside, -1.0, xv), -1.0, float(S - 1))
         code = code.astype(jnp.int32)
         code = jnp.where((code >= 0) & (code < S - 1), code, S - 1)
         inside &= jnp.take_along_axis(paths["categories"], code, axis=-1)

@@ -55,8 +55,10 @@ def split_goes_left(params, at, xv, xp=jnp) -> jax.Array:
     if "is_categorical" in params:
         words = params["category_left"][at]  # (..., W) uint32
         n_bits = 32 * words.shape[-1]
-        # truncation toward zero, as the libraries' C++ cast (clipped first: no overflow)
-        code = xp.clip(xp.where(nan, -1.0, xv), -1.0, float(n_bits)).astype(xp.int32)
+        # truncation toward zero, as the libraries' C++ cast (clipped first: no overflow);
+        # XGBoost, whose outside categories go left, tests the value's sign before the cast
+        outside = nan | (params["category_outside_left"] & (xv < 0))
+        code = xp.clip(xp.where(outside, -1.0, xv), -1.0, float(n_bits)).astype(xp.int32)
         inside = (code >= 0) & (code < n_bits)
         safe = xp.clip(code, 0, n_bits - 1)
         word = xp.take_along_axis(words, (safe >> 5)[..., None], axis=-1)[..., 0]
