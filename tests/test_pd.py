@@ -198,6 +198,26 @@ def test_categorical_and_onehot_features():
     assert list(all_pds) == ["size", "color"]
 
 
+def test_explicit_levels_of_a_text_column_of_an_array():
+    """Grid values naming some levels of a text column of an object or str array (as
+    scikit-learn's custom_values): the PD at those levels, as for the same DataFrame."""
+    rng = np.random.default_rng(3)
+    text = rng.choice(["a", "b", "c"], size=40)
+    size = rng.normal(size=40)
+    effect = {"a": 0.0, "b": 1.0, "c": 5.0}
+
+    class Host:
+        def predict(self, X):
+            return (np.asarray(X[:, 0], np.float64)
+                    + np.array([effect[v] for v in np.asarray(X)[:, 1]]))
+
+    for X in (np.array(list(zip(size, text)), dtype=object), np.column_stack([size, text])):
+        result = jaximp.partial_dependence(Host(), X, 1, grid={1: ["c", "a"]})
+        assert result.grid_values[0] == ("c", "a")
+        mean = np.asarray(X[:, 0], np.float64).mean()
+        np.testing.assert_allclose(result.average[:, 0], [mean + 5.0, mean], rtol=1e-12)
+
+
 def test_dataframe_equals_array(mlp3, data3):
     f_jax, _, _ = mlp3
     frame = pd.DataFrame(data3, columns=["a", "b", "c"])

@@ -238,12 +238,14 @@ def _pdp_cast(dataset: Dataset, feature: Feature, grid: np.ndarray) -> tuple[np.
 
 def _level_codes(dataset: Dataset, feature: Feature) -> np.ndarray:
     """The value in X of each of a categorical feature's levels: the position of the level for
-    a DataFrame's category or text column (X holds its codes), the level itself for an
-    integer-coded column."""
+    a DataFrame's category or text column, or for text in an array (X holds their codes),
+    the level itself for an integer-coded column."""
     if isinstance(dataset.source, pd.DataFrame):
         dtype = dataset.source.dtypes.iloc[feature.columns[0]]
         if isinstance(dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(dtype):
             return np.arange(len(feature.levels), dtype=np.float64)
+    if any(isinstance(level, str) for level in feature.levels):
+        return np.arange(len(feature.levels), dtype=np.float64)
     return np.asarray(feature.levels, dtype=np.float64)
 
 
