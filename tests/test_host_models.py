@@ -474,3 +474,21 @@ def test_each_response_method_of_one_classifier_has_its_own_apply():
                                    rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(jaximp.predict_rows(predictor, X[:5]),
                                    getattr(clf, method)(X[:5]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_host_predictor_called_on_a_float64_array_gets_its_rows_unrounded():
+    """Predictor(X) of a host model passes a NumPy array as it is, as the methods and a
+    DataFrame do: a categorical HistGradientBoosting model (host only) equals its predict
+    exactly, where float32 rows moved some predictions."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(9)
+    codes = rng.integers(0, 5, 2000)
+    X = np.column_stack([rng.normal(size=(2000, 2)), codes])
+    y = X[:, 0] + np.array([0.0, 1.0, -1.0, 2.0, 0.0])[codes]
+    model = HistGradientBoostingRegressor(max_iter=10, categorical_features=[2]).fit(X, y)
+    predictor = jaximp.as_predictor(model, sample=X[:5])
+    assert predictor.host
+    np.testing.assert_array_equal(np.asarray(predictor(X))[:, 0], model.predict(X))
+    assert np.abs(model.predict(X.astype(np.float32).astype(np.float64))
+                  - model.predict(X)).max() > 1e-3  # rounding would show

@@ -117,8 +117,9 @@ class Predictor:
 
     def __call__(self, X) -> jax.Array:
         """Predictions (n, o) for the rows ``X``: a float matrix, or a DataFrame, which a host
-        model gets as it is and a JAX model as :func:`jaximp.as_dataset` codes it (category
-        codes, 0/1 for booleans; a boosting library's model: its own categories' codes)."""
+        model gets as it is (a NumPy array too, float64 rows unrounded) and a JAX model as
+        :func:`jaximp.as_dataset` codes it (category codes, 0/1 for booleans; a boosting
+        library's model: its own categories' codes)."""
         X = as_pandas(X)
         if isinstance(X, pd.DataFrame):
             if self.host and self.host_fn is not None:
@@ -134,6 +135,10 @@ class Predictor:
                              f"got shape {np.shape(X)}.")
         if self.check_rows is not None and isinstance(X, np.ndarray) and X.ndim == 2:
             self.check_rows(np.asarray(X, np.float64), [f"x{j}" for j in range(X.shape[1])])
+        if self.host and self.host_fn is not None and isinstance(X, np.ndarray):
+            from ._host import call_host
+
+            return call_host(self.host_fn, X, self.name, n_outputs=self.n_outputs)  # as given
         return self.apply(self.params, X)
 
     @property
