@@ -465,6 +465,17 @@ def test_bad_inputs_name_the_fix(data):
                                     cat_features=["c"]).fit(frame_cat, y)
     with pytest.raises(TypeError, match="categorical.*trees='host'"):
         as_predictor(catmodel, sample=frame_cat)
+    # text features: CatBoost exports no JSON; refused naming the fix, which works
+    words = np.array(["good day", "bad day", "good night", "bad night"])
+    frame_text = pd.DataFrame({"a": X[:, 0], "t": words[np.arange(len(X)) % 4]})
+    textmodel = cb.CatBoostClassifier(thread_count=1, iterations=3, depth=2, verbose=0,
+                                      allow_writing_files=False, text_features=["t"]).fit(
+        frame_text, frame_text.t.str.contains("good").astype(int))
+    with pytest.raises(TypeError, match="cannot be exported to JSON.*trees='host'"):
+        as_predictor(textmodel, sample=frame_text[:5])
+    host = as_predictor(textmodel, trees="host", sample=frame_text[:5])
+    np.testing.assert_allclose(np.asarray(host(frame_text)), textmodel.predict_proba(
+        frame_text), rtol=1e-12)
 
 
 def test_transversal_rates_of_xgboost_stumps():

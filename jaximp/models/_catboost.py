@@ -92,7 +92,12 @@ def read_catboost(model) -> BoostedModel:
     if not model.is_fitted():
         raise TypeError(f"expected a fitted {type(model).__name__}; got an unfitted one. Fix: "
                         "call fit(X, y) first.")
-    dump = _export(model)
+    from catboost import CatBoostError
+
+    try:
+        dump = _export(model)
+    except CatBoostError as error:  # text or embedding features: no JSON export
+        raise refuse(model, f"cannot be exported to JSON ({str(error).strip()})") from error
     info = dump.get("features_info", {})
     if info.get("categorical_features") or info.get("text_features") or info.get(
             "embedding_features") or dump.get("ctr_data"):
