@@ -518,8 +518,9 @@ def test_xgboost_logitraw_base_score_is_a_margin_and_zero_splits_send_zero_right
 
 def test_xgboost_hard_label_objectives_explain_their_margin():
     """multi:softmax and binary:hinge predict hard labels (a Booster: the class index, or 0/1;
-    the classifier wrappers' predict_proba: the softmax, or (1 - label, label)); TreeSHAP
-    explains their margins, as XGBoost's own contributions do."""
+    the classifier wrappers' predict_proba: the softmax, or (1 - label, label)), a logitraw
+    classifier's predict_proba is (1 - margin, margin); TreeSHAP explains their margins, as
+    XGBoost's own contributions do."""
     xgboost = pytest.importorskip("xgboost")
     X, y = _data(n=300, p=4)
     labels, positive = np.digitize(y, [-0.5, 0.8]), y > 0
@@ -531,6 +532,9 @@ def test_xgboost_hard_label_objectives_explain_their_margin():
         (xgboost.XGBClassifier(objective="multi:softmax", n_estimators=5, n_jobs=1).fit(
             X, labels), 3),
         (xgboost.XGBClassifier(objective="binary:hinge", n_estimators=5, n_jobs=1).fit(
+            X, positive), 1),
+        # logitraw: the wrapper's predict_proba is (1 - margin, margin)
+        (xgboost.XGBClassifier(objective="binary:logitraw", n_estimators=5, n_jobs=1).fit(
             X, positive), 1)]
     for model, K in models:
         booster = isinstance(model, xgboost.Booster)

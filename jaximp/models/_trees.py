@@ -343,12 +343,15 @@ def _gb_init(est) -> np.ndarray:
 
 def _inverse_link(raw, link: str, two_columns: bool):
     """Raw scores (m, K) -> predictions: ``sigmoid`` or ``hinge`` (1 where the score is
-    positive; one column, or ``(1 - p, p)`` as ``predict_proba``), ``softmax``, ``argmax``
-    (the class index, one column), ``exp`` or the raw scores themselves."""
+    positive), ``softmax``, ``argmax`` (the class index, one column), ``exp`` or the raw
+    scores themselves; one column ``p`` of a binary classifier as ``(1 - p, p)`` where
+    ``two_columns``, as ``predict_proba``."""
+    if link in ("sigmoid", "hinge", "identity") and raw.shape[1] == 1 and two_columns:
+        p = _inverse_link(raw, link, False)
+        return jnp.concatenate([1.0 - p, p], axis=1)
     if link in ("sigmoid", "hinge"):
-        p = jax.nn.sigmoid(raw[:, :1]) if link == "sigmoid" else (raw[:, :1] > 0).astype(
+        return jax.nn.sigmoid(raw[:, :1]) if link == "sigmoid" else (raw[:, :1] > 0).astype(
             raw.dtype)
-        return jnp.concatenate([1.0 - p, p], axis=1) if two_columns else p
     if link == "softmax":
         return jax.nn.softmax(raw, axis=1)
     if link == "argmax":
@@ -369,7 +372,7 @@ def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple
                 m = vals.shape[0]
                 raw = vals[..., 0].reshape(m, -1, n_classes_gb).sum(axis=1)
                 raw = params["init"] + params["learning_rate"] * raw
-                out = _inverse_link(raw, link, two_columns=True)
+                out = _inverse_link(raw, link, two_columns=link == "sigmoid")  # a classifier
             # float64 under x64 (float64 node values), so the engine's float64 path stays exact
             return out.astype(params["value"].dtype)
 

@@ -172,7 +172,8 @@ def read_xgboost(model, all_trees: bool = False) -> BoostedModel:
         link=link, n_features=n_features,
         feature_names=tuple(names) if names else None, objective=objective,
         classes=None if classes is None else tuple(np.asarray(classes).tolist()),
-        two_columns=classes is not None and link in ("sigmoid", "hinge") and K == 1,
+        # a binary wrapper's predict_proba is (1 - p, p) whatever p is (logitraw's margin too)
+        two_columns=classes is not None and K == 1,
         set_goes_left=False, outside_left=True, float32_rows=True,
         categories=_levels(gbm["model"], types),
         name=type(model).__name__)
