@@ -733,3 +733,22 @@ def test_a_text_column_in_a_group_keeps_its_labels_against_a_background():
             explainer.shapley_values(rows=row.to_numpy(dtype=object))
         own = jaximp.Explainer(Host(), background, groups=groups).shapley_values(rows=row)
         assert own.values[0, :, 0].sum() + own.base_values[0] == pytest.approx(10.5)
+
+
+def test_rows_as_an_array_take_the_columns_of_a_dataframe_background():
+    """dalex's predict_parts takes a row as an array: with a DataFrame background, a 1-D or
+    2-D array of rows (text among them) is read with the background's columns."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"g": rng.choice(["a", "b"], 40), "x": rng.normal(size=40)})
+
+    class ByName:  # needs the column names, as a ColumnTransformer by name
+        def predict(self, X):
+            return X["x"].to_numpy() * 2 + (X["g"] == "a").to_numpy()
+
+    expected = jaximp.shapley_values(ByName(), frame.iloc[[0]], background=frame,
+                                     background_size=None).values
+    for row in (frame.iloc[0].to_numpy(), frame.iloc[[0]].to_numpy()):
+        got = jaximp.shapley_values(ByName(), row, background=frame, background_size=None)
+        np.testing.assert_allclose(got.values, expected, rtol=1e-12)
+    np.testing.assert_allclose(expected[0, :, 0], [(frame.g[0] == "a") - (frame.g == "a").mean(),
+                                                   2 * (frame.x[0] - frame.x.mean())], rtol=1e-9)

@@ -20,9 +20,11 @@ __all__ = ["as_rows", "check_n_bootstrap", "numeric_matrix", "replicate_weights"
            "summaries"]
 
 
-def as_rows(X, width: int | None):
+def as_rows(X, width: int | None, columns=None):
     """One example given as a vector, a pandas Series or a 1-D array of ``width`` values, as
-    one row (shap's convention for explaining a single row); anything else as it is.
+    one row (shap's convention for explaining a single row); an array of rows with
+    ``columns`` (a DataFrame background's) as a DataFrame of those columns; anything else as
+    it is.
 
     Examples
     --------
@@ -31,11 +33,17 @@ def as_rows(X, width: int | None):
     >>> as_rows(pd.Series({"a": 1.0, "b": "u"}), None)
          a  b
     0  1.0  u
+    >>> row = as_rows(np.array([1.0, "u"], dtype=object), 2, ["a", "b"])
+    >>> row.columns.tolist(), row["a"].dtype
+    (['a', 'b'], dtype('float64'))
     """
     if isinstance(X, pd.Series):
         return pd.DataFrame([X.to_list()], columns=X.index)
     if isinstance(X, np.ndarray) and X.ndim == 1 and width is not None and X.size == width:
-        return X[None]
+        X = X[None]
+    if columns is not None and isinstance(X, np.ndarray) and X.ndim == 2 and (
+            X.shape[1] == len(columns)):
+        return pd.DataFrame(X, columns=list(columns)).infer_objects()
     return X
 
 

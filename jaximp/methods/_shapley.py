@@ -25,6 +25,7 @@ from typing import Any
 
 import jax
 import numpy as np
+import pandas as pd
 
 from ..data import (
     Choice,
@@ -398,7 +399,7 @@ def shapley_values(
                    categorical=categorical, groups=groups, variables=variables,
                    memory_budget=memory_budget, progress=progress, output=output)
     # a repeated call (an Explainer's, or on the same small array) reuses its plans
-    X = as_rows(X, _width(background))
+    X = as_rows(X, _width(background), _columns(background))
     return warm_call("shapley values", _set_up_values, model, X, None, options)()
 
 
@@ -657,8 +658,13 @@ def shapley_interactions(
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress,
                    output=output)
-    X = as_rows(X, _width(background))
+    X = as_rows(X, _width(background), _columns(background))
     return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
+
+
+def _columns(background):
+    """A DataFrame background's columns, which rows of X given as an array take."""
+    return background.columns if isinstance(background, pd.DataFrame) else None
 
 
 def _width(background) -> int | None:
