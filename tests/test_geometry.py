@@ -220,6 +220,7 @@ def test_other_importance_methods_keep_the_layout():
                                                      n_repeats=2),
         "sage": jaximp.sage_importance(model, IMAGES, y, groups=groups, estimator="exact",
                                        background_size=8),
+        "dgsm": jaximp.dgsm(model, IMAGES, groups=groups),
     }
     sobol = jaximp.sobol_indices(model, IMAGES, groups=groups, n_repeats=2, n_bootstrap=0)
     results.update(sobol_first=sobol.first, sobol_total=sobol.total)
@@ -241,7 +242,7 @@ def test_results_of_tables_are_refused():
     model = lambda A: A @ jnp.ones(3)
     imp = jaximp.permutation_importance(model, X, X.sum(axis=1), n_repeats=2)
     assert "input_layout" not in imp.info and imp.info.input_layout is None
-    message = r"examples with more than two axes .* this result is of a table"
+    message = r"examples with more than two axes .* this result keeps no such positions"
     with pytest.raises(ValueError, match=message):
         imp.image()
     with pytest.raises(ValueError, match=message):

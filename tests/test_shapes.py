@@ -50,10 +50,26 @@ def test_input_groups_against_loops():
     (dict(patch=(2, 2, 2, 2)), "patch must give a positive size"),
     (dict(axis=3), "axis must index the 3 axes"),
     (dict(mask=np.zeros((2, 2))), "mask must be an integer array of shape"),
+    (dict(mask=np.full((5, 4, 3), -2)), r"-1 for none\); got int64 .* labels down to -2"),
 ])
 def test_input_groups_refusals(options, message):
     with pytest.raises(ValueError, match=message):
         jaximp.input_groups((5, 4, 3), **options)
+    with pytest.raises(TypeError, match=r"patch must be a tuple of int sizes; got \(2.5, 2\)"):
+        jaximp.input_groups((5, 4, 3), patch=(2.5, 2))
+
+
+def test_messages_about_many_positions_stay_short():
+    """An image of 784 positions: a clashing group name or an unknown position is named, and
+    the list of names shortened."""
+    X = np.zeros((4, 1, 28, 28), np.float32)
+    with pytest.raises(ValueError, match=r"'x\[0,0,0\]' names two of .* \(783 in all\)\. "
+                                         "Rename") as clash:
+        jaximp.as_dataset(X, groups={"x[0,0,0]": [1, 2]})
+    with pytest.raises(ValueError, match=r"unknown column 'x\[0,28,0\]'.*\(784 in all\)") as \
+            unknown:
+        jaximp.as_dataset(X, groups={"a": ["x[0,28,0]"]})
+    assert len(str(clash.value)) < 400 and len(str(unknown.value)) < 400
 
 
 def test_permutation_importance_of_patches_equals_the_flat_table():

@@ -306,7 +306,7 @@ class Dataset:
             if feat.name == key:
                 return feat
         raise ValueError(
-            f"unknown feature {key!r}; known features are {list(self.feature_names)}."
+            f"unknown feature {key!r}; known features are {_some_names(self.feature_names)}."
         )
 
     def resolve(self, features) -> list[Feature]:
@@ -396,6 +396,16 @@ def text_as_category(column: pd.Series) -> pd.Series:
 def _is_dictionary(column: pd.Series) -> bool:
     """Whether a column has pyarrow's dictionary-encoded type."""
     return type(getattr(column.dtype, "pyarrow_dtype", None)).__name__ == "DictionaryType"
+
+
+def _some_names(names, shown: int = 20) -> str:
+    """A list of names for a message: all of a few, else the first and last ones and how many
+    there are (an image has hundreds of positions)."""
+    names = list(names)
+    if len(names) <= shown:
+        return str(names)
+    head, tail = names[: shown - 2], names[-2:]
+    return f"{str(head)[:-1]}, ..., {str(tail)[1:]} ({len(names)} in all)"
 
 
 @functools.lru_cache(maxsize=64)  # immutable, and asked again for every call on the same data
@@ -601,7 +611,7 @@ def as_dataset(
                 raise ValueError(f"column index {key} is out of range for {c} columns.")
             return int(key)
         if key not in names:
-            raise ValueError(f"unknown column {key!r}; columns are {names}.")
+            raise ValueError(f"unknown column {key!r}; columns are {_some_names(names)}.")
         return names.index(key)
 
     if isinstance(categorical, (str, int, np.integer)):  # one column, named or indexed
@@ -662,7 +672,10 @@ def as_dataset(
             features.append(Feature(names[i], (i,), kind, levels_of.get(i)))
     feature_names_all = [f.name for f in features]
     if len(set(feature_names_all)) != len(feature_names_all):
-        raise ValueError(f"feature and group names must be unique; got {feature_names_all}.")
+        twice = next(name for name, count in collections.Counter(feature_names_all).items()
+                     if count > 1)
+        raise ValueError(f"feature and group names must be unique; {twice!r} names two of "
+                         f"{_some_names(feature_names_all)}. Rename the group.")
 
     weights = None
     if sample_weight is not None:

@@ -73,7 +73,10 @@ def input_groups(
                          f"{given or 'none'}.")
     positions = np.arange(int(np.prod(shape))).reshape(shape)
     if patch is not None:
-        sizes = tuple(int(s) for s in patch)
+        sizes = tuple(patch) if isinstance(patch, (tuple, list)) else (patch,)
+        if not all(_is_int(s) for s in sizes):
+            raise TypeError(f"patch must be a tuple of int sizes; got {patch!r}.")
+        sizes = tuple(int(s) for s in sizes)
         if not 1 <= len(sizes) <= len(shape) or any(s < 1 for s in sizes):
             raise ValueError(f"patch must give a positive size for each of the first 1..{len(shape)}"
                              f" axes of examples of shape {shape}; got {patch!r}.")
@@ -91,11 +94,18 @@ def input_groups(
         return {f"{prefix or 'index'}[{i}]": sorted(moved[i].ravel().tolist())
                 for i in range(moved.shape[0])}
     labels = np.asarray(mask)
-    if labels.shape != shape or labels.dtype.kind not in "iu":
+    if labels.shape != shape or labels.dtype.kind not in "iu" or (labels < -1).any():
+        low = f", labels down to {labels.min()}" if labels.size and labels.dtype.kind in "iu" \
+            else ""
         raise ValueError(f"mask must be an integer array of shape {shape} (one label per "
-                         f"position, -1 for none); got {labels.dtype} of shape {labels.shape}.")
+                         f"position, -1 for none); got {labels.dtype} of shape {labels.shape}"
+                         f"{low}.")
     return {f"{prefix or 'region'}[{label}]": positions[labels == label].tolist()
             for label in np.unique(labels) if label >= 0}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @validate_params()

@@ -46,7 +46,7 @@ from ._gradients import (
     run_derived,
     selected,
 )
-from ._setup import bootstrap_weights
+from ._setup import bootstrap_weights, keep_layout
 
 __all__ = ["IntegratedHessians", "dgsm", "gradient_interactions"]
 
@@ -213,7 +213,8 @@ def dgsm(
     return FeatureImportance(
         method="dgsm", feature_names=dataset.feature_names,
         output_names=tuple(predictor.output_names[i] for i in out_idx),
-        importances_mean=point, importances_std=std, importances=replicates, info=info,
+        importances_mean=point, importances_std=std, importances=replicates,
+        info=keep_layout(info, dataset),
     )
 
 

@@ -377,8 +377,9 @@ def input_image(info, values, what: str) -> np.ndarray:
     layout = info.get("input_layout") if info is not None else None
     if layout is None:
         raise ValueError(f"image() shows {what} on the positions of examples with more than "
-                         "two axes (X of shape (n, h, w[, c]) or (n, t, c)); this result is of "
-                         "a table (X of shape (n, p)). Use plot() for bars.")
+                         "two axes (X of shape (n, h, w[, c]) or (n, t, c)); this result keeps "
+                         "no such positions (X was a table, or the method keeps none). Use "
+                         "plot() for bars.")
     return layout.paint(values)
 
 
