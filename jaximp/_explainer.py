@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
@@ -181,7 +182,8 @@ class Explainer:
             self._background_data.pin(defer_reads=False)
         self.memory_budget = memory_budget
         self.random_state = random_state
-        self._categorical, self._groups = categorical, groups  # for new rows to explain
+        # for new rows to explain; copies, as of X and y: the caller may reuse its own
+        self._categorical, self._groups = copy.deepcopy(categorical), copy.deepcopy(groups)
         # what the kept data and model depend on, checked at every call (_check_unchanged)
         self._x64 = bool(jax.config.jax_enable_x64)
         self._read_state = None if self.predictor.host else _fitted_state(model)

@@ -321,6 +321,22 @@ def test_later_changes_to_the_callers_arrays_do_not_reach_the_explainer():
                   jaximp.shapley_values(f, X[:4], background, background_weight=WEIGHTS[:30]))
 
 
+def test_later_changes_to_the_callers_groups_and_categorical_do_not_reach_the_explainer():
+    """New rows are described by the groups and categories the Explainer was made with, not
+    by the caller's dict or list edited afterwards."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=(40, 2)), np.eye(3)[rng.integers(0, 3, 40)],
+                         rng.integers(0, 3, 40)])
+    f = lambda A: A[:, 0] * A[:, 1] + A[:, 2] - A[:, 4] + A[:, 5]  # noqa: E731
+    groups, categorical = {"g": [2, 3, 4]}, [5]
+    ex = jaximp.Explainer(f, X, groups=groups, categorical=categorical)
+    groups["g"], groups["h"] = [2, 3], [4]
+    categorical.clear()
+    expected = jaximp.shapley_values(f, X[:3], X, groups={"g": [2, 3, 4]}, categorical=[5])
+    _same(ex.shapley_values(X[:3]), expected)
+    assert ex.permutation_attributions(X[:5]).feature_names == ("x0", "x1", "g", "x5")
+
+
 def test_the_explainers_random_state_is_the_default_of_every_call():
     ex = jaximp.Explainer(model, FRAME, Y, random_state=5)
     _same(ex.permutation_importance(),
