@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 
@@ -10,7 +9,7 @@ import jax
 import numpy as np
 
 from ._explain import explain
-from .data import validate_params
+from .data import Dataset, validate_params
 from .methods import (
     ablation_attributions,
     ale,
@@ -72,6 +71,16 @@ def _fitted_state(model) -> tuple | None:
         return None
     return tuple((name, id(value), len(value) if isinstance(value, list) else None)
                  for name, value in attributes.items())
+
+
+def _description(dataset: Dataset) -> tuple:
+    """The ``categorical`` and ``groups`` that describe rows as ``dataset`` is described: its
+    integer-coded categorical columns (text is read as such anyway) and its groups of
+    columns, by position (None where there are none)."""
+    categorical = [f.columns[0] for f in dataset.features if f.is_categorical
+                   and len(f.columns) == 1 and not any(isinstance(v, str) for v in f.levels)]
+    groups = {f.name: list(f.columns) for f in dataset.features if len(f.columns) > 1}
+    return categorical or None, groups or None
 
 
 def _copy_of_mutable(value):
@@ -173,17 +182,17 @@ class Explainer:
         self.y = None if y is None else read_only_copy(
             check_target(y, self.dataset.n_rows, self.dataset.source))
         self.background = background  # the copy, unvalidated, for a call that weights it
+        # new rows and the background are described as the data is (also a Dataset given)
+        self._categorical, self._groups = _description(self.dataset)
         # validated once and kept on the devices, so that a repeated Shapley or SAGE call
         # reuses its plans and sends nothing again (a Dataset given is used as it is)
         self._background_data = None if background is None else background_dataset(
-            background, self.dataset, categorical=categorical, groups=groups,
+            background, self.dataset, categorical=self._categorical, groups=self._groups,
             allow_missing=self.predictor.host or self.predictor.handles_missing)
         if self._background_data is not None and self._background_data is not background:
             self._background_data.pin(defer_reads=False)
         self.memory_budget = memory_budget
         self.random_state = random_state
-        # for new rows to explain; copies, as of X and y: the caller may reuse its own
-        self._categorical, self._groups = copy.deepcopy(categorical), copy.deepcopy(groups)
         # what the kept data and model depend on, checked at every call (_check_unchanged)
         self._x64 = bool(jax.config.jax_enable_x64)
         self._read_state = None if self.predictor.host else _fitted_state(model)

@@ -335,6 +335,12 @@ def test_later_changes_to_the_callers_groups_and_categorical_do_not_reach_the_ex
     expected = jaximp.shapley_values(f, X[:3], X, groups={"g": [2, 3, 4]}, categorical=[5])
     _same(ex.shapley_values(X[:3]), expected)
     assert ex.permutation_attributions(X[:5]).feature_names == ("x0", "x1", "g", "x5")
+    # an Explainer of a Dataset describes new rows and its background as the Dataset is
+    data = jaximp.as_dataset(X, groups={"g": [2, 3, 4]}, categorical=[5])
+    for background in (None, X[:20]):
+        _same(jaximp.Explainer(f, data, background=background).shapley_values(X[:3]),
+              jaximp.shapley_values(f, X[:3], X if background is None else background,
+                                    groups={"g": [2, 3, 4]}, categorical=[5]))
 
 
 def test_the_explainers_random_state_is_the_default_of_every_call():
