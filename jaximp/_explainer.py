@@ -57,6 +57,8 @@ __all__ = ["Explainer"]
 _REPEATED_CALLS_KEPT = 8
 # options fixed when the Explainer is made: a method call cannot change them
 _DATA_OPTIONS = frozenset({"feature_names", "categorical", "groups", "sample_weight", "variables"})
+# the arguments the Explainer itself passes
+_FIXED_ARGUMENTS = frozenset({"model", "X", "y", "explained"})
 
 
 def _fitted_state(model) -> tuple | None:
@@ -208,13 +210,20 @@ class Explainer:
 
     # -- the one way every bound method reaches its function --------------------------------
 
-    def _call(self, function, *args, explained=None, model=None, **options):
+    def _call(self, function, *args, _explained=None, _model=None, **options):
         """``function(model, explained, *args, **options)`` with the Explainer's model (or
-        ``model``), data (or the rows ``explained``) and defaults. A call of a warm function
+        ``_model``), data (or the rows ``_explained``) and defaults. A call of a warm function
         on the Explainer's own model and data is kept by its arguments, options and model
         (another Explainer may share the data): repeated, it is the run its first call set
         up (:func:`recorded_runs`)."""
+        taken = sorted(_FIXED_ARGUMENTS.intersection(options))
+        if taken:
+            raise TypeError(
+                f"Explainer.{function.__name__} takes no {taken[0]!r}: the Explainer's model, "
+                "data and targets are fixed when it is made (new rows to explain are the "
+                "first argument of the methods that take them).")
         self._check_unchanged()
+        explained, model = _explained, _model
         key = (repeated_call_key(function, args, options, self.predictor, self.memory_budget,
                                  self.random_state)
                if explained is None and model is None
@@ -247,7 +256,7 @@ class Explainer:
                 own = list(inspect.signature(function).parameters)[2:]  # after model and X
                 raise TypeError(
                     f"Explainer.{function.__name__} has no option {unknown[0]!r}; its options "
-                    f"are {[name for name in own if name not in _DATA_OPTIONS]}.")
+                    f"are {[name for name in own if name not in _DATA_OPTIONS | {'y'}]}.")
         for name in ("memory_budget", "random_state"):
             if (accepted is None or name in accepted) and name not in options:
                 options[name] = getattr(self, name)
@@ -301,7 +310,7 @@ class Explainer:
         """:func:`jaximp.partial_dependence` of this model and data."""
         # recursion reads a scikit-learn estimator's trees, which the wrapped model hides
         model = self._tree_model(options)
-        return self._call(partial_dependence, features, model=model, **options)
+        return self._call(partial_dependence, features, _model=model, **options)
 
     def partial_dependence_all(self, **options):
         """:func:`jaximp.partial_dependence_all` of this model and data."""
@@ -310,12 +319,12 @@ class Explainer:
     def pd_importance(self, **options):
         """:func:`jaximp.pd_importance` of this model and data."""
         model = self._tree_model(options)
-        return self._call(pd_importance, model=model, **options)
+        return self._call(pd_importance, _model=model, **options)
 
     def pd_interaction(self, **options):
         """:func:`jaximp.pd_interaction` of this model and data."""
         model = self._tree_model(options)
-        return self._call(pd_interaction, model=model, **options)
+        return self._call(pd_interaction, _model=model, **options)
 
     def h_statistic(self, **options):
         """:func:`jaximp.h_statistic` of this model and data."""
@@ -329,7 +338,7 @@ class Explainer:
         model = self.model if any(callable(scorer) for scorer in scorers) else (
             self._roc_auc_estimator(options))
         return self._call(permutation_importance, self._targets("permutation_importance"),
-                          model=model, **options)
+                          _model=model, **options)
 
     def _roc_auc_estimator(self, options):
         """The scikit-learn estimator where the losses name ``"roc_auc"``, which scikit-learn
@@ -340,7 +349,7 @@ class Explainer:
     def average_loss(self, **options):
         """:func:`jaximp.average_loss` of this model, data and targets."""
         return self._call(average_loss, self._targets("average_loss"),
-                          model=self._roc_auc_estimator(options), **options)
+                          _model=self._roc_auc_estimator(options), **options)
 
     def conditional_importance(self, **options):
         """:func:`jaximp.conditional_importance` of this model, data and targets."""
@@ -348,7 +357,7 @@ class Explainer:
         model = (self._estimator() if options.get("sampler") == "strata" else
                  self._roc_auc_estimator(options))
         return self._call(conditional_importance, self._targets("conditional_importance"),
-                          model=model, **options)
+                          _model=model, **options)
 
     def sage_importance(self, **options):
         """:func:`jaximp.sage_importance` of this model, data and targets, against the
@@ -404,12 +413,12 @@ class Explainer:
         """:func:`jaximp.shapley_values` of ``rows`` (default: this data) against the
         Explainer's background (default: this data)."""
         options.setdefault("background", self._shapley_background(options))
-        return self._call(shapley_values, explained=self._rows(rows), **options)
+        return self._call(shapley_values, _explained=self._rows(rows), **options)
 
     def shapley_interactions(self, rows=None, **options):
         """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
         options.setdefault("background", self._shapley_background(options))
-        return self._call(shapley_interactions, explained=self._rows(rows), **options)
+        return self._call(shapley_interactions, _explained=self._rows(rows), **options)
 
     def _shapley_background(self, options):
         """The background of a Shapley call: this data, or the background given, validated
@@ -428,34 +437,34 @@ class Explainer:
 
     def integrated_gradients(self, rows=None, **options):
         """:func:`jaximp.integrated_gradients` of ``rows`` (default: this data)."""
-        return self._call(integrated_gradients, explained=self._rows(rows), **options)
+        return self._call(integrated_gradients, _explained=self._rows(rows), **options)
 
     def expected_gradients(self, rows=None, **options):
         """:func:`jaximp.expected_gradients` of ``rows`` (default: this data), baselines drawn
         from the Explainer's background (default: this data)."""
         background = self.dataset if self.background is None else self._background_data
         return self._call(expected_gradients, options.pop("background", background),
-                          explained=self._rows(rows), **options)
+                          _explained=self._rows(rows), **options)
 
     def smoothgrad(self, rows=None, **options):
         """:func:`jaximp.smoothgrad` of ``rows`` (default: this data)."""
-        return self._call(smoothgrad, explained=self._rows(rows), **options)
+        return self._call(smoothgrad, _explained=self._rows(rows), **options)
 
     def saliency(self, rows=None, **options):
         """:func:`jaximp.saliency` of ``rows`` (default: this data)."""
-        return self._call(saliency, explained=self._rows(rows), **options)
+        return self._call(saliency, _explained=self._rows(rows), **options)
 
     def input_x_gradient(self, rows=None, **options):
         """:func:`jaximp.input_x_gradient` of ``rows`` (default: this data)."""
-        return self._call(input_x_gradient, explained=self._rows(rows), **options)
+        return self._call(input_x_gradient, _explained=self._rows(rows), **options)
 
     def permutation_attributions(self, rows=None, **options):
         """:func:`jaximp.permutation_attributions` of ``rows`` (default: this data)."""
-        return self._call(permutation_attributions, explained=self._rows(rows), **options)
+        return self._call(permutation_attributions, _explained=self._rows(rows), **options)
 
     def ablation_attributions(self, rows=None, **options):
         """:func:`jaximp.ablation_attributions` of ``rows`` (default: this data)."""
-        return self._call(ablation_attributions, explained=self._rows(rows), **options)
+        return self._call(ablation_attributions, _explained=self._rows(rows), **options)
 
     def dgsm(self, **options):
         """:func:`jaximp.dgsm` of this model and data."""
@@ -467,9 +476,7 @@ class Explainer:
 
     def explain(self, **options):
         """:func:`jaximp.explain` of this model, data and (if given) targets."""
-        if self.y is not None:
-            options.setdefault("y", self.y)
-        return self._call(explain, **options)
+        return self._call(explain, self.y, **options)
 
 
 def _listed(option) -> list:

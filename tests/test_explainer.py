@@ -343,6 +343,17 @@ def test_later_changes_to_the_callers_groups_and_categorical_do_not_reach_the_ex
                                     groups={"g": [2, 3, 4]}, categorical=[5]))
 
 
+def test_the_weights_a_result_hands_out_are_read_only():
+    """info["sample_weight"] is the data's own copy of the weights: an edit of a result
+    cannot change the Explainer's later calls."""
+    ex = jaximp.Explainer(smooth_model, NUMERIC[:60], sample_weight=WEIGHTS[:60])
+    weights = ex.permutation_attributions().info["sample_weight"]
+    assert weights is ex.dataset.weights
+    with pytest.raises(ValueError, match="read-only"):
+        weights[:] = 1.0
+    np.testing.assert_array_equal(weights, WEIGHTS[:60])
+
+
 def test_the_explainers_random_state_is_the_default_of_every_call():
     ex = jaximp.Explainer(model, FRAME, Y, random_state=5)
     _same(ex.permutation_importance(),
@@ -373,7 +384,10 @@ def test_a_numpy_array_and_its_dataframe_give_one_result():
     (lambda ex: ex.shapley_values(FRAME[["a", "b"]]), ValueError,
      r"rows must have the columns of the Explainer's data \['a', 'b', 'c', 'd'\]"),
     (lambda ex: ex.shapley_values(np.zeros((2, 5))), ValueError,
-     r"feature_names has 4 names but X has 5 columns"),
+     r"rows must have the 4 columns of the Explainer's data; got rows of shape \(5,\)"),
+    (lambda ex: ex.permutation_importance(model=model), TypeError,
+     r"Explainer.permutation_importance takes no 'model': the Explainer's model, data"),
+    (lambda ex: ex.permutation_importance(y=Y), TypeError, r"takes no 'y'"),
     (lambda ex: ex.partial_dependence("zz"), ValueError, r"unknown feature 'zz'"),
     (lambda ex: ex.permutation_importance(random_state="x"), TypeError,
      r"random_state must be an int seed"),

@@ -702,6 +702,9 @@ def as_dataset(
         top = weights.max()
         if not 2.0 ** -40 <= top <= 2.0 ** 40:  # every use is relative: scaled where float32
             weights = weights / top  # sums of weighted terms would underflow or overflow
+        # the dataset's own copy, which results hand out (info["sample_weight"]): read-only,
+        # so that an edit of a result cannot change an Explainer's later calls
+        weights.flags.writeable = False
     return Dataset(values if on_device is None else None, tuple(names), tuple(features),
                    weights, X, input_shape, on_device)
 

@@ -239,6 +239,12 @@ def rows_dataset(rows, dataset: Dataset, categorical=None, groups=None, *,
     frame = isinstance(framed, pd.DataFrame)
     source = _labelled_source(dataset)  # made once: an array of text is framed anew each time
     rows, text_levels = _text_coded_as_x(framed, dataset, source)
+    shape = tuple(np.shape(rows)[1:])
+    if not frame and shape not in ((dataset.n_columns,), dataset.input_shape):
+        raise ValueError(
+            f"{what} must have the {dataset.n_columns} columns of {of}"
+            + (f" (examples of shape {dataset.input_shape})" if dataset.input_shape else "")
+            + f"; got rows of shape {shape}.")
     explained = as_dataset(rows, feature_names=None if frame else dataset.column_names,
                            categorical=categorical, groups=groups, allow_missing=True)
     explained = _user_source(explained, framed, array, text_levels)
