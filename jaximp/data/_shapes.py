@@ -8,6 +8,7 @@ or perturbs a group as one feature. :func:`input_groups` builds the ``groups=`` 
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -74,7 +75,8 @@ def input_groups(
     positions = np.arange(int(np.prod(shape))).reshape(shape)
     if patch is not None:
         sizes = tuple(patch) if isinstance(patch, (tuple, list)) else (patch,)
-        if not all(_is_int(s) for s in sizes):
+        if any(isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral)
+               for s in sizes):
             raise TypeError(f"patch must be a tuple of int sizes; got {patch!r}.")
         sizes = tuple(int(s) for s in sizes)
         if not 1 <= len(sizes) <= len(shape) or any(s < 1 for s in sizes):
@@ -102,10 +104,6 @@ def input_groups(
                          f"{low}.")
     return {f"{prefix or 'region'}[{label}]": positions[labels == label].tolist()
             for label in np.unique(labels) if label >= 0}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @validate_params()

@@ -79,10 +79,11 @@ def _result(kept, p, n_repeats, dataset, predictor, out_idx, per_row, method, in
 
 def source_rows(n_rows: int, feature_ids, n_repeats: int, random_state=0,
                 memory_budget=None) -> np.ndarray:
-    """The rows (p, r, n) that :func:`permutation_attributions` (and
-    :func:`jaximp.permutation_importance`) take feature ``feature_ids[j]``'s values from in
-    repeat ``r``: row ``i`` gets those of row ``out[j, r, i]``. Computed by the engine itself
-    (its permutation of the row numbers), so they are the ones it uses.
+    """The rows (p, r, n) that :func:`jaximp.permutation_importance` (and
+    :func:`permutation_attributions`, but for a permutation that moves no row, which it draws
+    again) take feature ``feature_ids[j]``'s values from in repeat ``r``: row ``i`` gets those
+    of row ``out[j, r, i]``. Computed by the engine itself (its permutation of the row
+    numbers), so they are the ones it uses.
 
     Examples
     --------
@@ -113,16 +114,17 @@ _REDRAWS = 32
 def _moved_rows(n_rows: int, streams: list, bits: tuple, memory_budget):
     """The rows of :func:`_stream_rows` and their labels, a permutation that moves no row
     drawn again under a new label (up to ``_REDRAWS - 1`` times)."""
-    streams = list(streams)
-    rows = _stream_rows(n_rows, streams, bits, memory_budget)
+    drawn = list(streams)
+    rows = _stream_rows(n_rows, drawn, bits, memory_budget)
     for attempt in range(1, _REDRAWS):
         still = np.flatnonzero((rows == np.arange(n_rows)).all(axis=1))
         if still.size == 0:
             break
         for i in still:
-            streams[i] = (streams[i][0], _REDRAWN + streams[i][1] % _REDRAWN * _REDRAWS + attempt)
-        rows[still] = _stream_rows(n_rows, [streams[i] for i in still], bits, memory_budget)
-    return rows, streams
+            feature, repeat = streams[i]
+            drawn[i] = (feature, _REDRAWN + repeat * _REDRAWS + attempt)
+        rows[still] = _stream_rows(n_rows, [drawn[i] for i in still], bits, memory_budget)
+    return rows, drawn
 
 
 @validate_params(n_repeats=Int(1))

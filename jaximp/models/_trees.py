@@ -49,7 +49,8 @@ XGBoost, LightGBM and CatBoost models (``Booster``, ``XGBRegressor``/``XGBClassi
   magnitude at most 1e-35 is missing too;
 - is_categorical : bool (T, N), category_left : uint32 (T, N, W), category_outside_left :
   bool (), only where a model has categorical splits: at a categorical node the row's value
-  is truncated to an integer category ``c`` and goes left when bit ``c % 32`` of word
+  is truncated to an integer category ``c`` (XGBoost's, whose outside categories go left,
+  first tested for a sign: below 0 is outside) and goes left when bit ``c % 32`` of word
   ``c // 32`` is set, a NaN by ``missing_left``, a category outside ``[0, 32 W)`` by
   ``category_outside_left`` (XGBoost sends its listed categories right and the rest, out of
   range too, left; LightGBM sends its listed categories left and the rest, NaN and negative
@@ -346,17 +347,18 @@ def _inverse_link(raw, link: str, two_columns: bool):
     positive), ``softmax``, ``argmax`` (the class index, one column), ``exp`` or the raw
     scores themselves; one column ``p`` of a binary classifier as ``(1 - p, p)`` where
     ``two_columns``, as ``predict_proba``."""
-    if link in ("sigmoid", "hinge", "identity") and raw.shape[1] == 1 and two_columns:
-        p = _inverse_link(raw, link, False)
-        return jnp.concatenate([1.0 - p, p], axis=1)
-    if link in ("sigmoid", "hinge"):
-        return jax.nn.sigmoid(raw[:, :1]) if link == "sigmoid" else (raw[:, :1] > 0).astype(
-            raw.dtype)
-    if link == "softmax":
-        return jax.nn.softmax(raw, axis=1)
-    if link == "argmax":
-        return jnp.argmax(raw, axis=1)[:, None].astype(raw.dtype)
-    return jnp.exp(raw) if link == "exp" else raw
+    if link == "sigmoid":
+        out = jax.nn.sigmoid(raw[:, :1])
+    elif link == "hinge":
+        out = (raw[:, :1] > 0).astype(raw.dtype)
+    elif link == "softmax":
+        out = jax.nn.softmax(raw, axis=1)
+    elif link == "argmax":
+        out = jnp.argmax(raw, axis=1)[:, None].astype(raw.dtype)
+    else:
+        out = jnp.exp(raw) if link == "exp" else raw
+    return jnp.concatenate([1.0 - out, out], axis=1) if two_columns and out.shape[1] == 1 \
+        else out
 
 
 def _make_apply(kind: str, depth: int, n_classes_gb: int, link: str, size: tuple):
