@@ -123,10 +123,10 @@ class Explainer:
     tree model's nodes, read into arrays once. A call after the model was refit (for a model
     read into arrays) or after ``jax_enable_x64`` was switched raises rather than answering
     from the old state: make a new Explainer. A host model (one called through ``predict``)
-    is called at each evaluation and follows a refit that keeps its outputs, as a JAX model
-    follows its parameters updated in place, except in SAGE and Sobol indices: they keep the
-    predictions on the data from their first call with the same options, so make a new
-    Explainer for them after such a change.
+    is called at each evaluation and follows a refit that keeps its outputs, as a torch or
+    nnx module follows its parameters updated in place (SAGE and Sobol indices, which keep the
+    model's predictions on the data between calls, call such a model on the data again and
+    start afresh where they differ).
 
     Parameters
     ----------

@@ -750,3 +750,56 @@ def test_a_tree_model_refit_or_a_float_mode_switch_is_refused_not_answered_stale
         with pytest.raises(RuntimeError, match="jax_enable_x64=False.* new Explainer"):
             ex.partial_dependence(0)
     ex.partial_dependence(0)  # the mode it was made in again
+
+
+def test_kept_predictions_follow_a_model_changed_in_place():
+    """SAGE and Sobol indices keep the model's predictions on X (and the background) between
+    an Explainer's calls; a host model refitted or an nnx module updated in place is called
+    again, and the repeated call equals a fresh function call, where it mixed the old
+    predictions with the new model."""
+    from flax import nnx
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 3)).astype(np.float32)
+    y = X @ np.array([1.0, 2.0, 0.0], np.float32)
+    module = nnx.Linear(3, 1, rngs=nnx.Rngs(0))
+    linear = LinearRegression().fit(X, y)
+    sage = {"n_permutations": 20, "background_size": 15}
+    for model, change in ((module, lambda: module.kernel.set_value(
+                               jnp.array([[3.0], [0.0], [1.0]]))),
+                          (linear, lambda: linear.fit(X, X[:, 2] - X[:, 0]))):
+        ex = jaximp.Explainer(model, X, y)
+        before = ex.sobol_indices(n_bootstrap=0).first.importances_mean
+        ex.sage_importance(**sage)
+        change()
+        after = ex.sobol_indices(n_bootstrap=0).first.importances_mean
+        assert not np.allclose(after, before)
+        np.testing.assert_allclose(
+            after, jaximp.sobol_indices(model, X, n_bootstrap=0).first.importances_mean,
+            rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(
+            ex.sage_importance(**sage).importances_mean,
+            jaximp.sage_importance(model, X, y, **sage).importances_mean, rtol=1e-6, atol=1e-9)
+    # a function of its arguments alone cannot change: its kept stages are not checked
+    assert not jaximp.as_predictor(lambda A: A[:, 0], n_features=3).stateful
+
+
+def test_arrays_a_result_shares_with_kept_state_are_read_only():
+    """ALE edges, SAGE's losses and Shapley values' background rows are kept for repeated
+    calls and handed out in every result: an edit raises instead of changing what the next
+    call reports; an explicit edges array is copied, not frozen."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(90, 3))
+    y = X @ np.array([1.0, 2.0, 0.0])
+    ex = jaximp.Explainer(lambda A: A @ jnp.array([1.0, 2.0, 0.0]), X, y)
+    edges = np.linspace(-4.0, 4.0, 6)
+    shared = [ex.ale(0).edges[0], ex.ale(1, bins=edges).edges[0],
+              ex.shapley_values(background_size=20).info.background_rows]
+    sage = ex.sage_importance(n_permutations=5, background_size=20).info
+    shared += [sage.total, sage.base_loss, sage.full_loss]
+    for array in shared:
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 7.0
+    edges[0] = -5.0  # the caller's array is copied, not frozen
+    assert shared[1][0] == -4.0

@@ -192,7 +192,7 @@ def _numeric_edges(x: np.ndarray, w: np.ndarray, bins, name: str) -> np.ndarray:
                 "local effect is undefined. Drop the feature."
             )
         return edges
-    edges = np.asarray(bins, dtype=np.float64)
+    edges = np.array(bins, dtype=np.float64)  # a copy: the results hold it, read-only
     if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)) or np.any(
             np.diff(edges) <= 0):
         raise ValueError(
@@ -389,13 +389,11 @@ def _numeric_spec(dataset, feat, bins, w, present=None):
     x = dataset.X[:, feat.columns[0]]
     if present is None:
         present = _present(x, feat.name)
-    if present is None:
-        edges = _numeric_edges(x, w, bins, feat.name)
-        codes, within = _bin_codes(x, edges)
-        return edges, codes, within, None
     # bins from the values present; a missing row sits at position 0 of bin 0, left out
-    edges = _numeric_edges(x[present], w[present], bins, feat.name)
-    codes, within = _bin_codes(np.where(present, x, edges[0]), edges)
+    edges = (_numeric_edges(x, w, bins, feat.name) if present is None else
+             _numeric_edges(x[present], w[present], bins, feat.name))
+    edges.flags.writeable = False  # kept for repeated calls, and handed out in results
+    codes, within = _bin_codes(x if present is None else np.where(present, x, edges[0]), edges)
     return edges, codes, within, present
 
 

@@ -556,24 +556,32 @@ def sage_importance(
     engine = {"memory_budget": memory_budget, "progress": progress}
     weights = np.ones(dataset.n_rows) if dataset.weights is None else dataset.weights
 
+    kept, background_rows = bg, None
+    if background_size is not None and bg.n_rows > background_size:
+        background_rows = sample_rows(key_background, bg.n_rows, background_size)
+        kept = rows_of(bg, background_rows)
+
+    def predictions():
+        """The model on the rows of X and of the background, float64: (n, o), (m, o)."""
+        return tuple(predict_rows(predictor, rows, **engine).astype(np.float64)
+                     for rows in (dataset, kept))
+
+    # a model that can change in place (a host model refitted, a module trained in place) is
+    # called again: its predictions key the kept game, which depends on the model through them
+    current = predictions() if predictor.stateful else None
+
     def build(spec):
-        """The game (predictions on X and the background, the loss) and the losses of its
-        empty and full coalitions: kept on an Explainer for its repeats, as permutation
-        importance keeps its predictions on the intact data."""
-        full = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
+        """The game and the losses of its empty and full coalitions: kept on an Explainer
+        for its repeats, as permutation importance keeps its plans."""
+        full, background_predictions = current or predictions()
         if spec is None:  # Shapley effects: the model's own output is the target
             target_values = full[:, select_outputs(predictor.output_names, output)]
             spec = resolve_loss("mse", target_values, predictor, output, dataset.weights)
             if loss_name == "log_loss":  # soft labels: the sage package's Y=None
                 spec = dataclasses.replace(spec, name="log_loss", task="soft")
         _check_sage_probabilities(spec, full, predictor.n_outputs)
-        kept, background_rows = bg, None
-        if background_size is not None and bg.n_rows > background_size:
-            background_rows = sample_rows(key_background, bg.n_rows, background_size)
-            kept = rows_of(bg, background_rows)
         bg_weights = np.ones(kept.n_rows) if kept.weights is None else kept.weights
-        base = np.einsum("m,mo->o", bg_weights, predict_rows(predictor, kept, **engine)
-                         .astype(np.float64)) / bg_weights.sum()
+        base = np.einsum("m,mo->o", bg_weights, background_predictions) / bg_weights.sum()
         player_columns = np.zeros((p, dataset.n_columns), bool)
         for j, feat in enumerate(players):
             player_columns[j, list(feat.columns)] = True
@@ -581,14 +589,17 @@ def sage_importance(
                      _row_loss(spec), engine, resolve_budget(memory_budget))
         ends = game.chain_losses(np.arange(dataset.n_rows),
                                  np.zeros((dataset.n_rows, 0, predictor.n_outputs)))
-        base_loss, full_loss = (np.einsum("n,no->o", weights, ends[:, i]) / weights.sum()
-                                for i in (0, 1))
-        return spec, game, background_rows, base_loss, full_loss, base_loss - full_loss
+        losses = [np.einsum("n,no->o", weights, ends[:, i]) / weights.sum() for i in (0, 1)]
+        losses.append(losses[0] - losses[1])  # v(all)
+        for array in losses:  # kept for repeated calls, and handed out in every result
+            array.flags.writeable = False
+        return spec, game, *losses
 
-    spec, game, background_rows, base_loss, full_loss, total = cached_stage(
+    spec, game, base_loss, full_loss, total = cached_stage(
         dataset, ("SAGE game", predictor, target, loss_name, output, bg, background_size,
                   tuple(key_bits(key_background)), memory_budget, progress,
-                  digest(spec.y) if spec is not None and dataset.pinned else None),
+                  digest(spec.y) if spec is not None and dataset.pinned else None,
+                  None if current is None else tuple(map(digest, current))),
         functools.partial(build, spec))
     if estimator == "exact" or p == 1:
         values, errors = exact_values(game, weights)

@@ -240,6 +240,10 @@ def _setup(model, X, background, features, background_size, background_weight, s
             data[:, j] = block[:, 0]
         elif feat.kind == "onehot":
             data[:, j] = np.argmax(block, axis=1)
+    # kept with the set-up for repeated calls, and handed out in every result: read-only
+    for array in (data, background_rows):
+        if array is not None:
+            array.flags.writeable = False
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
                  resolve_budget(memory_budget), defers=dataset.defers_reads)

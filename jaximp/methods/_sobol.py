@@ -42,7 +42,7 @@ from ..engine import (
     rng_stream,
 )
 from ..results import Details, FeatureImportance, FeatureInteraction, mean_and_std
-from ._setup import (bootstrap_weights, cached_stage, keep_layout, prepare,
+from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepare,
                      warn_unresolved_values)
 
 __all__ = ["SobolDetails", "SobolIndices", "sobol_indices"]
@@ -333,10 +333,17 @@ def sobol_indices(
     bits = key_bits(key_permutations)
     all_weights, _ = bootstrap_weights(dataset, n_bootstrap, key_bootstrap)  # (1 + b, n)
 
+    def predictions():  # f(A): (n, o)
+        return predict_rows(predictor, dataset, **engine).astype(np.float64)
+
+    # a model that can change in place (a host model refitted, a module trained in place) is
+    # called again: f(A) keys the kept stage, which depends on the model through it alone
+    current = predictions() if predictor.stateful else None
+
     def build():
         """f(A), the resampled rows' plan and the reducer (kept on an Explainer for its
-        repeats, as permutation importance keeps its predictions on the intact data)."""
-        fa = predict_rows(predictor, dataset, **engine).astype(np.float64)  # (n, o)
+        repeats, as permutation importance keeps its plans)."""
+        fa = predictions() if current is None else current
         perms = np.stack([rng_stream(bits, _PERMUTATION_STREAM, k).permutation(n)
                           for k in range(r)])  # (R, n): row i of B_k is row perms[k, i] of X
         fb = fa[perms].transpose(1, 0, 2) - fa.mean(axis=0)  # (n, R, o), centred
@@ -351,7 +358,8 @@ def sobol_indices(
 
     fa, plan, reducer = cached_stage(
         dataset, ("Sobol indices", predictor, tuple(dataset.positions(chosen)), r, second,
-                  tuple(bits), n_bootstrap, tuple(key_bits(key_bootstrap))), build)
+                  tuple(bits), n_bootstrap, tuple(key_bits(key_bootstrap)), digest(current)),
+        build)
     sums = evaluate(predictor, dataset, plan, reducer, label="Sobol indices", **engine)
     sums = sums.reshape(len(sets), r, *sums.shape[1:]).mean(axis=1)  # (sets, W, 2, o)
 

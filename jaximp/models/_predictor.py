@@ -115,6 +115,15 @@ class Predictor:
             names = (names[0], PositiveClass(names[1]))
         object.__setattr__(self, "output_names", names)
 
+    @property
+    def stateful(self) -> bool:
+        """True where the same Predictor may predict otherwise later: a host model (refitted
+        in place), a model on another framework's arrays (a torch module trained in place) or
+        an nnx module (whose parameters are its live Variables). What a method keeps between
+        an Explainer's calls must not hold such a model's predictions unchecked."""
+        return (self.host or self.device_fn is not None
+                or type(self.params).__module__.startswith("flax.nnx"))
+
     def __call__(self, X) -> jax.Array:
         """Predictions (n, o) for the rows ``X``: a float matrix, or a DataFrame, which a host
         model gets as it is (a NumPy array too, float64 rows unrounded) and a JAX model as
