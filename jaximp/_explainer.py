@@ -12,6 +12,7 @@ from ._explain import explain
 from .data import Dataset, validate_params
 from .methods import (
     ablation_attributions,
+    break_down,
     ale,
     booster_importance,
     conditional_importance,
@@ -419,6 +420,12 @@ class Explainer:
         """:func:`jaximp.shapley_interactions` of ``rows``, as :meth:`shapley_values`."""
         options.setdefault("background", self._shapley_background(options))
         return self._call(shapley_interactions, _explained=self._rows(rows), **options)
+
+    def break_down(self, rows=None, **options):
+        """:func:`jaximp.break_down` of ``rows`` (default: this data) against the
+        Explainer's background (default: this data)."""
+        options.setdefault("background", self._shapley_background(options))
+        return self._call(break_down, _explained=self._rows(rows), **options)
 
     def _shapley_background(self, options):
         """The background of a Shapley call: this data, or the background given, validated

@@ -116,6 +116,10 @@ BOUND = {  # method -> (bound call, the function call on the raw inputs)
         lambda ex: ex.shapley_interactions(FRAME.iloc[:3], background_size=20),
         lambda: jaximp.shapley_interactions(model, FRAME.iloc[:3], FRAME, background_size=20,
                                             background_weight=WEIGHTS)),
+    "break_down": (
+        lambda ex: ex.break_down(FRAME.iloc[:4], background_size=20),
+        lambda: jaximp.break_down(model, FRAME.iloc[:4], FRAME, background_size=20,
+                                  background_weight=WEIGHTS)),
     "explain": (
         lambda ex: ex.explain(methods=["pd_importance", "permutation"]),
         lambda: jaximp.explain(model, FRAME, Y, methods=["pd_importance", "permutation"],
@@ -514,6 +518,7 @@ WARM = {  # every bound method of a JAX model, on rows kept on the device
     "ale_interaction": lambda ex: ex.ale_interaction(bins=4),
     "shapley_values": lambda ex: ex.shapley_values(background_size=20),
     "shapley_interactions": lambda ex: ex.shapley_interactions(background_size=10),
+    "break_down": lambda ex: ex.break_down(background_size=10),
     "sage_importance": lambda ex: ex.sage_importance(estimator="exact", background_size=15),
     "conditional_importance": lambda ex: ex.conditional_importance(n_repeats=2),
     "sobol_indices": lambda ex: ex.sobol_indices(n_bootstrap=3),

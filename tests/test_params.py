@@ -106,6 +106,7 @@ CALLS = {
     "pd_interaction": lambda f, model, **kw: f(model, X, **kw),
     "h_statistic": lambda f, model, **kw: f(model, X, **kw),
     "shapley_values": lambda f, model, **kw: f(model, X, **kw),
+    "break_down": lambda f, model, **kw: f(model, X[:3], X, **kw),
     "partial_importance": lambda f, model, **kw: f(model, X, Y, 0, **kw),
     "explain": lambda f, model, **kw: f(model, X, Y, **kw),
     "ale": lambda f, model, **kw: f(model, X, 0, **kw),

@@ -5,6 +5,7 @@ engine (or a pure kernel, for the weight and filter methods), sharing the setup 
 
 from ._ale import AccumulatedLocalEffects, ale, ale_importance, ale_interaction
 from ._average_loss import average_loss
+from ._break_down import break_down
 from ._booster_importance import booster_importance
 from ._conditional import ConditionalImportance, conditional_importance
 from ._decorrelation import decorrelation_importance
@@ -86,6 +87,7 @@ __all__ = [
     "ale_importance",
     "ale_interaction",
     "average_loss",
+    "break_down",
     "background_dataset",
     "bootstrap_weights",
     "booster_importance",

@@ -199,10 +199,11 @@ class _Game:
         return out
 
 
-def _setup(model, X, background, features, background_size, background_weight, sample_weight,
-           random_state, feature_names, categorical, groups, variables, memory_budget,
-           progress):
-    """Validated game, the players' names and data, and the remaining random key."""
+def coalition_game(model, X, background, features, background_size, background_weight,
+                   sample_weight, random_state, feature_names, categorical, groups, variables,
+                   memory_budget, progress):
+    """Validated game, the players' names and data, the outputs' names, the details and the
+    remaining random key (Shapley values, break-down)."""
     if background_size is not None:
         background_size = check_int(background_size, "background_size")
     key_background, key_rest = jax.random.split(as_key(random_state))
@@ -403,7 +404,7 @@ def shapley_values(
                    categorical=categorical, groups=groups, variables=variables,
                    memory_budget=memory_budget, progress=progress, output=output)
     # a repeated call (an Explainer's, or on the same small array) reuses its plans
-    X = as_rows(X, _width(background), _columns(background))
+    X = rows_like(X, background)
     return warm_call("shapley values", _set_up_values, model, X, None, options)()
 
 
@@ -412,9 +413,10 @@ def _set_up_values(model, X, _, *, background, features, method, link, n_permuta
                    feature_names, categorical, groups, variables, memory_budget, progress,
                    output):
     """Validate and plan :func:`shapley_values`; returns ``run()``, which evaluates it."""
-    game, names, output_names, data, info, key = _setup(
+    game, names, output_names, data, info, key = coalition_game(
         model, X, background, features, background_size, background_weight, sample_weight,
-        random_state, feature_names, categorical, groups, variables, memory_budget, progress)
+        random_state, feature_names, categorical, groups, variables, memory_budget,
+        progress)
     chosen, output_names = _chosen_outputs(output_names, output)
     p = len(names)
     if method == "exact" and p > EXACT_LIMIT:
@@ -502,7 +504,7 @@ def _exact(game: _Game, p: int, interactions: bool, link: str = "identity"):
         reducer, plans = game.reducer, game.plans(coalition_members(p)[1:], k - 1)
 
         def split(result):
-            base, v = (_linked(part, link) for part in _base_and_values(result, k - 1))
+            base, v = (_linked(part, link) for part in base_and_values(result, k - 1))
             return base, _weighted_coalitions(base, v, fold)
 
     def run():
@@ -531,7 +533,7 @@ def _folds_on_device(predictor) -> bool:
     return not predictor.host and jax.local_devices()[0].platform != "cpu"
 
 
-def _base_and_values(result: np.ndarray, k: int):
+def base_and_values(result: np.ndarray, k: int):
     """The engine's means (1 + rows * k, 1, o) of a plan whose first item is the empty
     coalition: the base (o,) and the coalition values (rows, k, o)."""
     result = result[:, 0, :]
@@ -587,7 +589,7 @@ def _sampled(game: _Game, p: int, n_permutations: int, key, link: str = "identit
             errors[rows] = per_pair.std(axis=1, ddof=1) / np.sqrt(m)
             return values, errors, base
 
-        return game.evaluated(plans, game.reducer, functools.partial(_base_and_values, k=k),
+        return game.evaluated(plans, game.reducer, functools.partial(base_and_values, k=k),
                               "Shapley values (sampled)", finish)
 
     return run
@@ -662,27 +664,26 @@ def shapley_interactions(
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress,
                    output=output)
-    X = as_rows(X, _width(background), _columns(background))
+    X = rows_like(X, background)
     return warm_call("shapley interactions", _set_up_interactions, model, X, None, options)()
 
 
-def _columns(background):
-    """A DataFrame background's columns, which rows of X given as an array take."""
-    return background.columns if isinstance(background, pd.DataFrame) else None
-
-
-def _width(background) -> int | None:
-    """The columns of a background given as a table (a row of X may come as a vector)."""
+def rows_like(X, background):
+    """The rows to explain as rows of the background's width and, for a DataFrame
+    background, its columns (one row may come as a vector; rows as an array take the
+    DataFrame's columns)."""
     shape = np.shape(background) if not isinstance(background, Dataset) else (
         background.n_rows, background.n_columns)
-    return shape[1] if background is not None and len(shape) == 2 else None
+    width = shape[1] if background is not None and len(shape) == 2 else None
+    return as_rows(X, width,
+                   background.columns if isinstance(background, pd.DataFrame) else None)
 
 
 def _set_up_interactions(model, X, _, *, background, features, link, background_size,
                          background_weight, sample_weight, random_state, feature_names,
                          categorical, groups, variables, memory_budget, progress, output):
     """Validate and plan :func:`shapley_interactions`; returns ``run()``."""
-    game, names, output_names, data, info, _ = _setup(
+    game, names, output_names, data, info, _ = coalition_game(
         model, X, background, features, background_size, background_weight, sample_weight,
         random_state, feature_names, categorical, groups, variables, memory_budget, progress)
     chosen, output_names = _chosen_outputs(output_names, output)
