@@ -51,8 +51,8 @@ _MAD_SCALE = 1.4826
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _check_measure(measure: str) -> None:
-    if measure not in MEASURES:
+def _check_measure(measure) -> None:
+    if not callable(measure) and measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}.")
 
 
@@ -63,7 +63,7 @@ def _check_average(average: str, trim: float) -> None:
         raise ValueError(f"trim must be a fraction in [0, 0.5); got {trim!r}.")
 
 
-def flatness(values: Float[Array, " g"], measure: str = "sd") -> Float[Array, ""]:
+def flatness(values: Float[Array, " g"], measure="sd") -> Float[Array, ""]:
     """How far a curve is from flat: the spread of its values over the grid.
 
     Parameters
@@ -75,7 +75,8 @@ def flatness(values: Float[Array, " g"], measure: str = "sd") -> Float[Array, ""
         features. ``"range4"``: ``(max - min) / 4``, its measure for categorical features.
         ``"mad"``: median absolute deviation from the median, times 1.4826 (as R's
         ``stats::mad``) so that it estimates the standard deviation of normal data; the robust
-        choice suggested in Greenwell et al.'s (2018) discussion.
+        choice suggested in Greenwell et al.'s (2018) discussion. A callable is any other
+        measure: a ``jax.numpy`` function of the curve (g,) to a scalar (vip's ``var_fun``).
 
     Returns
     -------
@@ -91,6 +92,8 @@ def flatness(values: Float[Array, " g"], measure: str = "sd") -> Float[Array, ""
     _check_measure(measure)
     if values.ndim != 1 or values.shape[0] < 2:
         raise ValueError(f"flatness needs a curve of shape (g,) with g >= 2; got {values.shape}.")
+    if callable(measure):
+        return _called_measure(measure, values)
     if measure == "sd":
         centred = values - jnp.mean(values)
         return jnp.sqrt(jnp.sum(centred * centred) / (values.shape[0] - 1))
@@ -98,6 +101,21 @@ def flatness(values: Float[Array, " g"], measure: str = "sd") -> Float[Array, ""
         return (jnp.max(values) - jnp.min(values)) / 4
     median = jnp.median(values)
     return _MAD_SCALE * jnp.median(jnp.abs(values - median))
+
+
+def _called_measure(measure, values: Float[Array, " g"]) -> Float[Array, ""]:
+    try:
+        spread = jnp.asarray(measure(values))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as error:
+        raise TypeError(
+            f"measure {getattr(measure, '__name__', measure)!r} must be traceable by JAX (it "
+            "gets the curve as a jax array under jit); write it with jax.numpy, e.g. "
+            "lambda v: jnp.std(v, ddof=1).") from error
+    if spread.shape != ():
+        raise ValueError(f"measure must map a curve of shape {values.shape} to a scalar; "
+                         f"{getattr(measure, '__name__', measure)!r} returned shape "
+                         f"{spread.shape}.")
+    return spread.astype(values.dtype)
 
 
 def weighted_average(

@@ -306,6 +306,40 @@ def test_a_pair_of_measures_scores_continuous_and_categorical_features_apart():
                                                                        "range4"), rtol=2e-4)
 
 
+def test_a_function_is_any_other_measure():
+    """vip's var_fun: a jax.numpy function of a curve (here the interquartile range) against
+    NumPy's on the reference PDs, in both methods and the ICE variant; a function JAX cannot
+    trace, or one that does not return a scalar, is refused naming the fix."""
+    def iqr(v):
+        return jnp.percentile(v, 75) - jnp.percentile(v, 25)
+
+    options = dict(grid_resolution=6, sample_weight=W30)
+    imp = pd_importance(F2, X30, measure=iqr, **options)
+    ice = pd_importance(F2, X30, measure=iqr, ice=True, **options)
+    for j in range(3):
+        grid = np.asarray(imp.info["grid_values"][f"x{j}"])[:, None]
+        curves = ref_ice(F2_NP, X30, [j], grid)  # (n, g, o)
+        spread = np.percentile(curves, 75, axis=1) - np.percentile(curves, 25, axis=1)
+        np.testing.assert_allclose(imp.importances_mean[j], np.subtract(*np.percentile(
+            ref_pd(curves, W30, "mean"), [75, 25], axis=0)), rtol=2e-4, atol=1e-6)
+        np.testing.assert_allclose(ice.importances_mean[j], W30 @ spread / W30.sum(),
+                                   rtol=2e-4, atol=1e-6)
+    inter = pd_interaction(F2, X30, pairs=[(0, 1)], measure=iqr, **options)
+    g0, g1 = (np.asarray(imp.info["grid_values"][name]) for name in ("x0", "x1"))
+    grid = np.array([[a, b] for a in g0 for b in g1])
+    pd2 = ref_pd(ref_ice(F2_NP, X30, [0, 1], grid), W30, "mean").reshape(6, 6, -1)
+
+    def spread(v, axis):
+        return np.percentile(v, 75, axis=axis) - np.percentile(v, 25, axis=axis)
+
+    want = (spread(spread(pd2, 0), 0) + spread(spread(pd2, 1), 0)) / 2
+    np.testing.assert_allclose(inter.values[0], want, rtol=2e-4, atol=1e-6)
+    with pytest.raises(TypeError, match="must be traceable by JAX"):
+        pd_importance(F2, X30, measure=np.median, grid_resolution=4)
+    with pytest.raises(ValueError, match="to a scalar"):
+        pd_importance(F2, X30, measure=lambda v: 2 * v, grid_resolution=4)
+
+
 def test_importance_bootstrap_replicates_are_reweighted_reference():
     imp = pd_importance(F2, X30, grid_resolution=5, sample_weight=W30, n_bootstrap=4,
                         random_state=7, average="median")
@@ -405,8 +439,9 @@ def test_dataframe_input_equals_numpy_input():
     "kwargs, error, message",
     [
         ({"measure": "std"}, ValueError,
-         r"measure must be one of \('auto', 'sd', 'mad', 'range4'\) or a pair \(continuous, "
-         r"categorical\) of \('sd', 'mad', 'range4'\) such as \('mad', 'range4'\); got 'std'"),
+         r"measure must be one of \('auto', 'sd', 'mad', 'range4'\), a jax.numpy function of a "
+         r"curve, or a pair \(continuous, categorical\) of them such as \('mad', 'range4'\); "
+         r"got 'std'"),
         ({"measure": ("mad", "iqr")}, ValueError, r"measure must be one of .* a pair"),
         ({"average": "mode"}, ValueError,
          r"average must be one of \('mean', 'median', 'trimmed'\); got 'mode'"),

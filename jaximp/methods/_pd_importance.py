@@ -109,12 +109,15 @@ def pd_importance(
     ice : bool, default False
         Score by the (weighted) mean flatness of the ICE curves instead of the flatness of the
         PD; an effect that averages out in the PD (a pure interaction) still counts.
-    measure : {"auto", "sd", "mad", "range4"}, default "auto"
+    measure : {"auto", "sd", "mad", "range4"}, callable or pair, default "auto"
         Flatness measure. ``"auto"``: ``"sd"`` for continuous and ``"range4"`` for categorical and
         one-hot features (Greenwell et al.'s rule). ``"mad"``: median absolute deviation (scaled by
         1.4826 to estimate a standard deviation), robust to a few extreme PD values. R's vip
         takes the range only for factors: a character column (R >= 4.0 keeps strings as such)
-        gets the sd there, which ``measure="sd"`` reproduces for a text feature.
+        gets the sd there, which ``measure="sd"`` reproduces for a text feature. A callable is
+        any other measure (vip's ``var_fun``): a ``jax.numpy`` function of a curve (g,) to a
+        scalar. A pair ``(continuous, categorical)`` of measures sets the two apart (vip's
+        ``var_continuous`` and ``var_categorical``).
     average : {"mean", "median", "trimmed"}, default "mean"
         How ICE curves are averaged into the PD (weighted by ``sample_weight``); the ICE variant
         averages the per-row flatness the same way. ``"median"`` and ``"trimmed"`` are the seed
@@ -274,9 +277,10 @@ def pd_interaction(
         Every pair among ``features``, or explicit pairs such as ``[("x1", "x2")]``.
     reference : str or int, optional
         Score the pairs of this feature with every other feature in ``features`` instead.
-    measure : {"auto", "sd", "mad", "range4"}, default "auto"
+    measure : {"auto", "sd", "mad", "range4"}, callable or pair, default "auto"
         Flatness measure of both steps; ``"auto"`` uses ``"sd"`` over a continuous feature's grid
-        and ``"range4"`` over a categorical one's.
+        and ``"range4"`` over a categorical one's. A callable or a pair as in
+        :func:`pd_importance`.
     average, trim, grid, grid_resolution, percentiles, output, sample_weight
         As in :func:`pd_importance` (the grid is the product of the two features' grids, so
         its size is ``grid_resolution ** 2`` per pair).

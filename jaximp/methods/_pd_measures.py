@@ -34,12 +34,12 @@ class _MeasureRule(Choice):
 
     def accepts(self, value) -> bool:
         if isinstance(value, tuple):
-            return len(value) == 2 and all(m in K.MEASURES for m in value)
-        return super().accepts(value)
+            return len(value) == 2 and all(callable(m) or m in K.MEASURES for m in value)
+        return callable(value) or super().accepts(value)
 
     def expected(self) -> str:
-        return (f"one of {self.choices} or a pair (continuous, categorical) of "
-                f"{K.MEASURES} such as ('mad', 'range4')")
+        return (f"one of {self.choices}, a jax.numpy function of a curve, or a pair "
+                f"(continuous, categorical) of them such as ('mad', 'range4')")
 
 
 MEASURE_RULE = _MeasureRule(*MEASURE_CHOICES)
