@@ -435,3 +435,17 @@ def test_multi_column_group_is_an_error(method):
         filter_importance(X, y, method=method, groups={"color": [1, 2]})
     ok = filter_importance(X, y, method=method, groups={"color": [1, 2]}, features=["x0"])
     assert ok.feature_names == ("x0",)
+
+
+def test_statistics_do_not_depend_on_the_scale_of_a_column():
+    """|t| and the LOESS pseudo-R^2 are invariant to scaling a column or y: at 1e160 the
+    squares overflowed and at 1e-200 they vanished, and the feature scored 0 (or NaN)."""
+    A = np.random.default_rng(0).normal(size=(30, 2))
+    y = A[:, 0] + A[:, 1]
+    for method in ("t", "loess"):
+        plain = filter_importance(A, y, method=method).importances_mean
+        for X, target in ((A * [1e160, 1.0], y), (A * [1e-200, 1.0], y), (A, y * 1e-200),
+                          (A * [1e-310, 1.0], y * 1e200)):
+            np.testing.assert_allclose(
+                filter_importance(X, target, method=method).importances_mean, plain,
+                rtol=1e-6)

@@ -276,7 +276,11 @@ def _neighbours(span: float, n: int) -> int:
 
 def _standardize(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Columns centred at their weighted mean and scaled to unit weighted SD (float64);
-    a constant column becomes exactly 0."""
+    a constant column becomes exactly 0. Each column is first scaled by a power of two near
+    its largest magnitude (exactly), where squares of 1e160 would overflow and of 1e-200
+    vanish."""
+    _, exponents = np.frexp(np.max(np.abs(values), axis=0))
+    values = np.ldexp(values, -exponents)
     w = weights / weights.sum()
     centred = values - w @ values
     sd = np.sqrt(w @ centred**2)
