@@ -40,12 +40,17 @@ __all__ = [
     "mean_squared_error",
     "mean_squared_log_error",
     "median_absolute_error",
+    "percent_bias",
     "poisson_unit_deviance",
     "r2_score",
+    "relative_absolute_error",
+    "relative_squared_error",
     "roc_auc_score",
     "root_mean_squared_error",
     "root_mean_squared_log_error",
+    "root_relative_squared_error",
     "squared_log_error",
+    "symmetric_mean_absolute_percentage_error",
     "weighted_mean",
 ]
 
@@ -381,6 +386,84 @@ def r2_score(
     residual = jnp.sum(w * jnp.square(y - jnp.asarray(prediction)))
     total = jnp.sum(w * jnp.square(y - center))
     return 1.0 - residual / total
+
+
+def relative_squared_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Relative squared error ``sum w (y - f)^2 / sum w (y - ybar_w)^2`` (``1 - R^2``), as the
+    R package Metrics' ``rse``; ``inf`` or NaN when ``y`` is constant.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(relative_squared_error(jnp.array([1.0, 2.0, 3.0]), jnp.array([1.0, 2.0, 1.0])))
+    2.0
+    """
+    return 1.0 - r2_score(y, prediction, weights)
+
+
+def root_relative_squared_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """The square root of :func:`relative_squared_error`, as Metrics' ``rrse``."""
+    return jnp.sqrt(relative_squared_error(y, prediction, weights))
+
+
+def relative_absolute_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """Relative absolute error ``sum w |y - f| / sum w |y - ybar_w|``, as Metrics' ``rae``
+    (deviations from the mean of ``y``, not its median).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(relative_absolute_error(jnp.array([1.0, 2.0, 3.0]), jnp.array([1.0, 2.0, 1.0])))
+    1.0
+    """
+    _check_rows("relative_absolute_error", y, prediction, weights)
+    y = jnp.asarray(y)
+    w = _weights(weights, y)
+    center = jnp.sum(w * y) / jnp.sum(w)
+    return (jnp.sum(w * jnp.abs(y - jnp.asarray(prediction)))
+            / jnp.sum(w * jnp.abs(y - center)))
+
+
+def symmetric_mean_absolute_percentage_error(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """``mean_i 2 |y_i - f_i| / (|y_i| + |f_i|)`` as a fraction, as Metrics' ``smape`` (NaN
+    where a target and its prediction are both 0, as in R).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(symmetric_mean_absolute_percentage_error(jnp.array([1.0, 3.0]),
+    ...                                                jnp.array([3.0, 3.0])))
+    0.5
+    """
+    _check_rows("symmetric_mean_absolute_percentage_error", y, prediction, weights)
+    y, prediction = jnp.asarray(y), jnp.asarray(prediction)
+    return weighted_mean(2 * jnp.abs(y - prediction) / (jnp.abs(y) + jnp.abs(prediction)),
+                         weights)
+
+
+def percent_bias(
+    y: Real[Array, "n"], prediction: Real[Array, "n"], weights: Float[Array, "n"] | None = None
+) -> Float[Array, ""]:
+    """``mean_i (y_i - f_i) / |y_i|``, signed and as a fraction, as Metrics' ``percent_bias``
+    (an infinite term where ``y_i = 0``, as in R).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> print(percent_bias(jnp.array([2.0, -4.0]), jnp.array([1.0, -2.0])))
+    0.0
+    """
+    _check_rows("percent_bias", y, prediction, weights)
+    y = jnp.asarray(y)
+    return weighted_mean((y - jnp.asarray(prediction)) / jnp.abs(y), weights)
 
 
 def _as_columns(proba: Float[Array, "n o"]) -> Float[Array, "n o"]:

@@ -300,3 +300,43 @@ def test_static_shape_checks_name_the_kernel():
         _K.mean_squared_error(jnp.zeros(3), jnp.zeros(4))
     with pytest.raises(ValueError, match=r"probabilities must have shape \(n, o\)"):
         _K.log_loss(jnp.zeros(3, jnp.int32), jnp.zeros(3))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_metrics_package_losses_match_their_r_definitions(weighted):
+    """The R package Metrics' rse, rrse, rae, smape and percent_bias (iml's loss names),
+    written out from its sources in float64 (case weights weigh every sum), as kernels and
+    as permutation-importance losses: on the intact data (average_loss) and as ratios, which
+    for rse, rrse and rae are those of mse, rmse and mae (their denominators are fixed)."""
+    import jaximp
+
+    w = np.ones(N) if not weighted else W
+    y, p = Y_REG, P_REG
+
+    def mean(t):
+        return np.sum(w * t) / np.sum(w)
+
+    rse = np.sum(w * (y - p) ** 2) / np.sum(w * (y - mean(y)) ** 2)
+    expected = {"rse": rse, "rrse": np.sqrt(rse),
+                "rae": np.sum(w * np.abs(y - p)) / np.sum(w * np.abs(y - mean(y))),
+                "smape": mean(2 * np.abs(y - p) / (np.abs(y) + np.abs(p))),
+                "percent_bias": mean((y - p) / np.abs(y))}
+    kernels = {"rse": K.relative_squared_error, "rrse": K.root_relative_squared_error,
+               "rae": K.relative_absolute_error,
+               "smape": K.symmetric_mean_absolute_percentage_error,
+               "percent_bias": K.percent_bias}
+    weights = None if not weighted else W
+    for name, kernel in kernels.items():
+        np.testing.assert_allclose(float(kernel(f32(y), f32(p), None if weights is None
+                                                else f32(weights))), expected[name],
+                                   rtol=2e-5, err_msg=name)
+    X = np.column_stack([p, RNG.normal(size=N)])
+    model = lambda A: A[:, 0]  # noqa: E731  (predicts p; the second column is noise)
+    for name in kernels:
+        got = jaximp.average_loss(model, X, y, loss=name, sample_weight=weights)
+        np.testing.assert_allclose(got.to_numpy().ravel(), expected[name], rtol=1e-6)
+    for relative, plain in (("rse", "mse"), ("rrse", "rmse"), ("rae", "mae")):
+        a, b = (jaximp.permutation_importance(model, X, y, loss=loss, kind="ratio",
+                                              n_repeats=3, sample_weight=weights)
+                for loss in (relative, plain))
+        np.testing.assert_allclose(a.importances, b.importances, rtol=1e-6)  # float32 sums

@@ -493,8 +493,9 @@ def test_validation_messages(linear_data, ols, classification_data):
                             "got 'diff'."),
         (dict(n_repeats=0), "n_repeats must be an int >= 1; got 0."),
         (dict(loss="nll"), "loss must be one of ('mse', 'rmse', 'mae', 'medae', 'mape', 'msle', "
-                           "'rmsle', 'r2', 'poisson', 'gamma', 'cross_entropy', 'log_loss', "
-                           "'brier', 'accuracy', 'auc') (or scikit-learn's scoring names "
+                           "'rmsle', 'r2', 'poisson', 'gamma', 'cross_entropy', 'rse', "
+                           "'rrse', 'rae', 'smape', 'percent_bias', 'log_loss', 'brier', "
+                           "'accuracy', 'auc') (or scikit-learn's scoring names "
                            "['neg_brier_score', 'neg_log_loss', "
                            "'neg_mean_absolute_error', 'neg_mean_absolute_percentage_error', "
                            "'neg_mean_gamma_deviance', 'neg_mean_poisson_deviance', "

@@ -32,7 +32,8 @@ __all__ = ["LOSSES", "RESPONSES", "SKLEARN_SCORING", "LossSpec", "canonical_loss
 
 #: Built-in losses and scores, by name.
 LOSSES = ("mse", "rmse", "mae", "medae", "mape", "msle", "rmsle", "r2", "poisson", "gamma",
-          "cross_entropy", "log_loss", "brier", "accuracy", "auc")
+          "cross_entropy", "rse", "rrse", "rae", "smape", "percent_bias", "log_loss", "brier",
+          "accuracy", "auc")
 #: What a classifier's output columns hold: probabilities, or logits to pass through a softmax
 #: (a sigmoid for one column) before scoring.
 RESPONSES = ("probability", "logits")
@@ -48,6 +49,12 @@ _REGRESSION = {
     "poisson": _losses.mean_poisson_deviance,
     "gamma": _losses.mean_gamma_deviance,
     "cross_entropy": _losses.mean_cross_entropy,
+    # the R package Metrics' (iml's) relative and symmetric errors
+    "rse": _losses.relative_squared_error,
+    "rrse": _losses.root_relative_squared_error,
+    "rae": _losses.relative_absolute_error,
+    "smape": _losses.symmetric_mean_absolute_percentage_error,
+    "percent_bias": _losses.percent_bias,
 }
 _CLASSIFICATION = {
     "log_loss": _losses.log_loss,

@@ -155,7 +155,9 @@ def permutation_importance(
         mean squared logarithmic error and its root), ``"r2"``, ``"poisson"``, ``"gamma"``
         (regression, one value per model output; the last two mean Poisson and gamma
         deviances of predicted means, for counts and for positive amounts),
-        ``"cross_entropy"`` (one probability column against targets in [0, 1]),
+        ``"cross_entropy"`` (one probability column against targets in [0, 1]), the R
+        package Metrics' (iml's) ``"rse"``, ``"rrse"``, ``"rae"`` (relative squared error,
+        its root, relative absolute error), ``"smape"`` and ``"percent_bias"`` (fractions),
         ``"log_loss"`` (of targets in [0, 1] that are not all 0 and 1: ``"cross_entropy"``),
         ``"brier"`` (the Brier score, halved for two classes as scikit-learn's),
         ``"accuracy"``, ``"auc"`` (classification; binary or one-vs-rest
