@@ -295,3 +295,28 @@ def test_case_weights_far_outside_float32_range_are_relative_as_any_others():
             model, X, y, sample_weight=scale * w).importances_mean, want, rtol=1e-6)
         np.testing.assert_allclose(jaximp.shapley_values(
             model, X[:1], X, background_weight=scale * w).values, shapley, rtol=1e-6)
+
+
+def test_negative_positions_count_from_the_end():
+    """Features, grids and categorical columns by negative position, as Python indexes (they
+    were refused as out of range); beyond the ends the message gives both ranges."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(60, 3))
+    A[:, 0] = rng.integers(0, 3, 60)
+    y = A[:, 0] + 2 * A[:, 2]
+
+    def f(X):
+        return X[:, 0] + 2 * X[:, 2] * X[:, 1]
+
+    by_end = jaximp.partial_dependence(f, A, -1, grid={-1: [0.0, 1.0]}, categorical=[-3])
+    by_start = jaximp.partial_dependence(f, A, 2, grid={2: [0.0, 1.0]}, categorical=[0])
+    assert by_end.feature_names == ("x2",)
+    np.testing.assert_array_equal(by_end.average, by_start.average)
+    np.testing.assert_allclose(by_end.average[:, 0], A[:, 0].mean() + 2 * np.array(
+        [0.0, 1.0]) * A[:, 1].mean(), rtol=1e-5)
+    assert jaximp.as_dataset(A, categorical=[-3]).features[0].is_categorical
+    assert jaximp.permutation_importance(f, A, y, features=[-1, 0]).feature_names == ("x2",
+                                                                                     "x0")
+    with pytest.raises(ValueError, match=r"index -4 is out of range; the data has 3 features "
+                                         r"\(0 \.\. 2, or -3 \.\. -1 from the end\)"):
+        jaximp.partial_dependence(f, A, -4)

@@ -296,12 +296,13 @@ class Dataset:
             raise TypeError(f"a feature is named by its name (str) or position (int); got "
                             f"{type(key).__name__} {key!r:.60}. Pass one feature.")
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if not 0 <= key < len(self.features):
+            p = len(self.features)
+            if not -p <= key < p:
                 raise ValueError(
-                    f"feature index {key} is out of range; the data has {len(self.features)} "
-                    "features (0-based)."
+                    f"feature index {key} is out of range; the data has {p} features "
+                    f"(0 .. {p - 1}, or -{p} .. -1 from the end)."
                 )
-            return self.features[int(key)]
+            return self.features[int(key)]  # a negative position counts from the end
         for feat in self.features:
             if feat.name == key:
                 return feat
@@ -607,9 +608,10 @@ def as_dataset(
 
     def column_index(key) -> int:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if not 0 <= key < c:
-                raise ValueError(f"column index {key} is out of range for {c} columns.")
-            return int(key)
+            if not -c <= key < c:
+                raise ValueError(f"column index {key} is out of range for {c} columns (0 .. "
+                                 f"{c - 1}, or -{c} .. -1 from the end).")
+            return int(key) % c
         if key not in names:
             raise ValueError(f"unknown column {key!r}; columns are {_some_names(names)}.")
         return names.index(key)
