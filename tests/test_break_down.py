@@ -135,3 +135,36 @@ def test_one_and_two_features_and_bad_orders():
             jaximp.break_down(f, background[:2], background, order=order)
     with pytest.raises(ValueError, match="ordering must be one of"):
         jaximp.break_down(f, background[:2], background, ordering="abs_signed")
+
+
+def test_waterfall_plots_draw_each_step_from_the_baseline():
+    """Break-down steps in their order, Shapley values largest first, from the baseline to the
+    prediction; more steps than max_steps are one bar; attributions without a baseline are
+    refused."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    background = np.random.default_rng(4).normal(size=(40, 4))
+    bd = jaximp.break_down(model, background[:2], background)
+    ax = bd.plot("waterfall", row=1)
+    order = bd.info["order"][1]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[:-1] == [f"x{j} = {background[1, j]:.4g}" for j in order]
+    assert labels[-1] == f"prediction {bd.predictions[1, 0]:.4g}"
+    np.testing.assert_allclose([bar.get_x() for bar in ax.patches],
+                               bd.info["cumulative"][1, :-1, 0], rtol=1e-6)
+    np.testing.assert_allclose([bar.get_width() for bar in ax.patches],
+                               bd.values[1, order, 0], rtol=1e-6)
+    lumped = bd.plot("waterfall", max_steps=2)
+    assert [t.get_text() for t in lumped.get_yticklabels()][1] == "3 other features"
+    assert len(lumped.patches) == 2
+    sv = jaximp.shapley_values(model, background[:2], background)
+    ax = sv.plot("waterfall")
+    widths = [bar.get_width() for bar in ax.patches]
+    np.testing.assert_allclose(np.abs(widths), np.sort(np.abs(sv.values[0, :, 0]))[::-1])
+    assert ax.patches[0].get_x() == pytest.approx(sv.base_values[0])
+    with pytest.raises(ValueError, match="saliency attributions have none"):
+        jaximp.saliency(model, background[:2]).plot("waterfall")
+    plt.close("all")

@@ -19,6 +19,7 @@ from ..results import (
     input_image,
     new_figure,
     plot_input_map,
+    plot_waterfall,
     with_input_layout,
 )
 from ._setup import keep_layout
@@ -30,6 +31,7 @@ __all__ = [
     "build_attributions",
     "completeness_gap",
     "feature_data",
+    "feature_labels",
     "feature_membership",
     "labelled_values",
     "make_attributions",
@@ -181,10 +183,26 @@ class Attributions:
         ``kind="summary"``: a point per row at its attribution, one line per feature;
         ``kind="image"`` (examples with more than two axes): :meth:`image` of ``row``, drawn
         by :func:`jaximp.results.plot_input_map` (the mean over an image's channel axis;
-        ``sequence=True`` for a heat map over time). Returns the Axes."""
-        check_choice(kind, "kind", ("bar", "summary", "image"))
+        ``sequence=True`` for a heat map over time); ``kind="waterfall"``: row ``row``'s
+        attributions as steps from its baseline value to its prediction (break-down: in its
+        order; others: largest ``|attribution|`` first), for attributions that add up to
+        that difference. Returns the Axes."""
+        check_choice(kind, "kind", ("bar", "summary", "image", "waterfall"))
         if kind == "bar":
             return self.importance().plot(output=output, ax=ax, **kwargs)
+        if kind == "waterfall":
+            if self.baseline_values is None:
+                raise ValueError(
+                    f"a waterfall draws attributions that add up to the prediction minus a "
+                    f"baseline value; {self.method} attributions have none. Use kind='bar' or "
+                    "'summary'.")
+            column = output_index(self.output_names, output)
+            values = self.values[row, :, column]
+            order = (self.info["order"][row] if "order" in self.info
+                     else np.argsort(-np.abs(values), kind="stable"))
+            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order),
+                                  values[order], float(self.baseline_values[row, column]), ax,
+                                  title=f"{self.method}, row {row}", **kwargs)
         if kind == "image":
             return plot_input_map(self.image(row, output), ax, label=f"{self.method}, row {row}",
                                   **kwargs)
@@ -205,6 +223,13 @@ class Attributions:
         group's value on each of its positions."""
         column = output_index(self.output_names, output)
         return input_image(self.info, self.values[row, :, column], "attributions")
+
+
+def feature_labels(names, values: np.ndarray, order) -> list[str]:
+    """``"name = value"`` of the features at ``order`` (the name alone where the value is
+    not one number: a group)."""
+    return [f"{names[j]} = {values[j]:.4g}" if np.isfinite(values[j]) else str(names[j])
+            for j in order]
 
 
 def feature_data(dataset: Dataset) -> np.ndarray:

@@ -26,8 +26,10 @@ from ..results import (
     new_figure,
     pair_values_frame,
     plot_input_map,
+    plot_waterfall,
     with_input_layout,
 )
+from ._attributions import feature_labels
 
 __all__ = ["ShapleyInteractions", "ShapleyValues"]
 
@@ -137,10 +139,19 @@ class ShapleyValues(ReadsDeferred):
         ``feature`` against its value. ``kind="image"``: :meth:`image` of ``row`` with a
         diverging colour map centred on zero; an ``(h, w, c)`` example shows the mean over its
         channel axis (``channel_axis``), ``sequence=True`` draws ``(t, c)`` as a heat map over
-        time (see :meth:`FeatureImportance.plot`). Returns the Axes."""
+        time (see :meth:`FeatureImportance.plot`). ``kind="waterfall"``: row ``row``'s values
+        as steps from ``base_values`` to its prediction, largest ``|value|`` first (shap's
+        waterfall). Returns the Axes."""
 
-        check_choice(kind, "kind", ("summary", "dependence", "image"))
+        check_choice(kind, "kind", ("summary", "dependence", "image", "waterfall"))
         column = output_index(self.output_names, output)
+        if kind == "waterfall":
+            values = self.values[row, :, column]
+            order = np.argsort(-np.abs(values), kind="stable")
+            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order),
+                                  values[order], float(self.base_values[column]), ax,
+                                  title=f"Shapley values, row {row} "
+                                        f"({self.output_names[column]})")
         if kind == "image":
             return plot_input_map(self.image(row, column), ax, sequence=sequence,
                                   channel_axis=channel_axis, label=f"Shapley value, row "

@@ -32,6 +32,7 @@ from ._plots import (
     plot_input_map,
     plot_pd,
     plot_pds,
+    plot_waterfall,
 )
 from ._results import (
     FeatureImportance,
@@ -80,6 +81,7 @@ __all__ = [
     "plot_input_map",
     "plot_pd",
     "plot_pds",
+    "plot_waterfall",
     "replicate_std",
     "with_input_layout",
 ]

@@ -564,3 +564,44 @@ def plot_h(h, statistic=None, output=None, top=None):
             heading.append(f"{name.replace('_', '-')}: top {k} of {len(lab)}")
     fig.suptitle("; ".join(heading))
     return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# Waterfall of one row's attributions
+# ------------------------------------------------------------------------------------------------
+
+
+def plot_waterfall(labels, steps: np.ndarray, start: float, ax=None, *, title: str = "",
+                   max_steps: int = 12):
+    """One row's attributions as a waterfall: from ``start`` (the mean background prediction)
+    each step ``steps[k]`` moves the running total, in the order given, to the prediction.
+    Beyond ``max_steps`` steps the rest are one bar, "k other features". Returns the Axes."""
+    steps = np.asarray(steps, np.float64)
+    labels = [str(label) for label in labels]
+    if steps.size > max_steps:
+        rest = steps.size - (max_steps - 1)
+        labels = labels[:max_steps - 1] + [f"{rest} other features"]
+        steps = np.append(steps[:max_steps - 1], steps[max_steps - 1:].sum())
+    ends = start + np.cumsum(steps)
+    begins = ends - steps
+    if ax is None:
+        _, ax = new_figure(6 + _label_inches(labels), 0.4 * len(steps) + 1.4)
+    rows = np.arange(len(steps))[::-1] + 1  # the first step on top, the prediction below
+    ax.barh(rows, steps, left=begins, color=np.where(steps >= 0, _POSITIVE, _NEGATIVE),
+            height=0.7)
+    for row, end, step in zip(rows, ends, steps):
+        ax.annotate(f"{step:+.3g}", (end, row), xytext=(3 if step >= 0 else -3, 0),
+                    textcoords="offset points", va="center", ha="left" if step >= 0 else "right",
+                    fontsize=8)
+    final = start + steps.sum()
+    ax.axvline(start, color="0.5", lw=0.8, ls="--")
+    ax.axvline(final, color="0.2", lw=0.8)
+    ax.set_yticks([*rows, 0], [*labels, f"prediction {final:.4g}"])
+    ax.set_ylim(-0.6, len(steps) + 0.6)
+    low, high = min(start, begins.min(), ends.min()), max(start, begins.max(), ends.max())
+    margin = 0.18 * (high - low) or 1.0  # room for the step labels
+    ax.set_xlim(low - margin, high + margin)
+    ax.set_xlabel(f"from the mean prediction {start:.4g}")
+    if title:
+        ax.set_title(title)
+    return ax
