@@ -63,17 +63,71 @@ _FIXED_ARGUMENTS = frozenset({"model", "X", "y", "explained"})
 
 
 def _fitted_state(model) -> tuple | None:
-    """What a refit replaces: each of the model's attributes by identity (and a list's
-    length, which warm_start grows in place); None for a model without attributes (a plain
-    function), whose state the Explainer does not hold."""
+    """What a refit or further training changes in a model the Explainer read once: each
+    attribute by identity (a list's items too, which warm_start grows and an assignment
+    replaces in place), and a booster's count of rounds (which its ``update`` grows in
+    place); an nnx module's submodules and Variables by identity (new values of its
+    parameters are followed) and its plain attributes by value. None for a plain function,
+    whose state the Explainer does not hold."""
+    if _is_nnx_module(model):
+        return _module_structure(model)
     try:
         attributes = vars(model)
     except TypeError:
         return None
     if not hasattr(model, "predict"):
         return None
-    return tuple((name, id(value), len(value) if isinstance(value, list) else None)
-                 for name, value in attributes.items())
+    return (*((name, id(value), tuple(map(id, value)) if isinstance(value, list) else None)
+              for name, value in attributes.items()), _boosted_rounds(model))
+
+
+def _boosted_rounds(model) -> int | None:
+    """The rounds of an XGBoost, LightGBM or CatBoost model (None for another)."""
+    booster = getattr(model, "booster_", model)  # LightGBM's scikit-learn model
+    if callable(getattr(model, "get_booster", None)):  # XGBoost's
+        booster = model.get_booster()
+    for rounds in ("num_boosted_rounds", "current_iteration"):
+        if callable(getattr(booster, rounds, None)):
+            return int(getattr(booster, rounds)())
+    return getattr(model, "tree_count_", None)  # CatBoost's
+
+
+def _is_nnx_module(model) -> bool:
+    return any(base.__module__.startswith("flax.nnx") for base in type(model).__mro__)
+
+
+def _module_structure(module) -> tuple:
+    """An nnx module's submodules and Variables by identity, plain attributes by value."""
+    found, stack = [], [module]
+    while stack:
+        for name, value in vars(stack.pop()).items():
+            kind = _kind(type(value))
+            if kind == "module":
+                stack.append(value)
+                found.append(id(value))
+            elif kind == "sequence":  # layers kept in a list
+                stack.extend(v for v in value if _kind(type(v)) == "module")
+                found.append(tuple(map(id, value)))
+            elif kind == "variable":
+                found.append(id(value))
+            elif kind == "plain":
+                found.append((name, value))
+    return tuple(found)
+
+
+@functools.cache
+def _kind(cls: type) -> str:
+    """What :func:`_module_structure` reads of a value of type ``cls``, found once per type
+    (isinstance against nnx's classes costs a microsecond a value)."""
+    from flax import nnx
+
+    if issubclass(cls, nnx.Module):
+        return "module"
+    if issubclass(cls, nnx.Variable):
+        return "variable"
+    if issubclass(cls, (list, tuple)):
+        return "sequence"
+    return "plain" if issubclass(cls, (int, float, str, bool)) else "other"
 
 
 def _description(dataset: Dataset) -> tuple:
@@ -121,9 +175,11 @@ class Explainer:
     keeps the device busy and waits only where it reads.
 
     The Explainer holds what it validated: the rows on the devices, a copy of ``y``, and a
-    tree model's nodes, read into arrays once. A call after the model was refit (for a model
-    read into arrays) or after ``jax_enable_x64`` was switched raises rather than answering
-    from the old state: make a new Explainer. A host model (one called through ``predict``)
+    tree model's nodes, read into arrays once. A call after the model was refit or trained
+    further (a model read into arrays: its trees replaced, a booster's rounds added), after an
+    nnx module was given other submodules or attributes, or after ``jax_enable_x64`` was
+    switched raises rather than answering from the old state: make a new Explainer (edits of
+    a tree's own arrays in place are not seen). A host model (one called through ``predict``)
     is called at each evaluation and follows a refit that keeps its outputs, as a torch or
     nnx module follows its parameters updated in place (SAGE and Sobol indices, which keep the
     model's predictions on the data between calls, call such a model on the data again and
@@ -274,10 +330,11 @@ class Explainer:
                 f"model are kept in that float mode; jax_enable_x64 is now "
                 f"{not self._x64}. Make a new Explainer after switching the float mode.")
         if self._read_state is not None and _fitted_state(self.model) != self._read_state:
+            what = ("its submodules or attributes (parameters' new values are followed)"
+                    if _is_nnx_module(self.model) else "its trees into arrays")
             raise RuntimeError(
-                f"{type(self.model).__name__} changed (refit?) after this Explainer read its "
-                "trees into arrays; they are read once. Make a new Explainer for the new "
-                "model.")
+                f"{type(self.model).__name__} changed (refit?) after this Explainer read "
+                f"{what}; they are read once. Make a new Explainer for the new model.")
 
     def _estimator(self):
         """The scikit-learn estimator itself, for the options that read its trees (None for

@@ -808,3 +808,61 @@ def test_arrays_a_result_shares_with_kept_state_are_read_only():
             array[0] = 7.0
     edges[0] = -5.0  # the caller's array is copied, not frozen
     assert shared[1][0] == -4.0
+
+
+def test_models_changed_in_place_are_refused_where_the_explainer_read_them():
+    """Boosters trained further in place (update), a forest whose tree is replaced in its
+    list, an nnx module given another submodule or attribute: the Explainer read them once
+    and raised nothing, answering from the old model; now a call raises naming the fix. A
+    host model refitted to another number of outputs is refused with the same advice."""
+    import xgboost
+    from flax import nnx
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import LinearRegression
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4)).astype(np.float32)
+    y, other = 2 * X[:, 0] + X[:, 1] * X[:, 2], X[:, 0] - 3 * X[:, 3]
+
+    def refused(ex, change, match="changed .* Make a new Explainer"):
+        ex.partial_dependence(3, grid_resolution=3)
+        change()
+        with pytest.raises(RuntimeError, match=match):
+            ex.partial_dependence(3, grid_resolution=3)
+
+    booster = xgboost.train({"max_depth": 2}, xgboost.DMatrix(X, y), 3)
+    refused(jaximp.Explainer(booster, X),
+            lambda: booster.update(xgboost.DMatrix(X, other), 3))
+    lightgbm = pytest.importorskip("lightgbm")
+    trained = lightgbm.train({"verbose": -1, "num_leaves": 4}, lightgbm.Dataset(X, y), 3,
+                             keep_training_booster=True)
+    refused(jaximp.Explainer(trained, X), trained.update)
+    forest = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    refused(jaximp.Explainer(forest, X), lambda: forest.estimators_.__setitem__(
+        0, DecisionTreeRegressor(max_depth=2).fit(X, other)))
+
+    class Net(nnx.Module):
+        def __init__(self):
+            self.hidden = nnx.Linear(4, 6, rngs=nnx.Rngs(0))
+            self.head = nnx.Linear(6, 1, rngs=nnx.Rngs(1))
+            self.scale = 1.0
+
+        def __call__(self, x):
+            return self.scale * self.head(jnp.tanh(self.hidden(x)))
+
+    net = Net()
+    ex = jaximp.Explainer(net, X)
+    net.hidden.kernel[...] = 2 * net.hidden.kernel[...]  # new values: followed
+    np.testing.assert_allclose(ex.partial_dependence(3, grid_resolution=3).average,
+                               jaximp.partial_dependence(net, X, 3, grid_resolution=3).average,
+                               rtol=1e-6)
+    refused(ex, lambda: setattr(net, "scale", 3.0), "submodules or attributes")
+    net = Net()
+    refused(jaximp.Explainer(net, X),
+            lambda: setattr(net, "head", nnx.Linear(6, 1, rngs=nnx.Rngs(7))))
+    linear = LinearRegression().fit(X, y)
+    ex = jaximp.Explainer(linear, X, y)
+    linear.fit(X, np.column_stack([y, other]))
+    with pytest.raises(ValueError, match="returned 2 outputs .* make a new Explainer"):
+        ex.partial_dependence(0)

@@ -702,7 +702,8 @@ def _run_host(predictor, data, plan, reducer, budget, progress, label):
                 replacement = _host_replacement(plan, X, live, rows, n)
                 values = np.where(masks[:, None, :], replacement, values)
             batch = host_data.batch(np.tile(rows, ib), values.reshape(-1, c), columns)
-            preds = call_host(predictor.host_fn, batch, predictor.name).reshape(ib, rows.size, o)
+            preds = call_host(predictor.host_fn, batch, predictor.name,
+                              n_outputs=o).reshape(ib, rows.size, o)
             if keep:
                 ok = items < b
                 result[items[ok][:, None], rows[None, :]] = preds[ok]

@@ -357,6 +357,7 @@ def call_host(fn: Callable, batch, name: str, *, n_outputs: int | None = None) -
         raise ValueError(
             f"the model {name} returned {result.shape[1]} outputs per row on a batch of "
             f"{n_rows} rows, but {n_outputs} were expected from probing it; the model must "
-            "return the same number of outputs on every call."
+            "return the same number of outputs on every call (refitted with other classes or "
+            "targets since it was wrapped? Wrap it again: make a new Explainer)."
         )
     return np.ascontiguousarray(result)
