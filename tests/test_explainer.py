@@ -532,12 +532,24 @@ WARM = {  # every bound method of a JAX model, on rows kept on the device
     "dgsm": lambda ex: ex.dgsm(n_bootstrap=3),
     "gradient_interactions": lambda ex: ex.gradient_interactions(n_bootstrap=3),
     "explain": lambda ex: ex.explain(),
+    # options that send something of their own: bootstrap keys, a row subset, host-scored
+    # losses, the CPI test's t distribution
+    "permutation_importance, n_bootstrap": lambda ex: ex.permutation_importance(
+        n_repeats=2, n_bootstrap=3),
+    "permutation_importance, max_samples": lambda ex: ex.permutation_importance(
+        n_repeats=2, max_samples=25),
+    "loco_importance, n_bootstrap": lambda ex: ex.loco_importance(strategy="mean",
+                                                                  n_bootstrap=3),
+    "average_loss, medae": lambda ex: ex.average_loss(loss="medae"),
+    "conditional_importance, cpi": lambda ex: ex.conditional_importance(n_repeats=2,
+                                                                        test="cpi"),
 }
 
 
 def test_every_method_of_a_jax_model_is_checked_for_transfers():
     """The methods WARM leaves out take tree models (no JAX model to keep on a device)."""
     assert set(BOUND) - set(WARM) == {"tree_shap", "booster_importance"}
+    assert {name.split(",")[0] for name in WARM} <= set(BOUND)
 
 
 @pytest.mark.parametrize("name", sorted(WARM))

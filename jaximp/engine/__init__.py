@@ -31,7 +31,7 @@ from ._reducers import (
     check_prediction_range,
     target_terms,
 )
-from ._rng import key_bits, rng_stream, sample_rows, splitmix64
+from ._rng import fold_in, key_bits, rng_stream, sample_rows, splitmix64
 
 __all__ = [
     "CLASS_LOSSES",
@@ -60,6 +60,7 @@ __all__ = [
     "check_result_fits",
     "default_memory_budget",
     "evaluate",
+    "fold_in",
     "is_main_process",
     "key_bits",
     "plan_source_row_blocks",

@@ -11,7 +11,21 @@ import numpy as np
 
 from ..data import key_data_on_host
 
-__all__ = ["key_bits", "rng_stream", "sample_rows", "splitmix64"]
+__all__ = ["fold_in", "key_bits", "rng_stream", "sample_rows", "splitmix64"]
+
+
+def fold_in(key: jax.Array, data: int) -> jax.Array:
+    """``jax.random.fold_in(key, data)`` with ``data`` sent to the device explicitly, so that
+    a warm call under ``jax.transfer_guard("disallow")`` makes no implicit transfer.
+
+    Examples
+    --------
+    >>> key = jax.random.key(0)
+    >>> bool(jax.random.key_data(fold_in(key, 3)).tolist()
+    ...      == jax.random.key_data(jax.random.fold_in(key, 3)).tolist())
+    True
+    """
+    return jax.random.fold_in(key, jax.device_put(np.uint32(data)))
 
 
 def key_bits(key: jax.Array) -> list[int]:

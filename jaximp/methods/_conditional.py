@@ -629,7 +629,9 @@ def _t_tail(t: np.ndarray, df: int) -> np.ndarray:
     """``P(T_df > t)`` in float64."""
     t = np.asarray(t, np.float64)
     with jax.enable_x64(True):
-        two_sided = np.asarray(jax.scipy.special.betainc(df / 2.0, 0.5, df / (df + t * t)))
+        # sent explicitly: a warm call under a transfer guard makes no implicit transfer
+        arguments = jax.device_put((np.float64(df / 2.0), np.float64(0.5), df / (df + t * t)))
+        two_sided = np.asarray(jax.scipy.special.betainc(*arguments))
     return np.where(t > 0, two_sided / 2, 1 - two_sided / 2)
 
 

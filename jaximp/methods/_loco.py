@@ -36,7 +36,8 @@ from ..data import (
     select_outputs,
     validate_params,
 )
-from ..engine import ROW_LOSSES, Keep, LossSums, at_values, evaluate, predict_rows
+from ..engine import (ROW_LOSSES, Keep, LossSums, at_values, evaluate, fold_in,
+                      predict_rows)
 from ..models import (
     ACTIVATIONS,
     MLP,
@@ -506,7 +507,7 @@ def loco_importance(
     replicates = None
     if n_bootstrap:
         replicates = _bootstrap_importances(spec, predictions, dataset, kind, n_bootstrap,
-                                            jax.random.fold_in(key, 2))
+                                            fold_in(key, 2))
     return FeatureImportance(
         method="loco" if strategy == "refit" else f"loco_{strategy}",
         feature_names=tuple(f.name for f in chosen),

@@ -107,6 +107,12 @@ _RECYCLING_NAMES = ("squared_error", "absolute_error", "poisson", "gamma", "logl
 DALEX_LOSS_NAMES = {"mad": "medae", "1-auc": "auc"}
 
 
+def _sent(*arrays):
+    """Host arrays sent to the device explicitly (None stays None): a warm call under
+    ``jax.transfer_guard("disallow")`` makes no implicit transfer."""
+    return tuple(None if a is None else jax.device_put(a) for a in arrays)
+
+
 def canonical_loss(loss):
     """A built-in loss by its jaximp name (scikit-learn's scoring names, R's and dalex's loss
     names are translated); any other value unchanged."""
@@ -235,20 +241,19 @@ class LossSpec:
     def values(self, predictions: np.ndarray) -> np.ndarray:
         """Metric of every item: predictions (b, n, o_model) -> (b, o_result), float64."""
         preds = np.asarray(predictions)[..., list(self.out_idx)]
+        w = None if self.weights is None else np.asarray(self.weights, np.float64)
         if self.task == "regression":
             with jax.enable_x64(True):  # float64 targets and sums: float32 targets of 1e4
                 # moved a baseline MSE of 0.25 by 3e-5 (a float32 prediction stays as it is)
-                w = None if self.weights is None else jnp.asarray(self.weights, jnp.float64)
-                out = _regression_items(self.name, jnp.asarray(self.y, jnp.float64),
-                                        jnp.asarray(preds, jnp.float64), w)
+                out = _regression_items(self.name, *_sent(np.asarray(self.y, np.float64),
+                                                         np.asarray(preds, np.float64), w))
             check_prediction_range(self.name, np.asarray(out))
         elif self.task == "classification":
             with jax.enable_x64(True):  # sums in float64, as scikit-learn's AUC of float64
                 # scores: float32 sums differ by ~1e-7 and tie close float64 scores
-                w = None if self.weights is None else jnp.asarray(self.weights, jnp.float64)
-                out = _classification_items(
-                    self.name, jnp.asarray(self.y, jnp.int32),
-                    jnp.asarray(self._class_predictions(preds), jnp.float64), w)
+                out = _classification_items(self.name, *_sent(
+                    np.asarray(self.y, np.int32),
+                    np.asarray(self._class_predictions(preds), np.float64), w))
         else:
             out = self._callable_values(preds)
         out = np.asarray(out, dtype=np.float64)

@@ -33,6 +33,7 @@ from ..engine import (
     at_permuted_rows,
     check_collapse_columns,
     evaluate,
+    fold_in,
     key_bits,
     predict_rows,
     rng_stream,
@@ -54,8 +55,8 @@ from ._loss import (
     weighted_loss_metrics,
 )
 from ._scorers import has_scorer, scorer_importances
-from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepare, warm_call,
-                     warm_function)
+from ._setup import (bootstrap_weights, cached_stage, digest, keep_layout, prepare, rows_of,
+                     warm_call, warm_function)
 
 __all__ = ["LOSSES", "permutation_importance"]
 
@@ -358,7 +359,7 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     target = check_target(y, n, dataset.source)
     if scorer is not None:
         rows = _sample_rows(max_samples, n, bits)
-        taken = dataset if rows is None else dataset.take(rows)
+        taken = dataset if rows is None else rows_of(dataset, rows)
         chosen, labels = scored_items(taken, features)
         plan = _plan(taken.n_columns, tuple(feat.columns for feat in chosen), labels,
                      n_repeats, tuple(bits))
@@ -374,7 +375,8 @@ def _set_up(model, X, y, *, loss, kind, n_repeats, max_samples, n_bootstrap, fea
     rows = _sample_rows(max_samples, n, bits)
     all_targets = target  # their classes are those of the subsample's targets too
     if rows is not None:
-        dataset, target = dataset.take(rows), target[rows]
+        # kept on an Explainer's data, its device copy with it
+        dataset, target = rows_of(dataset, rows), target[rows]
     chosen, feature_ids = scored_items(dataset, features)
     columns = tuple(feat.columns for feat in chosen)
     c = dataset.n_columns
@@ -416,8 +418,7 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
     p = len(chosen)
     if n_bootstrap:
         (name, reducer), = _bootstrappable(reducers, n_bootstrap)
-        weightings, _ = bootstrap_weights(dataset, n_bootstrap,
-                                          jax.random.fold_in(key, 1))
+        weightings, _ = bootstrap_weights(dataset, n_bootstrap, fold_in(key, 1))
         kept = evaluate(predictor, dataset, plan, Keep(), label="permutation importance",
                         result_hint="use fewer features, repeats or rows, or n_bootstrap=0",
                         **engine)
