@@ -789,3 +789,42 @@ def test_a_result_pickles_as_built_and_refuses_new_sets_without_its_model():
     _, ref, _, _ = ref_h_all(_interacting, X, np.ones(30), [(2, 3)], [])
     np.testing.assert_allclose(h.h2_pairwise(pairs=[("x2", "x3")]).values[:, 0], ref[:, 0],
                                rtol=2e-4, atol=1e-6)
+
+
+def test_approx_is_hstats_quantile_approximation_of_the_chosen_features():
+    """hstats(approx = TRUE, grid_size = m): each chosen numeric feature with more than m
+    distinct values replaced by the midpoints of its intervals between m + 1 type-7 quantiles
+    (R's approx_vector, translated below), the others as they are; then the statistics of
+    that data, against the float64 reference."""
+    def approx_vector(x, m):
+        if np.unique(x).size <= m:
+            return x
+        q = np.unique(np.quantile(x, np.linspace(0.0, 1.0, m + 1)))  # type 7
+        mids = (q[:-1] + q[1:]) / 2
+        interval = np.searchsorted(q, x, side="right")  # findInterval, 1-based
+        return mids[np.minimum(interval, mids.size) - 1]  # rightmost.closed = TRUE
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 4))
+    X[:, 2] = rng.integers(0, 5, 60)  # 5 distinct values: left alone
+
+    def f(A):
+        return A[:, 0] * A[:, 1] + jnp.sin(A[:, 2]) * A[:, 0] + A[:, 3] ** 2
+
+    w = rng.uniform(0.5, 2.0, 60)
+    got = h_statistic(f, X, features=[0, 1, 2], approx=True, grid_size=8, n_max=None,
+                      sample_weight=w)
+    approximated = X.copy()
+    for j in (0, 1, 2):  # x3 is not chosen: hstats approximates v only
+        approximated[:, j] = approx_vector(X[:, j], 8)
+    assert np.unique(approximated[:, 0]).size == 8
+    overall, pairwise, _, _ = ref_h_all(lambda A: np.asarray(f(A)), approximated, w,
+                                        [(0, 1), (0, 2), (1, 2)], [])
+    np.testing.assert_allclose(got.overall.importances_mean, overall[:3], rtol=1e-4, atol=1e-7)
+    want = dict(zip([("x0", "x1"), ("x0", "x2"), ("x1", "x2")], pairwise))
+    for pair, value in zip(got.pairwise.feature_sets, got.pairwise.values):
+        np.testing.assert_allclose(value, want[tuple(sorted(pair))], rtol=1e-4, atol=1e-7)
+    # at most grid_size distinct values (60 rows): nothing is approximated
+    np.testing.assert_allclose(
+        h_statistic(f, X, approx=True, grid_size=60, n_max=None).overall.importances_mean,
+        h_statistic(f, X, n_max=None).overall.importances_mean, rtol=1e-12)

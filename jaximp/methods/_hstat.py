@@ -25,10 +25,13 @@ import functools
 import itertools
 
 import numpy as np
+import pandas as pd
 
 from ..data import (
     Choice,
+    Dataset,
     Flag,
+    Int,
     Replicates,
     as_key,
     resolve_feature_sets,
@@ -93,7 +96,7 @@ def _resolve_triples(dataset, three_way):
 
 @warm_function
 @validate_params(overall=Flag(), total_over=Choice("all", "features"), normalized=Flag(),
-                 squared=Flag(), n_bootstrap=Replicates())
+                 squared=Flag(), n_bootstrap=Replicates(), approx=Flag(), grid_size=Int(2))
 def h_statistic(
     model,
     X,
@@ -107,6 +110,8 @@ def h_statistic(
     normalized: bool = True,
     squared: bool = True,
     n_max: int | None = 500,
+    approx: bool = False,
+    grid_size: int = 50,
     eps: float = 1e-10,
     output=None,
     sample_weight=None,
@@ -170,6 +175,14 @@ def h_statistic(
     n_max : int or None, default 500
         Use a random subsample of at most ``n_max`` rows (without replacement, drawn with
         ``random_state``; hstats' default), keeping their case weights. ``None``: all rows.
+    approx : bool, default False
+        hstats' quantile approximation: after the subsample, each of ``features`` that is
+        numeric with more than ``grid_size`` distinct values has each value replaced by the
+        midpoint of its interval between ``grid_size + 1`` quantiles (R's default type 7,
+        unweighted), so that the PDs are evaluated at far fewer distinct values (the
+        statistics are then those of the approximated data, as in hstats).
+    grid_size : int, default 50
+        Quantile intervals of ``approx`` (hstats' ``grid_size``).
     eps : float, default 1e-10
         Numerators at most ``eps`` times their denominator are rounding noise and reported as 0.
         So are numerators and denominators at rounding level: mean squares at most
@@ -234,7 +247,8 @@ def h_statistic(
     """
     options = dict(features=features, pairs=pairs, reference=reference, three_way=three_way,
                    overall=overall, total_over=total_over, normalized=normalized,
-                   squared=squared, n_max=n_max, eps=eps, output=output,
+                   squared=squared, n_max=n_max, approx=approx, grid_size=grid_size, eps=eps,
+                   output=output,
                    sample_weight=sample_weight, n_bootstrap=n_bootstrap, random_state=random_state,
                    feature_names=feature_names, categorical=categorical, groups=groups,
                    variables=variables, memory_budget=memory_budget, progress=progress)
@@ -243,8 +257,9 @@ def h_statistic(
 
 
 def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, total_over,
-            normalized, squared, n_max, eps, output, sample_weight, n_bootstrap, random_state,
-            feature_names, categorical, groups, variables, memory_budget, progress):
+            normalized, squared, n_max, approx, grid_size, eps, output, sample_weight,
+            n_bootstrap, random_state, feature_names, categorical, groups, variables,
+            memory_budget, progress):
     """Validate and plan an H-statistic call; returns ``run()``, which evaluates it."""
     overall, normalized, squared = bool(overall), bool(normalized), bool(squared)
     n_max = _check_n_max(n_max)
@@ -266,16 +281,49 @@ def _set_up(model, X, y, *, features, pairs, reference, three_way, overall, tota
     plan = _plan_of(dataset, key, random_state, n_max, n_bootstrap, out_idx, memory_budget)
     if total_over == "features":
         plan = dataclasses.replace(plan, summed=tuple(chosen))
-    return functools.partial(_evaluate, dataset, predictor, plan, chosen, pair_spec, triple_spec,
-                             output_names, overall, normalized, squared, eps, n_bootstrap,
-                             memory_budget, progress)
+    rows = rows_of(dataset, plan.rows)
+    if approx:  # kept with the set-up: a repeated call sends it once
+        rows = _quantile_midpoints(rows, int(grid_size), chosen)
+        rows = rows.pin() if dataset.pinned else rows
+    return functools.partial(_evaluate, dataset, rows, predictor, plan, chosen, pair_spec,
+                             triple_spec, output_names, overall, normalized, squared, eps,
+                             n_bootstrap, memory_budget, progress)
 
 
-def _evaluate(dataset, predictor, plan, chosen, pair_spec, triple_spec, output_names, overall,
-              normalized, squared, eps, n_bootstrap, memory_budget, progress):
+def _quantile_midpoints(dataset: Dataset, m: int, names: list) -> Dataset:
+    """hstats' ``approx_vector`` of the numeric features ``names`` with more than ``m`` distinct
+    values:
+    each value replaced by the midpoint of its interval among the distinct type-7 quantiles at
+    ``0, 1/m, ..., 1`` (missing values stay missing), in ``X`` and in the rows a host model
+    gets."""
+    X, source = dataset.X.astype(np.float64), dataset.source
+    if isinstance(source, pd.DataFrame):
+        source = source.copy()
+    elif source is not None:
+        source = np.array(source, dtype=np.float64)  # a NumPy or JAX array of numbers
+    for feat in dataset.features:
+        if feat.is_categorical or len(feat.columns) != 1 or feat.name not in names:
+            continue
+        j = feat.columns[0]
+        x = X[:, j]
+        present = ~np.isnan(x)
+        if np.unique(x).size <= m:  # R's unique() counts NA as one value too
+            continue
+        q = np.unique(np.quantile(x[present], np.linspace(0.0, 1.0, m + 1)))
+        mids = (q[:-1] + q[1:]) / 2
+        interval = np.clip(np.searchsorted(q, x[present], side="right") - 1, 0, mids.size - 1)
+        X[present, j] = mids[interval]
+        if isinstance(source, pd.DataFrame):
+            source[source.columns[j]] = X[:, j]
+        elif source is not None:
+            source[:, j] = X[:, j]
+    return dataclasses.replace(dataset, X=X, source=source, device_X=None)
+
+
+def _evaluate(dataset, rows, predictor, plan, chosen, pair_spec, triple_spec, output_names,
+              overall, normalized, squared, eps, n_bootstrap, memory_budget, progress):
     """Evaluate a planned H-statistic call (from :func:`_set_up`) and read it out."""
-    store = PDStore(plan, predictor, rows_of(dataset, plan.rows), memory_budget=memory_budget,
-                    progress=progress)
+    store = PDStore(plan, predictor, rows, memory_budget=memory_budget, progress=progress)
     results, pair_spec, triple_spec = _run(store, plan, chosen, pair_spec, triple_spec, overall,
                                            eps)
     sets = {"overall": tuple((name,) for name in chosen), "total": (("all features",),),
