@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
@@ -258,6 +259,23 @@ class Explainer:
         # what the kept data and model depend on, checked at every call (_check_unchanged)
         self._x64 = bool(jax.config.jax_enable_x64)
         self._read_state = None if self.predictor.host else _fitted_state(model)
+
+    def __reduce__(self):
+        raise TypeError(
+            "an Explainer holds its data on the devices and its model's compiled evaluations, "
+            "and does not pickle; pickle its results (they hold no model), or make a new "
+            "Explainer where it is needed.")
+
+    def __copy__(self):  # copies, unlike pickles, stay in this process
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+    def __deepcopy__(self, memo):
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return clone
 
     def __repr__(self) -> str:
         n = self.dataset.n_rows

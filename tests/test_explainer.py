@@ -878,3 +878,17 @@ def test_models_changed_in_place_are_refused_where_the_explainer_read_them():
     linear.fit(X, np.column_stack([y, other]))
     with pytest.raises(ValueError, match="returned 2 outputs .* make a new Explainer"):
         ex.partial_dependence(0)
+
+
+def test_an_explainer_refuses_pickling_by_name_and_copies():
+    """Pickling failed on a local lambda deep inside; it now says what to pickle instead.
+    copy and deepcopy still work and answer as the original."""
+    import copy
+
+    ex = jaximp.Explainer(smooth_model, NUMERIC)
+    with pytest.raises(TypeError, match="does not pickle; pickle its results"):
+        pickle.dumps(ex)
+    want = ex.partial_dependence(0, grid_resolution=4).average
+    for clone in (copy.copy(ex), copy.deepcopy(ex)):
+        np.testing.assert_array_equal(clone.partial_dependence(0, grid_resolution=4).average,
+                                      want)
