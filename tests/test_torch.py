@@ -245,3 +245,19 @@ def test_a_torch_build_that_cannot_import_the_rows_gets_a_host_copy(data, monkey
     monkeypatch.setattr(torch, "from_dlpack", refuse)
     got = jaximp.permutation_importance(module, X + 0.0, y, n_repeats=2).importances
     np.testing.assert_array_equal(got, expected)
+
+
+def test_a_module_cast_after_it_was_wrapped_is_followed(data):
+    """module.double() after the Explainer was made failed inside torch (float32 rows into
+    float64 weights); the rows now take the parameters' dtype at each call, and the answer
+    equals a fresh call and the JAX twin."""
+    X, _ = data
+    module, f_jax = _twins(sizes=(3, 8, 1))
+    ex = jaximp.Explainer(module, X)
+    before = ex.partial_dependence(0, grid_resolution=5).average
+    module.double()
+    after = ex.partial_dependence(0, grid_resolution=5).average
+    np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(after, jaximp.partial_dependence(f_jax, X, 0,
+                                                                grid_resolution=5).average,
+                               rtol=1e-5, atol=1e-6)

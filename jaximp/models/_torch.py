@@ -96,8 +96,15 @@ class TorchModel:
 
         if self.input_shape is not None:
             rows = rows.reshape(rows.shape[0], *self.input_shape)
+        # the parameters' device and dtype now: a module moved or cast (.double()) after it
+        # was wrapped is followed, as its new weights are
+        first = next(iter(self.module.parameters()), None)
+        device, dtype = self.device, self.dtype
+        if first is not None:
+            device = first.device
+            dtype = first.dtype if first.is_floating_point() else dtype
         with torch.inference_mode():
-            out = self.module(rows.to(device=self.device, dtype=self.dtype))
+            out = self.module(rows.to(device=device, dtype=dtype))
         if not isinstance(out, torch.Tensor):
             raise TypeError(f"the torch module {type(self.module).__name__} returned a "
                             f"{type(out).__name__}; jaximp explains modules that return one "
