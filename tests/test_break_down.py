@@ -168,3 +168,29 @@ def test_waterfall_plots_draw_each_step_from_the_baseline():
     with pytest.raises(ValueError, match="saliency attributions have none"):
         jaximp.saliency(model, background[:2]).plot("waterfall")
     plt.close("all")
+
+
+def test_waterfall_labels_name_a_text_features_level():
+    """The codes of a text column index the explained rows' own levels (one row: one level);
+    the labels show the level, as dalex's 'color = red', and a row out of range is refused."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"color": rng.choice(["blue", "green", "red"], 40),
+                          "z": rng.normal(size=40)})
+
+    class Host:
+        def predict(self, X):
+            return (X["color"] == "red").to_numpy() * 2.0 + X["z"].to_numpy()
+
+    red = frame.iloc[[int(np.flatnonzero(frame["color"] == "red")[0])]]
+    for result in (jaximp.break_down(Host(), red, frame),
+                   jaximp.shapley_values(Host(), red, frame)):
+        labels = [t.get_text() for t in result.plot("waterfall").get_yticklabels()]
+        assert "color = red" in labels
+        with pytest.raises(ValueError, match="row must be the index of an explained row"):
+            result.plot("waterfall", row=3)
+    plt.close("all")

@@ -30,6 +30,7 @@ __all__ = [
     "Attributions",
     "build_attributions",
     "completeness_gap",
+    "checked_row",
     "feature_data",
     "feature_labels",
     "feature_membership",
@@ -197,10 +198,11 @@ class Attributions:
                     f"baseline value; {self.method} attributions have none. Use kind='bar' or "
                     "'summary'.")
             column = output_index(self.output_names, output)
-            values = self.values[row, :, column]
+            values = self.values[checked_row(row, self.values.shape[0]), :, column]
             order = (self.info["order"][row] if "order" in self.info
                      else np.argsort(-np.abs(values), kind="stable"))
-            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order),
+            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order,
+                                                 self.info.get("levels")),
                                   values[order], float(self.baseline_values[row, column]), ax,
                                   title=f"{self.method}, row {row}", **kwargs)
         if kind == "image":
@@ -225,11 +227,27 @@ class Attributions:
         return input_image(self.info, self.values[row, :, column], "attributions")
 
 
-def feature_labels(names, values: np.ndarray, order) -> list[str]:
-    """``"name = value"`` of the features at ``order`` (the name alone where the value is
-    not one number: a group)."""
-    return [f"{names[j]} = {values[j]:.4g}" if np.isfinite(values[j]) else str(names[j])
+def feature_labels(names, values: np.ndarray, order, levels=None) -> list[str]:
+    """``"name = value"`` of the features at ``order``: a categorical feature's level (its
+    code in ``values`` indexes ``levels[name]``), a number, or the name alone where the value
+    is not one number (a group)."""
+    levels = levels or {}
+
+    def value(j):
+        if names[j] in levels:
+            return levels[names[j]][int(values[j])]
+        return f"{values[j]:.4g}"
+
+    return [f"{names[j]} = {value(j)}" if np.isfinite(values[j]) else str(names[j])
             for j in order]
+
+
+def checked_row(row, n: int) -> int:
+    """``row`` as the index of one of ``n`` explained rows, or a ValueError."""
+    if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not -n <= row < n:
+        raise ValueError(f"row must be the index of an explained row (below {n}); got "
+                         f"{row!r}.")
+    return int(row)
 
 
 def feature_data(dataset: Dataset) -> np.ndarray:

@@ -110,13 +110,14 @@ def break_down(
         ``info``: ``order`` (n, p), the features' positions in the order they were fixed
         (dalex's rows from top to bottom), ``cumulative`` (n, p + 1, o), the mean prediction
         after each step (the first is the intercept, the last ``f(x)``), ``ordering``,
-        ``n_background``, ``background_rows``, ``sample_weight``.
+        ``n_background``, ``background_rows``, ``sample_weight``, ``levels`` (the levels
+        that a categorical feature's codes in ``data`` index).
 
     Notes
     -----
     dalex's default ``predict_parts`` type, ``"break_down_interactions"``, also ranks pairs
-    of features and may fix two in one step; that variant is not implemented. Cost:
-    ``n x (2p - 1) x m`` model rows.
+    of features and may fix two in one step; that variant is not implemented. Cost: about
+    ``n x 2p x m`` model rows.
 
     References
     ----------
@@ -186,7 +187,8 @@ def break_down(
     info = with_input_layout(
         {"order": order, "cumulative": cumulative, "ordering": "given" if fixed is not None
          else ordering, "n_background": details.n_background,
-         "background_rows": details.background_rows, "sample_weight": details.sample_weight},
+         "background_rows": details.background_rows, "sample_weight": details.sample_weight,
+         "levels": details.levels},
         details.input_layout)
     return Attributions(values=values, data=data.copy(), feature_names=names,
                         output_names=tuple(output_names[i] for i in out_idx),

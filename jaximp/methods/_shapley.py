@@ -248,8 +248,10 @@ def coalition_game(model, X, background, features, background_size, background_w
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
                  resolve_budget(memory_budget), defers=dataset.defers_reads)
+    levels = {f.name: f.levels for f in players if f.is_categorical and len(f.columns) == 1}
     info = keep_layout(ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
-                                      sample_weight=dataset.weights), dataset, players)
+                                      sample_weight=dataset.weights, levels=levels or None),
+                       dataset, players)
     names = tuple(f.name for f in players)
     return game, names, tuple(predictor.output_names), data, info, key_rest
 

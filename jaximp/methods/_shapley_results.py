@@ -29,7 +29,7 @@ from ..results import (
     plot_waterfall,
     with_input_layout,
 )
-from ._attributions import feature_labels
+from ._attributions import checked_row, feature_labels
 
 __all__ = ["ShapleyInteractions", "ShapleyValues"]
 
@@ -146,9 +146,10 @@ class ShapleyValues(ReadsDeferred):
         check_choice(kind, "kind", ("summary", "dependence", "image", "waterfall"))
         column = output_index(self.output_names, output)
         if kind == "waterfall":
-            values = self.values[row, :, column]
+            values = self.values[checked_row(row, self.values.shape[0]), :, column]
             order = np.argsort(-np.abs(values), kind="stable")
-            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order),
+            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order,
+                                                 self.info.get("levels")),
                                   values[order], float(self.base_values[column]), ax,
                                   title=f"Shapley values, row {row} "
                                         f"({self.output_names[column]})")

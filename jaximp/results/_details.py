@@ -408,12 +408,16 @@ class ShapleyDetails(Details):
         Weights of the explained rows.
     n_permutations : int or None
         Orders sampled by the permutation estimator; None for exact values.
+    levels : dict or None
+        The levels of each categorical feature (name -> levels), which its codes in ``data``
+        index; None where there are none.
     """
 
     n_background: int
     background_rows: np.ndarray | None = None
     sample_weight: np.ndarray | None = None
     n_permutations: int | None = None
+    levels: dict | None = None
 
 
 @_frozen
