@@ -63,13 +63,36 @@ _DATA_OPTIONS = frozenset({"feature_names", "categorical", "groups", "sample_wei
 _FIXED_ARGUMENTS = frozenset({"model", "X", "y", "explained"})
 
 
-def _fitted_state(model) -> tuple | None:
+class _Same:
+    """A value compared by identity, and held, so that a new object cannot take its id."""
+
+    __slots__ = ("value",)
+    __hash__ = None
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
+class _Equal(_Same):
+    """A small array compared by value (an nnx transform replaces it by an equal copy)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Equal) and np.shape(other.value) == np.shape(self.value)
+                and bool(np.array_equal(other.value, self.value)))
+
+
+def _fitted_state(model, hyperparameters=frozenset()) -> tuple | None:
     """What a refit or further training changes in a model the Explainer read once: each
-    attribute by identity (a list's items too, which warm_start grows and an assignment
-    replaces in place), and a booster's count of rounds (which its ``update`` grows in
-    place); an nnx module's submodules and Variables by identity (new values of its
-    parameters are followed) and its plain attributes by value. None for a plain function,
-    whose state the Explainer does not hold."""
+    attribute but the ``hyperparameters`` (which ``set_params`` changes) by identity, a list's
+    or object array's items too (which warm_start grows and an assignment replaces in
+    place), and a booster's count of rounds (which its ``update`` grows in place); an nnx
+    module's structure (:func:`_module_structure`). None for a plain function, whose state
+    the Explainer does not hold."""
     if _is_nnx_module(model):
         return _module_structure(model)
     try:
@@ -78,8 +101,15 @@ def _fitted_state(model) -> tuple | None:
         return None
     if not hasattr(model, "predict"):
         return None
-    return (*((name, id(value), tuple(map(id, value)) if isinstance(value, list) else None)
-              for name, value in attributes.items()), _boosted_rounds(model))
+    return (*((name, _Same(value), _items(value)) for name, value in attributes.items()
+              if name not in hyperparameters), _boosted_rounds(model))
+
+
+def _items(value) -> tuple | None:
+    """The items of a list or an object array (trees), by identity."""
+    if isinstance(value, list) or (isinstance(value, np.ndarray) and value.dtype == object):
+        return tuple(map(_Same, value.ravel() if isinstance(value, np.ndarray) else value))
+    return None
 
 
 def _boosted_rounds(model) -> int | None:
@@ -98,21 +128,26 @@ def _is_nnx_module(model) -> bool:
 
 
 def _module_structure(module) -> tuple:
-    """An nnx module's submodules and Variables by identity, plain attributes by value."""
+    """An nnx module's public attributes, by name (nnx's transforms reorder them): submodules,
+    Variables (their new values are followed) and other objects (activation functions) by
+    identity, numbers and strings and small arrays by value."""
     found, stack = [], [module]
     while stack:
-        for name, value in vars(stack.pop()).items():
+        for name, value in sorted(vars(stack.pop()).items()):
+            if name.startswith("_"):  # nnx's own bookkeeping
+                continue
             kind = _kind(type(value))
             if kind == "module":
                 stack.append(value)
-                found.append(id(value))
             elif kind == "sequence":  # layers kept in a list
                 stack.extend(v for v in value if _kind(type(v)) == "module")
-                found.append(tuple(map(id, value)))
-            elif kind == "variable":
-                found.append(id(value))
-            elif kind == "plain":
+            if kind == "plain":
                 found.append((name, value))
+            elif kind == "array" and np.size(value) <= 64:
+                found.append((name, _Equal(value)))
+            else:
+                found.append((name, _Same(value), _items(list(value)) if kind == "sequence"
+                              else None))
     return tuple(found)
 
 
@@ -124,11 +159,11 @@ def _kind(cls: type) -> str:
 
     if issubclass(cls, nnx.Module):
         return "module"
-    if issubclass(cls, nnx.Variable):
-        return "variable"
     if issubclass(cls, (list, tuple)):
         return "sequence"
-    return "plain" if issubclass(cls, (int, float, str, bool)) else "other"
+    if issubclass(cls, (np.ndarray, jax.Array)):
+        return "array"
+    return "plain" if issubclass(cls, (int, float, str, bool, type(None))) else "other"
 
 
 def _description(dataset: Dataset) -> tuple:
@@ -179,8 +214,10 @@ class Explainer:
     tree model's nodes, read into arrays once. A call after the model was refit or trained
     further (a model read into arrays: its trees replaced, a booster's rounds added), after an
     nnx module was given other submodules or attributes, or after ``jax_enable_x64`` was
-    switched raises rather than answering from the old state: make a new Explainer (edits of
-    a tree's own arrays in place are not seen). A host model (one called through ``predict``)
+    switched raises rather than answering from the old state: make a new Explainer. Not seen:
+    edits of a tree's own arrays in place, and a booster changed through its own setters with
+    the same number of rounds (XGBoost's ``set_param`` or ``load_model``, CatBoost's
+    ``set_scale_and_bias``). A host model (one called through ``predict``)
     is called at each evaluation and follows a refit that keeps its outputs, as a torch or
     nnx module follows its parameters updated in place (SAGE and Sobol indices, which keep the
     model's predictions on the data between calls, call such a model on the data again and
@@ -258,7 +295,11 @@ class Explainer:
         self.random_state = random_state
         # what the kept data and model depend on, checked at every call (_check_unchanged)
         self._x64 = bool(jax.config.jax_enable_x64)
-        self._read_state = None if self.predictor.host else _fitted_state(model)
+        get_params = getattr(model, "get_params", None)
+        self._hyperparameters = frozenset(get_params(deep=False) if callable(get_params)
+                                          else ())
+        self._read_state = (None if self.predictor.host
+                            else _fitted_state(model, self._hyperparameters))
 
     def __reduce__(self):
         raise TypeError(
@@ -275,6 +316,8 @@ class Explainer:
         clone = object.__new__(type(self))
         memo[id(self)] = clone
         clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        if clone._read_state is not None:  # the copy's model is a copy too
+            clone._read_state = _fitted_state(clone.model, clone._hyperparameters)
         return clone
 
     def __repr__(self) -> str:
@@ -347,7 +390,8 @@ class Explainer:
                 f"this Explainer was made with jax_enable_x64={self._x64}, and its data and "
                 f"model are kept in that float mode; jax_enable_x64 is now "
                 f"{not self._x64}. Make a new Explainer after switching the float mode.")
-        if self._read_state is not None and _fitted_state(self.model) != self._read_state:
+        if (self._read_state is not None
+                and _fitted_state(self.model, self._hyperparameters) != self._read_state):
             what = ("its submodules or attributes (parameters' new values are followed)"
                     if _is_nnx_module(self.model) else "its trees into arrays")
             raise RuntimeError(

@@ -892,3 +892,51 @@ def test_an_explainer_refuses_pickling_by_name_and_copies():
     for clone in (copy.copy(ex), copy.deepcopy(ex)):
         np.testing.assert_array_equal(clone.partial_dependence(0, grid_resolution=4).average,
                                       want)
+
+
+def test_the_refit_check_holds_what_it_compares_and_ignores_what_does_not_predict():
+    """A tree refitted twice could land at the freed address of the one first read (the
+    check kept ids only) and was answered stale; set_params without a refit, nnx.jit on the
+    module (which reorders its attributes and copies an array attribute) and a deepcopy of
+    the Explainer were refused though nothing that predicts changed. An activation swapped
+    in an nnx module is refused."""
+    import copy
+
+    from flax import nnx
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    y = 2 * X[:, 0] + X[:, 1] * X[:, 2]
+
+    def answers(ex):
+        return ex.partial_dependence(0, grid_resolution=3).average
+
+    tree = DecisionTreeRegressor(max_depth=3).fit(X, y)
+    ex = jaximp.Explainer(tree, X)
+    for target in (X[:, 3], 3 * y):  # two refits: the first tree's id cannot come back
+        tree.fit(X, target)
+        with pytest.raises(RuntimeError, match="changed"):
+            answers(ex)
+    forest = RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y)
+    ex = jaximp.Explainer(forest, X)
+    forest.set_params(n_jobs=1)
+    np.testing.assert_array_equal(answers(ex), answers(copy.deepcopy(ex)))
+
+    class Net(nnx.Module):
+        def __init__(self):
+            self.hidden = nnx.Linear(4, 6, rngs=nnx.Rngs(0))
+            self.act, self.scale = nnx.tanh, jnp.asarray(2.0)
+
+        def __call__(self, x):
+            return self.scale * self.act(self.hidden(x)).sum(axis=1)
+
+    net = Net()
+    ex = jaximp.Explainer(net, X)
+    nnx.jit(lambda module, rows: module(rows))(net, jnp.ones((2, 4)))
+    np.testing.assert_allclose(answers(ex), jaximp.partial_dependence(
+        net, X, 0, grid_resolution=3).average, rtol=1e-6)
+    net.act = nnx.relu
+    with pytest.raises(RuntimeError, match="submodules or attributes"):
+        answers(ex)
