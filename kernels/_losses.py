@@ -70,7 +70,8 @@ def _check_rows(name: str, *arrays) -> None:
 def weighted_mean(
     values: Real[Array, "n"], weights: Float[Array, "n"] | None = None
 ) -> Float[Array, ""]:
-    """Weighted mean ``sum_i w_i v_i / sum_i w_i`` (plain mean when ``weights`` is None).
+    """Weighted mean ``sum_i w_i v_i / sum_i w_i`` (plain mean when ``weights`` is None); a
+    row of weight 0 is left out, whatever its value (an infinite term included).
 
     Examples
     --------
@@ -80,7 +81,7 @@ def weighted_mean(
     """
     values = jnp.asarray(values)
     w = _weights(weights, values)
-    return jnp.sum(w * values) / jnp.sum(w)
+    return jnp.sum(jnp.where(w != 0, w * values, 0.0)) / jnp.sum(w)
 
 
 def mean_squared_error(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 import jaximp
@@ -317,6 +318,8 @@ def test_negative_positions_count_from_the_end():
     assert jaximp.as_dataset(A, categorical=[-3]).features[0].is_categorical
     assert jaximp.permutation_importance(f, A, y, features=[-1, 0]).feature_names == ("x2",
                                                                                      "x0")
+    pd.testing.assert_frame_equal(jaximp.average_loss(f, A, y, by=-3),
+                                  jaximp.average_loss(f, A, y, by=0))
     with pytest.raises(ValueError, match=r"index -4 is out of range; the data has 3 features "
                                          r"\(0 \.\. 2, or -3 \.\. -1 from the end\)"):
         jaximp.partial_dependence(f, A, -4)

@@ -340,3 +340,20 @@ def test_metrics_package_losses_match_their_r_definitions(weighted):
                                               n_repeats=3, sample_weight=weights)
                 for loss in (relative, plain))
         np.testing.assert_allclose(a.importances, b.importances, rtol=1e-6)  # float32 sums
+
+
+def test_a_row_of_weight_zero_is_left_out_even_where_its_term_is_infinite():
+    """percent_bias of y = 0 is infinite; at weight 0 the row is left out, as dropping it
+    does (0 * inf gave NaN)."""
+    import jaximp
+
+    X = np.column_stack([P_REG, RNG.normal(size=N)])
+    y = Y_REG.copy()
+    y[0] = 0.0
+    w = np.ones(N)
+    w[0] = 0.0
+    for loss in ("percent_bias", "smape", "mape"):
+        got = jaximp.average_loss(lambda A: A[:, 0], X, y, loss=loss, sample_weight=w)
+        dropped = jaximp.average_loss(lambda A: A[:, 0], X[1:], y[1:], loss=loss)
+        np.testing.assert_allclose(got.to_numpy(), dropped.to_numpy(), rtol=1e-12,
+                                   err_msg=loss)

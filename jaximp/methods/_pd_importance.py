@@ -116,8 +116,9 @@ def pd_importance(
         takes the range only for factors: a character column (R >= 4.0 keeps strings as such)
         gets the sd there, which ``measure="sd"`` reproduces for a text feature. A callable is
         any other measure (vip's ``var_fun``): a ``jax.numpy`` function of a curve (g,) to a
-        scalar. A pair ``(continuous, categorical)`` of measures sets the two apart (vip's
-        ``var_continuous`` and ``var_categorical``).
+        scalar, compiled once per function object (one that reads changing state must be a new
+        function for the change to count). A pair ``(continuous, categorical)`` of measures sets
+        the two apart (vip's ``var_continuous`` and ``var_categorical``).
     average : {"mean", "median", "trimmed"}, default "mean"
         How ICE curves are averaged into the PD (weighted by ``sample_weight``); the ICE variant
         averages the per-row flatness the same way. ``"median"`` and ``"trimmed"`` are the seed

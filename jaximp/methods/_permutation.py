@@ -417,7 +417,7 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
     """Evaluate a planned permutation importance (from :func:`_set_up`) and read it out."""
     p = len(chosen)
     if n_bootstrap:
-        (name, reducer), = _bootstrappable(reducers, n_bootstrap)
+        (name, reducer), = _bootstrappable(reducers, n_bootstrap, specs)
         weightings, _ = bootstrap_weights(dataset, n_bootstrap, fold_in(key, 1))
         kept = evaluate(predictor, dataset, plan, Keep(), label="permutation importance",
                         result_hint="use fewer features, repeats or rows, or n_bootstrap=0",
@@ -478,14 +478,15 @@ def _run(predictor, dataset, key, chosen, rows, n_repeats, kind, n_bootstrap, en
     return results if _several(loss) else results[next(iter(results))]
 
 
-def _bootstrappable(reducers: dict, n_bootstrap: int) -> list:
+def _bootstrappable(reducers: dict, n_bootstrap: int, specs: dict) -> list:
     """The one loss that row-bootstrap replicates can reweight (a sum over rows)."""
     if len(reducers) != 1 or not isinstance(next(iter(reducers.values())), LossSums):
+        given = [spec.name for spec in specs.values()]
         raise ValueError(
             f"n_bootstrap={n_bootstrap} reweights per-row losses, so it needs one loss that "
-            f"sums over rows ({ROW_LOSSES}); got {list(reducers)} with "
-            f"{[type(r).__name__ for r in reducers.values()]}. Use n_bootstrap=0 for AUC, "
-            "the median absolute error, callables or several losses.")
+            f"sums over rows ({ROW_LOSSES}); got {given!r:.120}. Use n_bootstrap=0 for "
+            "several losses and for the others (AUC, the median absolute error, the "
+            "relative and symmetric errors, callables).")
     return list(reducers.items())
 
 

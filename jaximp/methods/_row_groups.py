@@ -95,12 +95,15 @@ def _values(by, dataset: Dataset) -> pd.Series:
             f"by={by!r} names no column of X; give one of {list(dataset.column_names)[:10]} "
             f"or {n} values, one per row.")
     if isinstance(by, (int, np.integer)) and not isinstance(by, bool):
-        if not 0 <= by < dataset.n_columns:
-            raise ValueError(f"by={by} is no column position of X (0..{dataset.n_columns - 1}).")
+        c = dataset.n_columns
+        if not -c <= by < c:
+            raise ValueError(f"by={by} is no column position of X (0 .. {c - 1}, or -{c} .. -1 "
+                             "from the end).")
+        by = int(by) % c
         source = dataset.source
         if isinstance(source, pd.DataFrame):
-            return source.iloc[:, int(by)].reset_index(drop=True)
-        return pd.Series(np.asarray(dataset.X[:, int(by)]))
+            return source.iloc[:, by].reset_index(drop=True)
+        return pd.Series(np.asarray(dataset.X[:, by]))
     if isinstance(by, (pd.Series, pd.Index, pd.Categorical)):
         warn_misaligned(by, dataset.source, "by")
         values = pd.Series(by).reset_index(drop=True)
