@@ -531,3 +531,21 @@ def test_infinite_gradients_are_named_as_gradients(method):
     with pytest.raises(FloatingPointError, match=f"{method} of the model .* is NaN or infinite: "
                        "its predictions or gradients"):
         getattr(jaximp, method)(lambda X: jnp.sqrt(X[:, 0]) + X[:, 1], X)
+
+
+def test_second_derivatives_of_a_relu_network_warn_instead_of_reading_zero():
+    """A ReLU MLP's Hessian is 0 almost everywhere: every gradient interaction read 0 with no
+    warning, and integrated hessians missed completeness by a third silently. Both warn now,
+    naming methods that see the interactions; a smooth model does not warn."""
+    X, y = jaximp.make_friedman1(n=120, random_state=0)
+    relu = jaximp.fit_mlp(X, y, hidden=(16, 16))
+    with pytest.warns(RuntimeWarning, match="every second derivative is exactly 0.*h_statistic"):
+        flat = jaximp.gradient_interactions(relu, X[:40], n_bootstrap=0)
+    assert not flat.values.any()
+    with pytest.warns(RuntimeWarning, match="integrated hessians miss completeness"):
+        jaximp.gradient_interactions(relu, X[:10], kind="integrated_hessians")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        smooth = jaximp.gradient_interactions(lambda A: A[:, 0] * A[:, 1], X[:40],
+                                              n_bootstrap=0)
+    assert smooth.values[0, 0] == pytest.approx(1.0)

@@ -201,10 +201,14 @@ class Attributions:
             values = self.values[checked_row(row, self.values.shape[0]), :, column]
             order = (self.info["order"][row] if "order" in self.info
                      else np.argsort(-np.abs(values), kind="stable"))
-            return plot_waterfall(feature_labels(self.feature_names, self.data[row], order,
-                                                 self.info.get("levels")),
-                                  values[order], float(self.baseline_values[row, column]), ax,
-                                  title=f"{self.method}, row {row}", **kwargs)
+            return plot_waterfall(
+                feature_labels(self.feature_names, self.data[row], order,
+                               self.info.get("levels")),
+                values[order], float(self.baseline_values[row, column]), ax,
+                title=f"{self.method}, row {row} ({self.output_names[column]})",
+                start_label=("the mean prediction" if self.method == "break_down"
+                             else "the prediction at the baseline"),
+                prediction=float(self.predictions[row, column]), **kwargs)
         if kind == "image":
             return plot_input_map(self.image(row, output), ax, label=f"{self.method}, row {row}",
                                   **kwargs)

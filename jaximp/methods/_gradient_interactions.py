@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import warnings
 from typing import Any
 
 import jax
@@ -29,11 +30,13 @@ from ..data import (
     output_index,
     replicate_weights,
     summaries,
+    user_stacklevel,
     validate_params,
 )
 from ..engine import Keep, Mean, predict_rows
 from ..models import stable_apply
 from ..results import FeatureImportance, FeatureInteraction, pair_values_frame
+from ._attributions import COMPLETENESS_TOLERANCE
 from ._gradients import (
     METHODS,
     Attributions,
@@ -288,6 +291,18 @@ class IntegratedHessians:
         return self.interaction().plot(output=output, ax=ax, kind="heatmap", **kwargs)
 
 
+def _warn_if_flat(second_derivatives: np.ndarray, method: str) -> None:
+    """Warn where every second derivative (main effects included) is exactly 0: a linear or
+    piecewise-linear model (ReLU), whose interactions at its kinks gradients cannot see."""
+    if not second_derivatives.any():
+        warnings.warn(
+            f"{method}: every second derivative is exactly 0 on the rows: the model is linear "
+            "or piecewise linear in its inputs (ReLU activations), where a Hessian sees no "
+            "interaction even if the model has some. For such a model use jaximp.h_statistic "
+            "or jaximp.shapley_interactions, which replace values.",
+            RuntimeWarning, stacklevel=user_stacklevel())
+
+
 @validate_params(kind=Choice("hessian", "integrated_hessians"), n_steps=Int(1),
                  method=Choice(*METHODS), n_bootstrap=Replicates())
 def gradient_interactions(
@@ -351,6 +366,7 @@ def gradient_interactions(
                              c * c * o, predictor, dataset, Mean(weights), "hessian",
                              engine)[0]  # (1 + r, c*c*o)
         matrix = np.einsum("pc,rcdo,qd->pqor", member, totals.reshape(-1, c, c, o), member)
+        _warn_if_flat(matrix[..., 0], "gradient_interactions")
         pairs = list(itertools.combinations(range(p), 2))
         values = np.stack([matrix[a, b] for a, b in pairs]) if pairs else np.zeros((0, o, 1))
         point, std, replicates = summaries(values)
@@ -372,11 +388,18 @@ def gradient_interactions(
     gamma = np.einsum("pc,ncdo,qd->npqo", member, gamma, member)
     predictions = raw[:, c * c * o: c * c * o + o].astype(np.float64)
     baseline_values = raw[:, c * c * o + o:].astype(np.float64)
+    _warn_if_flat(gamma, "integrated hessians")
+    gap = completeness_gap(gamma.sum(axis=2), predictions, baseline_values)
+    if np.max(gap) > COMPLETENESS_TOLERANCE:
+        warnings.warn(
+            f"integrated hessians miss completeness by a relative gap of {np.max(gap):.2%} "
+            f"(> {COMPLETENESS_TOLERANCE:.0%}): raise n_steps, or see whether the model's "
+            "second derivatives exist (ReLU networks have none at their kinks).",
+            RuntimeWarning, stacklevel=user_stacklevel())
     return IntegratedHessians(
         values=gamma, predictions=predictions, baseline_values=baseline_values,
         feature_names=dataset.feature_names,
         output_names=names,
         info={"n_steps": n_steps, "method": method, "baselines": base,
-              "completeness_gap": completeness_gap(gamma.sum(axis=2), predictions,
-                                                   baseline_values),
+              "completeness_gap": gap,
               "sample_weight": dataset.weights})

@@ -566,7 +566,8 @@ def integrated_gradients(
     if not multiply_by_inputs:  # gradients alone sum to no prediction difference
         del result.info["completeness_gap"]
         return result
-    warn_incomplete(result, "Raise n_steps or use method='gausslegendre'.")
+    warn_incomplete(result, "Raise n_steps." if method == "gausslegendre" else
+                    "Raise n_steps or use method='gausslegendre'.")
     return result
 
 

@@ -75,10 +75,10 @@ class ShapleyValues(ReadsDeferred):
     def __repr__(self) -> str:
         n, p, o = self.values.shape
         top = self.importance().top(min(3, p))
+        shown = output_index(self.output_names, None)  # the positive class's, or the first
         return (f"ShapleyValues({self.method!r}, {n} rows x {p} features, outputs "
-                f"{list(self.output_names)}, base {self.base_values[0]:.4g}; largest mean "
-                f"|value| for {self.output_names[output_index(self.output_names, None)]!r}: "
-                f"{', '.join(top)})")
+                f"{list(self.output_names)}; for {self.output_names[shown]!r}: base "
+                f"{self.base_values[shown]:.4g}, largest mean |value| {', '.join(top)})")
 
     def importance(self, n_bootstrap: int = 100, random_state=0) -> FeatureImportance:
         """Mean absolute Shapley value over the explained rows (weighted by their sample
@@ -152,7 +152,8 @@ class ShapleyValues(ReadsDeferred):
                                                  self.info.get("levels")),
                                   values[order], float(self.base_values[column]), ax,
                                   title=f"Shapley values, row {row} "
-                                        f"({self.output_names[column]})")
+                                        f"({self.output_names[column]})",
+                                  start_label="the mean background prediction")
         if kind == "image":
             return plot_input_map(self.image(row, column), ax, sequence=sequence,
                                   channel_axis=channel_axis, label=f"Shapley value, row "

@@ -138,7 +138,11 @@ class SobolIndices:
         return self._part(index).top(k, output)
 
     def plot(self, index: str = "total", output: int | str | None = None, ax=None, **kwargs):
-        """Bars of one index with bootstrap interval whiskers; returns the Axes."""
+        """Bars of one index ("total", "first") with bootstrap interval whiskers, or the
+        second-order indices' pairs (``index="second"``, as ``second.plot()``); returns the
+        Axes."""
+        if index == "second" and self.second is not None:
+            return self.second.plot(output=output, ax=ax, **kwargs)
         return self._part(index).plot(output=output, ax=ax, **kwargs)
 
     def _part(self, index: str) -> FeatureImportance:

@@ -572,9 +572,12 @@ def plot_h(h, statistic=None, output=None, top=None):
 
 
 def plot_waterfall(labels, steps: np.ndarray, start: float, ax=None, *, title: str = "",
-                   max_steps: int = 12):
-    """One row's attributions as a waterfall: from ``start`` (the mean background prediction)
-    each step ``steps[k]`` moves the running total, in the order given, to the prediction.
+                   max_steps: int = 12, start_label: str = "the mean prediction",
+                   prediction: float | None = None):
+    """One row's attributions as a waterfall: from ``start`` (``start_label``: the mean
+    background prediction, or the prediction at a baseline) each step ``steps[k]`` moves the
+    running total, in the order given, to the ``prediction`` (where the steps fall short of
+    it, as integrated gradients' may, a last grey bar "not attributed" closes the gap).
     Beyond ``max_steps`` steps the rest are one bar, "k other features". Returns the Axes."""
     steps = np.asarray(steps, np.float64)
     labels = [str(label) for label in labels]
@@ -582,13 +585,19 @@ def plot_waterfall(labels, steps: np.ndarray, start: float, ax=None, *, title: s
         rest = steps.size - (max_steps - 1)
         labels = labels[:max_steps - 1] + [f"{rest} other features"]
         steps = np.append(steps[:max_steps - 1], steps[max_steps - 1:].sum())
+    colors = np.where(steps >= 0, _POSITIVE, _NEGATIVE).astype(object)
+    if prediction is not None:
+        gap = prediction - start - steps.sum()
+        if abs(gap) > 1e-6 * max(1.0, abs(prediction), np.abs(steps).sum()):
+            labels.append("not attributed")
+            steps = np.append(steps, gap)
+            colors = np.append(colors, "0.6")
     ends = start + np.cumsum(steps)
     begins = ends - steps
     if ax is None:
         _, ax = new_figure(6 + _label_inches(labels), 0.4 * len(steps) + 1.4)
     rows = np.arange(len(steps))[::-1] + 1  # the first step on top, the prediction below
-    ax.barh(rows, steps, left=begins, color=np.where(steps >= 0, _POSITIVE, _NEGATIVE),
-            height=0.7)
+    ax.barh(rows, steps, left=begins, color=list(colors), height=0.7)
     for row, end, step in zip(rows, ends, steps):
         ax.annotate(f"{step:+.3g}", (end, row), xytext=(3 if step >= 0 else -3, 0),
                     textcoords="offset points", va="center", ha="left" if step >= 0 else "right",
@@ -601,7 +610,7 @@ def plot_waterfall(labels, steps: np.ndarray, start: float, ax=None, *, title: s
     low, high = min(start, begins.min(), ends.min()), max(start, begins.max(), ends.max())
     margin = 0.18 * (high - low) or 1.0  # room for the step labels
     ax.set_xlim(low - margin, high + margin)
-    ax.set_xlabel(f"from the mean prediction {start:.4g}")
+    ax.set_xlabel(f"from {start_label} {start:.4g}")
     if title:
         ax.set_title(title)
     return ax
