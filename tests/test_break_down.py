@@ -193,4 +193,9 @@ def test_waterfall_labels_name_a_text_features_level():
         assert "color = red" in labels
         with pytest.raises(ValueError, match="row must be the index of an explained row"):
             result.plot("waterfall", row=3)
+    sv = jaximp.shapley_values(Host(), frame.iloc[:6], frame)
+    table = sv.to_frame().query("feature == 'color'")
+    assert table["feature_level"].tolist() == frame["color"].iloc[:6].tolist()
+    ticks = sv.plot("dependence", feature="color").get_xticklabels()
+    assert [t.get_text() for t in ticks] == list(sv.info.levels["color"])
     plt.close("all")

@@ -107,7 +107,8 @@ class ShapleyValues(ReadsDeferred):
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy table, one line per (row, feature, output): columns ``row``, ``feature``,
-        ``output``, ``value``, ``feature_value`` and, for sampled values, ``std``."""
+        ``output``, ``value``, ``feature_value``, for categorical features ``feature_level``
+        (the level a code in ``feature_value`` stands for) and, for sampled values, ``std``."""
         n, p, o = self.values.shape
         frame = pd.DataFrame({
             "row": np.repeat(np.arange(n), p * o),
@@ -116,6 +117,15 @@ class ShapleyValues(ReadsDeferred):
             "value": self.values.reshape(-1),
             "feature_value": np.repeat(self.data.reshape(-1), o),
         })
+        levels = self.info.get("levels")
+        if levels:
+            named = np.full((n, p), None, object)
+            for j, name in enumerate(self.feature_names):
+                if name in levels:
+                    codes = self.data[:, j]
+                    named[:, j] = [None if np.isnan(code) else levels[name][int(code)]
+                                   for code in codes]
+            frame["feature_level"] = np.repeat(named.reshape(-1), o)
         if self.standard_errors is not None:
             frame["std"] = self.standard_errors.reshape(-1)
         return frame
@@ -165,6 +175,9 @@ class ShapleyValues(ReadsDeferred):
             j = self._feature_index(feature)
             ax.scatter(self.data[:, j], self.values[:, j, column], s=8, alpha=0.7)
             ax.axhline(0.0, color="grey", lw=0.8)
+            levels = (self.info.get("levels") or {}).get(self.feature_names[j])
+            if levels is not None:  # a categorical feature: its codes on its levels' ticks
+                ax.set_xticks(range(len(levels)), [str(level) for level in levels])
             ax.set_xlabel(self.feature_names[j])
             ax.set_ylabel(f"Shapley value ({self.output_names[column]})")
             return ax
