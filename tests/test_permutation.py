@@ -909,8 +909,9 @@ def test_log_loss_clips_at_float64_epsilon_as_scikit_learn_for_trees_in_float32(
 @pytest.mark.parametrize("labels", ["numbers", "text"])
 def test_log_loss_and_auc_of_hard_labels_are_refused_and_decision_functions_ranked(labels):
     """A classifier without predict_proba is scored by its hard labels: scikit-learn's
-    neg_log_loss refuses it and its roc_auc ranks decision_function, so jaximp refuses both
-    with the fix, and the decision function's AUC is scikit-learn's."""
+    neg_log_loss refuses it, and so does jaximp with the fix; its roc_auc ranks
+    decision_function, as jaximp's scoring name does (it refused it), and a loss="auc" of
+    the labels is refused naming decision_function."""
     from sklearn.metrics import get_scorer
     from sklearn.svm import LinearSVC
 
@@ -922,11 +923,15 @@ def test_log_loss_and_auc_of_hard_labels_are_refused_and_decision_functions_rank
     with pytest.raises(ValueError, match=r"log_loss.*hard class labels.*predict_proba"):
         permutation_importance(svm, X, y, scoring="neg_log_loss", n_repeats=1)
     with pytest.raises(ValueError, match=r"auc.*hard class labels.*decision_function"):
-        permutation_importance(svm, X, y, scoring="roc_auc", n_repeats=1)
+        permutation_importance(svm, X, y, loss="auc", n_repeats=1)
     scores = jaximp.as_predictor(svm, response_method="decision_function", n_features=3)
-    ours = permutation_importance(scores, X, y, scoring="roc_auc", n_repeats=1)
-    assert ours.info["baseline"][0] == pytest.approx(get_scorer("roc_auc")(svm, X, y),
-                                                     rel=1e-12)
+    for model in (scores, svm):
+        ours = permutation_importance(model, X, y, scoring="roc_auc", n_repeats=2)
+        assert ours.info["baseline"][0] == pytest.approx(get_scorer("roc_auc")(svm, X, y),
+                                                         rel=1e-12)
+    np.testing.assert_allclose(
+        ours.importances, permutation_importance(svm, X, y, scoring=get_scorer("roc_auc"),
+                                                 n_repeats=2).importances, atol=1e-12)
     accuracy = permutation_importance(svm, X, y, scoring="accuracy", n_repeats=1)
     assert accuracy.info["baseline"][0] == pytest.approx(svm.score(X, y), rel=1e-12)
 
@@ -1192,7 +1197,8 @@ def test_median_absolute_error_matches_sklearn_and_takes_dalexs_names(linear_dat
     np.testing.assert_array_equal(
         permutation_importance(logistic, Xc, yc, loss="1-auc", n_repeats=2).importances,
         permutation_importance(logistic, Xc, yc, loss="auc", n_repeats=2).importances)
-    with pytest.raises(ValueError, match="Use n_bootstrap=0 for AUC, the median absolute"):
+    with pytest.raises(ValueError, match=r"got \['medae'\]\. Use n_bootstrap=0 .* the "
+                                         r"median absolute error"):
         permutation_importance(ols[0], X, y, loss="medae", n_bootstrap=3)
 
 

@@ -159,7 +159,8 @@ def scored_predictor(predictor: Predictor, model, losses, response: str, output,
     if response != "probability" or output is not None or len(kinds) != 1 or None in kinds:
         return predictor
     kind = kinds.pop()
-    estimator = probability_classifier(model if kind == "decision_function" else predictor)
+    estimator = (probability_classifier(model, kind) if kind == "decision_function"
+                 else probability_classifier(predictor))
     if estimator is None or (kind == "decision_function"
                              and len(getattr(estimator, "classes_", ())) != 2):
         return predictor

@@ -217,7 +217,10 @@ def permutation_importance(
         the dict.
     output : int, str or list, optional
         Model outputs the loss sees (default all). Regression losses give one importance per
-        output; classification losses read all selected columns as class probabilities.
+        output; classification losses read all selected columns as class probabilities (with
+        ``output`` given, a scikit-learn classifier's accuracy is that of the most probable
+        selected class, not of its ``predict``, and its binary ``"roc_auc"`` ranks the
+        probability, not ``decision_function``).
     sample_weight : array of shape (n,), optional
         Case weights of the loss.
     random_state : int, JAX PRNG key, NumPy RandomState or Generator, or None, default 0

@@ -455,9 +455,10 @@ def predicts_class_labels(predictor: Predictor) -> bool:
             and _is_sklearn_classifier(getattr(fn, "__self__", None)))
 
 
-def probability_classifier(model):
+def probability_classifier(model, method: str = "predict_proba"):
     """The scikit-learn classifier (not a boosting library's) that ``model`` is, with a
-    ``predict_proba``, or whose ``predict_proba`` the Predictor ``model`` calls on the host;
+    ``method`` (``predict_proba`` by default; ``decision_function`` for an SVC without
+    probabilities), or whose ``predict_proba`` the Predictor ``model`` calls on the host;
     None for any other model."""
     from ._boosting import boosting_library
 
@@ -466,7 +467,7 @@ def probability_classifier(model):
         if not model.host or getattr(fn, "__name__", None) != "predict_proba":
             return None
         model = getattr(fn, "__self__", None)
-    if (not hasattr(model, "predict_proba") or not _is_sklearn_classifier(model)
+    if (not hasattr(model, method) or not _is_sklearn_classifier(model)
             or boosting_library(model) is not None):
         return None
     return model
@@ -479,8 +480,8 @@ def response_predictor(model, response_method: str, sample=None) -> Predictor | 
     scikit-learn's accuracy scores the labels of ``predict``, which need not be the most
     probable class (a tuned decision threshold, SVC's Platt-scaled probabilities), and its
     binary ``roc_auc`` ranks ``decision_function``, which saturated probabilities tie."""
-    estimator = probability_classifier(model)
-    if estimator is None or not hasattr(estimator, response_method):
+    estimator = probability_classifier(model, response_method)
+    if estimator is None:
         return None
     return _host_predictor(estimator, None, None, sample, response_method=response_method)
 
