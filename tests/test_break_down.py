@@ -198,4 +198,10 @@ def test_waterfall_labels_name_a_text_features_level():
     assert table["feature_level"].tolist() == frame["color"].iloc[:6].tolist()
     ticks = sv.plot("dependence", feature="color").get_xticklabels()
     assert [t.get_text() for t in ticks] == list(sv.info.levels["color"])
+    # an integer column marked categorical holds its own values, not codes of its levels
+    codes = np.column_stack([rng.integers(3, 8, 40), rng.normal(size=40)])
+    integer = jaximp.break_down(lambda A: A[:, 0] + A[:, 1], codes[:1], codes, categorical=[0])
+    assert integer.info["levels"] is None
+    labels = [t.get_text() for t in integer.plot("waterfall").get_yticklabels()]
+    assert f"x0 = {codes[0, 0]:.4g}" in labels
     plt.close("all")

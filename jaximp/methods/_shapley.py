@@ -248,12 +248,29 @@ def coalition_game(model, X, background, features, background_size, background_w
     game = _Game(predictor, bg, bg_weights, dataset.X, player_columns,
                  dict(memory_budget=memory_budget, progress=progress),
                  resolve_budget(memory_budget), defers=dataset.defers_reads)
-    levels = {f.name: f.levels for f in players if f.is_categorical and len(f.columns) == 1}
     info = keep_layout(ShapleyDetails(n_background=bg.n_rows, background_rows=background_rows,
-                                      sample_weight=dataset.weights, levels=levels or None),
+                                      sample_weight=dataset.weights,
+                                      levels=_coded_levels(dataset, players)),
                        dataset, players)
     names = tuple(f.name for f in players)
     return game, names, tuple(predictor.output_names), data, info, key_rest
+
+
+def _coded_levels(dataset: Dataset, players) -> dict | None:
+    """The levels of the categorical features whose values in X are codes of them (text and
+    pandas categories; an integer column marked categorical holds its own values)."""
+    source = dataset.source
+    coded = {}
+    for feat in players:
+        if feat.kind != "categorical" or len(feat.columns) != 1 or not feat.levels:
+            continue
+        column = (source.iloc[:, feat.columns[0]] if isinstance(source, pd.DataFrame)
+                  else None)
+        if (any(isinstance(level, str) for level in feat.levels) if column is None
+                else isinstance(column.dtype, pd.CategoricalDtype)
+                or not pd.api.types.is_numeric_dtype(column.dtype)):
+            coded[feat.name] = feat.levels
+    return coded or None
 
 
 def _check_permutations(n_permutations) -> int:
