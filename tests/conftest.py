@@ -39,12 +39,15 @@ from jaximp.kernels import _streams  # noqa: E402
 # workers) compile many identical programs: share them through JAX's persistent compilation
 # cache in a directory made for this run (by the xdist controller, whose environment the
 # workers inherit) and removed when the run ends. Measured on the whole suite: ~7% less CPU.
+# Only programs that took 0.5 s or more to compile are written: serializing an executable
+# (jaxlib 0.10.2, CPU) crashed a worker with a segmentation fault in about one run of two,
+# each time a different small program, and the long compiles hold most of the time saved.
 _CACHE_ENV = "PYTEST_JAXIMP_XLA_CACHE"
 _CACHE_OWNER = _CACHE_ENV not in os.environ
 if _CACHE_OWNER:
     os.environ[_CACHE_ENV] = tempfile.mkdtemp(prefix="jaximp-xla-cache-")
 jax.config.update("jax_compilation_cache_dir", os.environ[_CACHE_ENV])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
