@@ -40,8 +40,9 @@ from jaximp.kernels import _streams  # noqa: E402
 # cache in a directory made for this run (by the xdist controller, whose environment the
 # workers inherit) and removed when the run ends. Measured on the whole suite: ~7% less CPU.
 # Only programs that took 0.5 s or more to compile are written: serializing an executable
-# (jaxlib 0.10.2, CPU) crashed a worker with a segmentation fault in about one run of two,
-# each time a different small program, and the long compiles hold most of the time saved.
+# (jaxlib 0.10.2, CPU) crashed workers with a segmentation fault, each time in a different
+# small program, and the long compiles hold most of the time saved. (XLA's compiler itself
+# crashed once too; `make test` runs a test whose worker crashed once more.)
 _CACHE_ENV = "PYTEST_JAXIMP_XLA_CACHE"
 _CACHE_OWNER = _CACHE_ENV not in os.environ
 if _CACHE_OWNER:
