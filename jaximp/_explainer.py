@@ -13,9 +13,9 @@ from ._explain import explain
 from .data import Dataset, validate_params
 from .methods import (
     ablation_attributions,
-    break_down,
     ale,
     booster_importance,
+    break_down,
     conditional_importance,
     dgsm,
     expected_gradients,

@@ -323,3 +323,21 @@ def test_negative_positions_count_from_the_end():
     with pytest.raises(ValueError, match=r"index -4 is out of range; the data has 3 features "
                                          r"\(0 \.\. 2, or -3 \.\. -1 from the end\)"):
         jaximp.partial_dependence(f, A, -4)
+
+
+def test_an_int_output_beyond_the_outputs_that_names_a_class_says_to_pass_the_label():
+    """Classes [-5, -1, 3]: output=3 is a position (out of range); the message says that
+    output='3' picks the class labelled 3, which then equals the third column."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 2))
+    y = np.array([-5, -1, 3])[np.digitize(X[:, 0], [-0.4, 0.4])]
+    model = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"out of range for a model with 3 outputs; an int is "
+                                         r"a position: for the output named '3' pass "
+                                         r"output='3'\."):
+        jaximp.partial_dependence(model, X, 0, output=3)
+    by_label = jaximp.partial_dependence(model, X, 0, output="3", grid_resolution=4)
+    by_position = jaximp.partial_dependence(model, X, 0, output=-1, grid_resolution=4)
+    np.testing.assert_array_equal(by_label.average, by_position.average)

@@ -138,9 +138,11 @@ def select_outputs(
         elif -len(output_names) <= int(item) < len(output_names):
             indices.append(int(item) % len(output_names))
         else:
+            label = (f"; an int is a position: for the output named {str(item)!r} pass "
+                     f"output={str(item)!r}" if str(item) in output_names else "")
             raise ValueError(
                 f"output index {item} is out of range for a model with {len(output_names)} "
-                "outputs."
+                f"outputs{label}."
             )
     if len(set(indices)) < len(indices):
         raise ValueError(
