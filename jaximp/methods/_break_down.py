@@ -146,15 +146,14 @@ def break_down(
     fixed = None if order is None else _checked_order(order, names)
     # round 1: each feature alone, and all of them (f(x)), for every row
     singles_and_all = np.concatenate([np.eye(p, dtype=bool), np.ones((1, p), bool)])
-    parts = {}
+    base, first = np.empty(o), np.empty((n, p + 1, o))
 
-    def keep(rows, _, base, v):  # v: (rows, p + 1, o)
-        parts.setdefault("v", np.empty((n, p + 1, o)))[rows] = v
-        parts["base"] = base
+    def keep(rows, _, empty, v):  # v: (rows, p + 1, o)
+        base[:], first[rows] = empty, v
 
     game.evaluated(game.plans(singles_and_all, p + 1), game.reducer,
                    lambda result: base_and_values(result, p + 1), "break-down", keep)
-    base, singles, full = parts["base"], parts["v"][:, :p], parts["v"][:, p]
+    singles, full = first[:, :p], first[:, p]
     effects = (singles - base)[..., out_idx]  # (n, p, o')
     if fixed is not None:
         order = np.tile(fixed, (n, 1))

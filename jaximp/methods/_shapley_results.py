@@ -98,10 +98,7 @@ class ShapleyValues(ReadsDeferred):
         ``(n, h, w[, c])`` or ``(n, t, c)``): shape ``input_shape``, a feature's (patch's,
         channel's, time step's) value on each of its positions, NaN where no feature was a
         player. Raises ValueError for the values of a table."""
-        n = self.values.shape[0]
-        if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not -n <= row < n:
-            raise ValueError(f"row must be the index of an explained row (below {n}); got "
-                             f"{row!r}.")
+        row = checked_row(row, self.values.shape[0])
         column = output_index(self.output_names, output)
         return input_image(self.info, self.values[row, :, column], "Shapley values")
 
